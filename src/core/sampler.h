@@ -1,0 +1,71 @@
+/*
+ * sampler.h — measures the memory of a whole process tree, cheaply enough to
+ * run at 100 Hz (1 kHz must work).
+ *
+ * The tree is every descendant of root_pid (root_pid itself excluded when
+ * exclude_root: the supervisor, a child subreaper, samples its own children
+ * and the orphans reparented to it). When the job has its own cgroup,
+ * membership is read from its cgroup.procs instead, which also sees
+ * processes that escaped the tree.
+ *
+ * Cost model (docs/internals/sampler.md): each tick reads /proc/PID/statm of
+ * every member through a descriptor kept open (one pread each). PSS and USS
+ * come from smaps_rollup, which costs milliseconds on large processes, so it
+ * is re-read per process only when the process's RSS moved by more than
+ * pss_refresh_fraction since its last exact read, or it is new, and never
+ * more often than pss_cpu_budget allows; between reads PSS and USS are
+ * estimated as exact value + (RSS now - RSS at the read): memory a training
+ * job gains is private anonymous memory. Swap comes with smaps_rollup.
+ * GPU memory is read through NVML at most every gpu_interval_ns.
+ */
+#ifndef LP_SAMPLER_H
+#define LP_SAMPLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/sample.h"
+
+struct nvml;
+
+struct sampler_config {
+	const char *proc_root;        /* "/proc" when NULL */
+	pid_t root_pid;
+	bool exclude_root;
+	const char *cgroup_dir;       /* the job's own cgroup directory, or NULL */
+	int cgroup_version;           /* 1 or 2 when cgroup_dir is set */
+	struct nvml *nvml;            /* NULL: no GPU sampling; not owned */
+	double pss_cpu_budget;        /* fraction of one CPU for smaps_rollup; default 0.02 */
+	double pss_refresh_fraction;  /* default 0.02 (2% of the process's RSS) */
+	int64_t tree_scan_interval_ns;/* /proc rescans without a cgroup; default 100 ms */
+	int64_t gpu_interval_ns;      /* default 500 ms */
+};
+void sampler_config_init(struct sampler_config *cfg);
+
+struct sampler;
+/* Returns NULL after printing an error. cfg's strings must outlive it. */
+struct sampler *sampler_new(const struct sampler_config *cfg);
+void sampler_free(struct sampler *s);
+
+/*
+ * Take one sample of the tree at now_ns (CLOCK_MONOTONIC). Fills *out except
+ * out->t, which the caller sets. force_exact re-reads smaps_rollup of every
+ * member regardless of the budget (used for the final sample). Returns the
+ * number of processes, 0 when the tree is empty; never fails on a process
+ * that vanished mid-sample.
+ */
+int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct mem_sample *out);
+
+/* The latest per-process values, valid until the next sampler_sample(). */
+struct proc_mem {
+	pid_t pid, ppid;
+	char name[32];
+	uint64_t rss, pss, uss, swap, gpu;
+};
+size_t sampler_procs(struct sampler *s, const struct proc_mem **out);
+
+/* CPU time the sampler spent in smaps_rollup reads so far, nanoseconds. */
+int64_t sampler_rollup_ns(const struct sampler *s);
+
+#endif

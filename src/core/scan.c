@@ -1,0 +1,79 @@
+/*
+ * scan.c — step markers in a job's output, matched with PCRE2. One match
+ * data block is allocated with the pattern and reused, so matching a line
+ * allocates nothing.
+ */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "core/scan.h"
+
+#include <pcre2.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+
+struct step_regex {
+	pcre2_code *code;
+	pcre2_match_data *md;
+	bool has_group;
+};
+
+struct step_regex *step_regex_new(const char *pattern)
+{
+	int errcode;
+	PCRE2_SIZE erroff;
+	pcre2_code *code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_MATCH_INVALID_UTF,
+	                                 &errcode, &erroff, NULL);
+	if (!code) {
+		PCRE2_UCHAR msg[256];
+		pcre2_get_error_message(errcode, msg, sizeof(msg));
+		error("invalid --step-regex '%s' at offset %zu: %s", pattern, (size_t)erroff, (char *)msg);
+		return NULL;
+	}
+	uint32_t groups = 0;
+	pcre2_pattern_info(code, PCRE2_INFO_CAPTURECOUNT, &groups);
+	struct step_regex *re = xcalloc(1, sizeof(*re));
+	re->code = code;
+	re->md = pcre2_match_data_create_from_pattern(code, NULL);
+	if (!re->md) {
+		pcre2_code_free(code);
+		free(re);
+		error("out of memory compiling --step-regex");
+		return NULL;
+	}
+	re->has_group = groups >= 1;
+	return re;
+}
+
+void step_regex_free(struct step_regex *re)
+{
+	if (!re)
+		return;
+	pcre2_match_data_free(re->md);
+	pcre2_code_free(re->code);
+	free(re);
+}
+
+int step_regex_match(struct step_regex *re, const char *line, size_t len, bool *has_n, int64_t *n)
+{
+	*has_n = false;
+	int rc = pcre2_match(re->code, (PCRE2_SPTR)line, len, 0, 0, re->md, NULL);
+	if (rc < 0)
+		return 0;
+	if (re->has_group && rc >= 2) {
+		PCRE2_SIZE *ov = pcre2_get_ovector_pointer(re->md);
+		if (ov[2] != PCRE2_UNSET && ov[3] > ov[2] && ov[3] - ov[2] < 20) {
+			char num[24];
+			size_t k = ov[3] - ov[2];
+			memcpy(num, line + ov[2], k);
+			num[k] = '\0';
+			char *end;
+			long long v = strtoll(num, &end, 10);
+			if (end != num && !*end && v >= 0) {
+				*has_n = true;
+				*n = v;
+			}
+		}
+	}
+	return 1;
+}

@@ -1,0 +1,874 @@
+/*
+ * supervise.c — the supervisor: one process, one poll loop, no threads.
+ *
+ * The job is forked into its own process group and, where the machine
+ * allows, its own cgroup; leakproof makes itself a child subreaper so that
+ * workers orphaned by the job are reparented to it and can be found and
+ * ended. One poll() set carries every event source:
+ *
+ *   signalfd   SIGCHLD (reap), SIGINT/SIGTERM/SIGHUP/SIGQUIT (forward)
+ *   timerfd    the sampling tick
+ *   stdout/err the job's output, passed through unchanged and scanned
+ *   channel    the client protocol on $LEAKPROOF_FD
+ *
+ * States (see docs/internals/design.md):
+ *
+ *   RUNNING   --main process exits-->  ENDING (SIGTERM to leftovers)
+ *   ENDING    --grace elapses------->  KILLING (SIGKILL to leftovers)
+ *   ENDING/KILLING --no process left and output drained--> DONE
+ *   KILLING   --1 s more------------>  DONE (whatever is left)
+ *
+ * Times are CLOCK_MONOTONIC nanoseconds; memory is bytes.
+ */
+#include "core/supervise.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/analyze.h"
+#include "core/channel.h"
+#include "core/sampler.h"
+#include "core/scan.h"
+#include "platform/cgroup.h"
+#include "platform/nvml.h"
+#include "report/report.h"
+#include "store/store.h"
+#include "util/util.h"
+
+extern char **environ;
+
+#define NS_PER_S 1000000000LL
+#define FLUSH_EVERY_NS NS_PER_S            /* commit the store this often */
+#define PROC_SAMPLE_EVERY_NS NS_PER_S      /* per-process rows this often */
+#define STATUS_EVERY_NS (NS_PER_S / 4)     /* live status line redraws */
+#define STEP_RESAMPLE_NS 200000LL          /* steps closer than this share a sample */
+#define READ_CHUNK 65536
+#define LIVE_RING 64                       /* steps kept for the live growth estimate */
+
+enum sv_state { SV_RUNNING, SV_ENDING, SV_KILLING, SV_DONE };
+
+struct sv {
+	const struct supervise_opts *o;
+	enum sv_state state;
+	int64_t state_deadline_ns;
+
+	struct store *st;
+	int64_t run_id;
+	struct sampler *sampler;
+	struct nvml *nvml;
+	struct job_cgroup cg;
+	bool have_cg;
+	struct step_regex *re;
+
+	pid_t child;
+	bool child_exited;
+	int exit_code, exit_signal;
+
+	int64_t t0_ns;
+	int sigfd, timerfd, outfd, errfd, chanfd;
+	struct linebuf out_lb, err_lb, chan_lb;
+	bool out_broken, err_broken;           /* our stdout/stderr went away */
+
+	int64_t steps, last_step, epoch;
+	int64_t ignored_channel_steps;
+	enum step_source step_source;
+	int64_t bad_lines, long_lines;
+
+	struct mem_sample last;
+	bool have_last;
+	int64_t last_sample_ns;
+	double peak;
+
+	int64_t last_flush_ns, last_proc_ns, last_status_ns;
+	bool tty, status_drawn;
+	double ring_x[LIVE_RING], ring_y[LIVE_RING];
+	size_t ring_n;
+	double first_step_t;
+};
+
+void supervise_opts_init(struct supervise_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->interval_ns = 100 * 1000000LL;
+	o->measure = MEASURE_PSS;
+	o->use_cgroup = true;
+	o->status_line = -1;
+	o->leftover_grace_ns = NS_PER_S;
+}
+
+static double sv_now_t(const struct sv *sv, int64_t now_ns)
+{
+	return (double)(now_ns - sv->t0_ns) / 1e9;
+}
+
+/* ---- output ---------------------------------------------------------- */
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+				poll(&pfd, 1, 100);
+				continue;
+			}
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void status_clear(struct sv *sv)
+{
+	if (sv->status_drawn) {
+		write_all(STDERR_FILENO, "\r\033[K", 4);
+		sv->status_drawn = false;
+	}
+}
+
+static void status_draw(struct sv *sv, int64_t now_ns)
+{
+	char line[256], mem[32], growth[32];
+	int n;
+
+	if (!sv->tty || !sv->have_last || now_ns - sv->last_status_ns < STATUS_EVERY_NS)
+		return;
+	sv->last_status_ns = now_ns;
+	double v = mem_sample_value(&sv->last, sv->o->measure);
+	fmt_bytes(mem, sizeof(mem), v < 0 ? 0 : v);
+	if (sv->steps > 0) {
+		double rate = 0;
+		double el = sv_now_t(sv, now_ns) - sv->first_step_t;
+		if (sv->steps > 1 && el > 0)
+			rate = (double)(sv->steps - 1) / el;
+		strcpy(growth, "?");
+		if (sv->ring_n >= 8) {
+			double lo, hi, slope = theil_sen(sv->ring_x, sv->ring_y, sv->ring_n, &lo, &hi);
+			fmt_bytes(growth, sizeof(growth), slope);
+		}
+		n = snprintf(line, sizeof(line), "[leakproof] step %lld | %.2f steps/s | %s %s | %s%s/step | %d procs",
+		             (long long)sv->last_step, rate, measure_name(sv->o->measure), mem,
+		             growth[0] == '-' || growth[0] == '?' ? "" : "+", growth, sv->last.nprocs);
+	} else {
+		n = snprintf(line, sizeof(line), "[leakproof] %.0f s | %s %s | %d procs | no steps yet",
+		             sv_now_t(sv, now_ns), measure_name(sv->o->measure), mem, sv->last.nprocs);
+	}
+	struct winsize ws;
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10 && n >= ws.ws_col)
+		n = ws.ws_col - 1;
+	if (n < 0)
+		return;
+	write_all(STDERR_FILENO, "\r\033[K", 4);
+	write_all(STDERR_FILENO, line, (size_t)n);
+	sv->status_drawn = true;
+}
+
+/* ---- sampling -------------------------------------------------------- */
+
+static void take_sample(struct sv *sv, int64_t now_ns)
+{
+	struct mem_sample s;
+	memset(&s, 0, sizeof(s));
+	if (sampler_sample(sv->sampler, now_ns, false, &s) <= 0)
+		return;  /* the tree is empty: between the exit and the reaping */
+	s.t = sv_now_t(sv, now_ns);
+	sv->last = s;
+	sv->have_last = true;
+	sv->last_sample_ns = now_ns;
+	double v = mem_sample_value(&s, sv->o->measure);
+	if (v > sv->peak)
+		sv->peak = v;
+	store_add_sample(sv->st, sv->run_id, &s);
+
+	if (now_ns - sv->last_proc_ns >= PROC_SAMPLE_EVERY_NS) {
+		const struct proc_mem *pm;
+		size_t n = sampler_procs(sv->sampler, &pm);
+		for (size_t i = 0; i < n; i++)
+			store_add_proc_sample(sv->st, sv->run_id, s.t, pm[i].pid, pm[i].ppid, pm[i].name,
+			                      pm[i].rss, pm[i].pss, pm[i].uss, pm[i].swap, pm[i].gpu);
+		sv->last_proc_ns = now_ns;
+	}
+	if (now_ns - sv->last_flush_ns >= FLUSH_EVERY_NS) {
+		store_flush(sv->st);
+		sv->last_flush_ns = now_ns;
+	}
+}
+
+/* A step ended: measure now and record it. */
+static void on_step(struct sv *sv, bool has_n, int64_t n, enum step_source src)
+{
+	int64_t now = mono_ns();
+
+	if (sv->o->step_regex && src == STEP_SOURCE_CHANNEL) {
+		sv->ignored_channel_steps++;   /* --step-regex chooses the source */
+		return;
+	}
+	sv->step_source = src;
+	if (!sv->have_last || now - sv->last_sample_ns >= STEP_RESAMPLE_NS)
+		take_sample(sv, now);
+	if (!sv->have_last)
+		return;
+
+	struct step_rec rec;
+	rec.step = has_n ? n : sv->last_step + 1;
+	rec.epoch = sv->epoch;
+	rec.mem = sv->last;
+	rec.mem.t = sv_now_t(sv, now);
+	store_add_step(sv->st, sv->run_id, &rec);
+	if (sv->steps == 0)
+		sv->first_step_t = rec.mem.t;
+	sv->steps++;
+	sv->last_step = rec.step;
+
+	if (sv->ring_n == LIVE_RING) {
+		memmove(sv->ring_x, sv->ring_x + 1, (LIVE_RING - 1) * sizeof(double));
+		memmove(sv->ring_y, sv->ring_y + 1, (LIVE_RING - 1) * sizeof(double));
+		sv->ring_n--;
+	}
+	sv->ring_x[sv->ring_n] = (double)rec.step;
+	sv->ring_y[sv->ring_n] = mem_sample_value(&rec.mem, sv->o->measure);
+	sv->ring_n++;
+}
+
+/* ---- the channel ----------------------------------------------------- */
+
+static void on_channel_line(void *ctx, const char *line, size_t len, bool truncated)
+{
+	struct sv *sv = ctx;
+	struct chan_msg m;
+	char err[160];
+	double t = sv_now_t(sv, mono_ns());
+
+	if (truncated) {
+		sv->long_lines++;
+		return;
+	}
+	int rc = channel_parse(line, len, &m, err, sizeof(err));
+	if (rc < 0) {
+		if (sv->bad_lines++ < 5) {
+			char detail[256];
+			snprintf(detail, sizeof(detail), "bad channel line: %s", err);
+			store_add_event(sv->st, sv->run_id, t, "channel-error", detail);
+		}
+		return;
+	}
+	if (rc == 0)
+		return;
+	switch (m.type) {
+	case CHAN_STEP:
+		on_step(sv, m.has_n, m.n, STEP_SOURCE_CHANNEL);
+		break;
+	case CHAN_EPOCH: {
+		char d[32];
+		sv->epoch = m.has_n ? m.n : sv->epoch + 1;
+		snprintf(d, sizeof(d), "%lld", (long long)sv->epoch);
+		store_add_event(sv->st, sv->run_id, t, "epoch", d);
+		break;
+	}
+	case CHAN_METRIC:
+		for (int i = 0; i < m.nkv; i++)
+			store_add_metric(sv->st, sv->run_id, sv->last_step, t, m.kv[i].name, m.kv[i].value);
+		break;
+	case CHAN_GPU:
+		for (int i = 0; i < m.nkv; i++) {
+			char name[80];
+			snprintf(name, sizeof(name), "gpu.%s", m.kv[i].name);
+			store_add_metric(sv->st, sv->run_id, sv->last_step, t, name, m.kv[i].value);
+		}
+		break;
+	case CHAN_RESULT:
+		for (int i = 0; i < m.nkv; i++)
+			store_add_result(sv->st, sv->run_id, m.kv[i].name, m.kv[i].value);
+		break;
+	case CHAN_MARK: {
+		char text[CHANNEL_LINE_MAX + 1];
+		memcpy(text, m.text, m.text_len);
+		text[m.text_len] = '\0';
+		store_add_event(sv->st, sv->run_id, t, "mark", text);
+		break;
+	}
+	}
+}
+
+static void on_output_line(void *ctx, const char *line, size_t len, bool truncated)
+{
+	struct sv *sv = ctx;
+	bool has_n;
+	int64_t n;
+	(void)truncated;   /* a cut line is matched on its first CHANNEL_LINE_MAX bytes */
+	if (sv->re && step_regex_match(sv->re, line, len, &has_n, &n))
+		on_step(sv, has_n, n, STEP_SOURCE_REGEX);
+}
+
+/* Read what is there on fd (at most a few chunks, so sampling is not
+ * starved by a flood). Returns false at end of file. */
+static bool pump(struct sv *sv, int *fdp, int out_fd, bool *broken, struct linebuf *lb, line_fn fn)
+{
+	char buf[READ_CHUNK];
+	for (int rounds = 0; rounds < 4; rounds++) {
+		ssize_t n = read(*fdp, buf, sizeof(buf));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return true;
+			n = 0;
+		}
+		if (n == 0) {
+			linebuf_finish(lb, fn, sv);
+			close(*fdp);
+			*fdp = -1;
+			return false;
+		}
+		if (out_fd >= 0 && !*broken) {
+			status_clear(sv);
+			if (write_all(out_fd, buf, (size_t)n) < 0)
+				*broken = true;   /* keep draining so the job never blocks */
+		}
+		linebuf_feed(lb, buf, (size_t)n, fn, sv);
+		if ((size_t)n < sizeof(buf))
+			return true;
+	}
+	return true;
+}
+
+/* ---- processes ------------------------------------------------------- */
+
+static void signal_job(struct sv *sv, int sig)
+{
+	if (!sv->child_exited)
+		kill(-sv->child, sig);
+	if (sv->have_cg)
+		cgroup_signal_all(&sv->cg, sig);
+	else if (sv->child_exited)
+		kill(-sv->child, sig);
+	/* Orphans reparented to us that left the process group and cgroup. */
+	if (sv->child_exited) {
+		struct mem_sample s;
+		const struct proc_mem *pm;
+		sampler_sample(sv->sampler, mono_ns(), false, &s);
+		size_t n = sampler_procs(sv->sampler, &pm);
+		for (size_t i = 0; i < n; i++)
+			kill(pm[i].pid, sig);
+	}
+}
+
+/* Reap every child that ended; true when none is left at all. */
+static bool reap(struct sv *sv)
+{
+	for (;;) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+		if (pid == 0)
+			return false;
+		if (pid < 0)
+			return errno == ECHILD;
+		if (pid == sv->child && !sv->child_exited) {
+			sv->child_exited = true;
+			if (WIFSIGNALED(status)) {
+				sv->exit_code = -1;
+				sv->exit_signal = WTERMSIG(status);
+			} else {
+				sv->exit_code = WEXITSTATUS(status);
+				sv->exit_signal = 0;
+			}
+		}
+	}
+}
+
+static void enter_state(struct sv *sv, enum sv_state st, int64_t now)
+{
+	sv->state = st;
+	if (st == SV_ENDING) {
+		signal_job(sv, SIGTERM);
+		sv->state_deadline_ns = now + sv->o->leftover_grace_ns;
+	} else if (st == SV_KILLING) {
+		signal_job(sv, SIGKILL);
+		sv->state_deadline_ns = now + NS_PER_S;
+	}
+}
+
+static void on_signal(struct sv *sv, int64_t now)
+{
+	struct signalfd_siginfo si;
+	while (read(sv->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		int sig = (int)si.ssi_signo;
+		if (sig == SIGCHLD)
+			continue;
+		/* Forward to the whole job; a second one while ending kills. */
+		if (sv->state == SV_RUNNING) {
+			signal_job(sv, sig);
+			char d[32];
+			snprintf(d, sizeof(d), "%s forwarded", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+			store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "signal", d);
+		} else if (sv->state == SV_ENDING) {
+			enter_state(sv, SV_KILLING, now);
+		}
+	}
+	bool none_left = reap(sv);
+	if (sv->child_exited && sv->state == SV_RUNNING) {
+		char d[64];
+		if (sv->exit_signal)
+			snprintf(d, sizeof(d), "killed by SIG%s", sigabbrev_np(sv->exit_signal));
+		else
+			snprintf(d, sizeof(d), "exited %d", sv->exit_code);
+		store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "exit", d);
+		if (none_left)
+			sv->state = SV_ENDING, sv->state_deadline_ns = now + sv->o->leftover_grace_ns;
+		else
+			enter_state(sv, SV_ENDING, now);
+	}
+}
+
+/* ---- start ----------------------------------------------------------- */
+
+/* The directory holding the Python client package, or NULL. */
+static const char *python_client_dir(void)
+{
+	static char dir[PATH_MAX];
+	char exe[PATH_MAX], probe[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			static const char *const rel[] = { "/../python", "/../lib/leakproof/python" };
+			for (size_t i = 0; i < 2; i++) {
+				snprintf(probe, sizeof(probe), "%s%s/leakproof/__init__.py", exe, rel[i]);
+				if (access(probe, R_OK) == 0 && strlen(exe) + strlen(rel[i]) < sizeof(dir)) {
+					snprintf(dir, sizeof(dir), "%s%s", exe, rel[i]);
+					char *real = realpath(dir, NULL);
+					if (real) {
+						snprintf(dir, sizeof(dir), "%s", real);
+						free(real);
+					}
+					return dir;
+				}
+			}
+		}
+	}
+	snprintf(probe, sizeof(probe), "%s/leakproof/__init__.py", LP_PYDIR);
+	return access(probe, R_OK) == 0 ? LP_PYDIR : NULL;
+}
+
+/* The job's environment: ours plus LEAKPROOF_*, PYTHONPATH, PYTHONUNBUFFERED.
+ * The caller frees the array and its strings with free_env(). */
+static char **build_env(int chan_fd, int64_t run_id)
+{
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = xcalloc(n + 8, sizeof(char *));
+	size_t k = 0;
+	const char *pypath = getenv("PYTHONPATH");
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(environ[i], "LEAKPROOF_FD=", 13) || !strncmp(environ[i], "LEAKPROOF_RUN=", 14) ||
+		    !strncmp(environ[i], "LEAKPROOF_RESTART=", 18) || !strncmp(environ[i], "PYTHONPATH=", 11))
+			continue;
+		env[k++] = xstrdup(environ[i]);
+	}
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "LEAKPROOF_FD=%d", chan_fd);
+	env[k++] = strbuf_detach(&sb, NULL);
+	strbuf_addf(&sb, "LEAKPROOF_RUN=%lld", (long long)run_id);
+	env[k++] = strbuf_detach(&sb, NULL);
+	env[k++] = xstrdup("LEAKPROOF_RESTART=0");
+	const char *client = python_client_dir();
+	if (client || pypath) {
+		strbuf_addstr(&sb, "PYTHONPATH=");
+		if (client)
+			strbuf_addstr(&sb, client);
+		if (client && pypath && *pypath)
+			strbuf_addch(&sb, ':');
+		if (pypath)
+			strbuf_addstr(&sb, pypath);
+		env[k++] = strbuf_detach(&sb, NULL);
+	}
+	if (!getenv("PYTHONUNBUFFERED"))
+		env[k++] = xstrdup("PYTHONUNBUFFERED=1");
+	env[k] = NULL;
+	return env;
+}
+
+static void free_env(char **env)
+{
+	for (char **p = env; *p; p++)
+		free(*p);
+	free(env);
+}
+
+static void command_json(struct strbuf *sb, char **argv)
+{
+	strbuf_addch(sb, '[');
+	for (int i = 0; argv[i]; i++) {
+		if (i)
+			strbuf_addstr(sb, ", ");
+		strbuf_add_json_str(sb, argv[i]);
+	}
+	strbuf_addch(sb, ']');
+}
+
+/* Make sure fds 0-2 are open, so pipes never land on them. */
+static void ensure_std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0) {
+			int nfd = open("/dev/null", O_RDWR);
+			if (nfd >= 0 && nfd != fd) {
+				dup2(nfd, fd);
+				close(nfd);
+			}
+		}
+}
+
+/*
+ * Fork and exec the job. Returns 0, or the exit status for a job that could
+ * not start (126/127) after printing why.
+ */
+static int start_job(struct sv *sv, sigset_t *oldmask)
+{
+	int outp[2], errp[2], chanp[2], execp[2];
+	if (pipe2(outp, O_CLOEXEC) || pipe2(errp, O_CLOEXEC) || pipe2(chanp, O_CLOEXEC) || pipe2(execp, O_CLOEXEC))
+		return error_errno("cannot create pipes"), LP_EXIT_FAILURE;
+
+	char **env = build_env(chanp[1], sv->run_id);
+	char *const *argv = sv->o->argv;
+
+	pid_t pid = fork();
+	if (pid < 0) {
+		free_env(env);
+		return error_errno("cannot fork"), LP_EXIT_FAILURE;
+	}
+	if (pid == 0) {
+		/* The child: only async-signal-safe calls until exec. */
+		setpgid(0, 0);
+		if (sv->have_cg)
+			cgroup_enter(&sv->cg, 0);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		signal(SIGPIPE, SIG_DFL);
+		sigprocmask(SIG_SETMASK, oldmask, NULL);
+		dup2(outp[1], STDOUT_FILENO);
+		dup2(errp[1], STDERR_FILENO);
+		fcntl(chanp[1], F_SETFD, 0);
+		execvpe(argv[0], argv, env);
+		int e = errno;
+		ssize_t w = write(execp[1], &e, sizeof(e));
+		(void)w;
+		_exit(LP_EXIT_NOT_FOUND);
+	}
+	setpgid(pid, pid);   /* both sides, so there is no race */
+	free_env(env);
+	close(outp[1]);
+	close(errp[1]);
+	close(chanp[1]);
+	close(execp[1]);
+	sv->child = pid;
+
+	int e = 0;
+	ssize_t r;
+	do
+		r = read(execp[0], &e, sizeof(e));
+	while (r < 0 && errno == EINTR);
+	close(execp[0]);
+	if (r == (ssize_t)sizeof(e)) {
+		waitpid(pid, NULL, 0);
+		close(outp[0]);
+		close(errp[0]);
+		close(chanp[0]);
+		errno = e;
+		if (e == ENOENT) {
+			error("cannot run '%s': command not found", argv[0]);
+			return LP_EXIT_NOT_FOUND;
+		}
+		error_errno("cannot run '%s'", argv[0]);
+		return LP_EXIT_CANNOT_EXEC;
+	}
+	sv->outfd = outp[0];
+	sv->errfd = errp[0];
+	sv->chanfd = chanp[0];
+	fcntl(sv->outfd, F_SETFL, O_NONBLOCK);
+	fcntl(sv->errfd, F_SETFL, O_NONBLOCK);
+	fcntl(sv->chanfd, F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+static uint64_t machine_memory(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+}
+
+/* ---- the loop -------------------------------------------------------- */
+
+static void loop(struct sv *sv)
+{
+	for (;;) {
+		int64_t now = mono_ns();
+		if (sv->state != SV_RUNNING) {
+			bool none_left = reap(sv);
+			bool drained = sv->outfd < 0 && sv->errfd < 0 && sv->chanfd < 0;
+			if (none_left && drained)
+				break;
+			if (now >= sv->state_deadline_ns) {
+				if (sv->state == SV_ENDING)
+					enter_state(sv, SV_KILLING, now);
+				else
+					break;   /* pipes held by something we cannot end */
+			}
+		}
+
+		struct pollfd pfd[5];
+		int nfd = 0;
+		pfd[nfd++] = (struct pollfd){ .fd = sv->sigfd, .events = POLLIN };
+		pfd[nfd++] = (struct pollfd){ .fd = sv->timerfd, .events = POLLIN };
+		pfd[nfd++] = (struct pollfd){ .fd = sv->outfd, .events = POLLIN };
+		pfd[nfd++] = (struct pollfd){ .fd = sv->errfd, .events = POLLIN };
+		pfd[nfd++] = (struct pollfd){ .fd = sv->chanfd, .events = POLLIN };
+		int timeout = -1;
+		if (sv->state != SV_RUNNING) {
+			int64_t left = sv->state_deadline_ns - now;
+			timeout = left <= 0 ? 0 : (int)(left / 1000000) + 1;
+			if (timeout > 50)
+				timeout = 50;  /* re-check for leftovers reaped without SIGCHLD news */
+		}
+		int rc = poll(pfd, (nfds_t)nfd, timeout);
+		if (rc < 0) {
+			if (errno == EINTR)
+				continue;
+			error_errno("poll failed");
+			enter_state(sv, SV_KILLING, now);
+			continue;
+		}
+		now = mono_ns();
+		if (pfd[0].revents & POLLIN)
+			on_signal(sv, now);
+		if (pfd[1].revents & POLLIN) {
+			uint64_t ticks;
+			if (read(sv->timerfd, &ticks, sizeof(ticks)) > 0 && !sv->child_exited) {
+				take_sample(sv, now);
+				status_draw(sv, now);
+			}
+		}
+		if (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))
+			pump(sv, &sv->outfd, STDOUT_FILENO, &sv->out_broken, &sv->out_lb, on_output_line);
+		if (pfd[3].revents & (POLLIN | POLLHUP | POLLERR))
+			pump(sv, &sv->errfd, STDERR_FILENO, &sv->err_broken, &sv->err_lb, on_output_line);
+		if (pfd[4].revents & (POLLIN | POLLHUP | POLLERR)) {
+			bool dummy = false;
+			pump(sv, &sv->chanfd, -1, &dummy, &sv->chan_lb, on_channel_line);
+		}
+	}
+}
+
+static int setup_signals(struct sv *sv, sigset_t *oldmask)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	if (sigprocmask(SIG_BLOCK, &mask, oldmask) < 0)
+		return error_errno("cannot block signals");
+	sv->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sv->sigfd < 0)
+		return error_errno("cannot create signalfd");
+	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill the supervisor */
+	return 0;
+}
+
+static int setup_timer(struct sv *sv)
+{
+	sv->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (sv->timerfd < 0)
+		return error_errno("cannot create timer");
+	struct itimerspec its = {
+		.it_interval = { sv->o->interval_ns / NS_PER_S, sv->o->interval_ns % NS_PER_S },
+		.it_value = { sv->o->interval_ns / NS_PER_S, sv->o->interval_ns % NS_PER_S },
+	};
+	if (timerfd_settime(sv->timerfd, 0, &its, NULL) < 0)
+		return error_errno("cannot start timer");
+	return 0;
+}
+
+int supervise(const struct supervise_opts *o)
+{
+	struct sv sv;
+	sigset_t oldmask;
+	int status = LP_EXIT_FAILURE;
+	char why[256] = "";
+
+	memset(&sv, 0, sizeof(sv));
+	sv.o = o;
+	sv.sigfd = sv.timerfd = sv.outfd = sv.errfd = sv.chanfd = -1;
+	sv.epoch = -1;
+	sv.peak = -1;
+	linebuf_init(&sv.out_lb, true);
+	linebuf_init(&sv.err_lb, true);
+	linebuf_init(&sv.chan_lb, false);
+	sv.tty = o->status_line == 1 || (o->status_line < 0 && isatty(STDERR_FILENO));
+	ensure_std_fds();
+
+	if (o->step_regex && !(sv.re = step_regex_new(o->step_regex)))
+		return LP_EXIT_USAGE;
+	sv.st = store_open(o->store_path);
+	if (!sv.st)
+		goto out;
+
+	if (o->use_cgroup) {
+		if (cgroup_create_job(&sv.cg, why, sizeof(why)) == 0)
+			sv.have_cg = true;
+	} else {
+		snprintf(why, sizeof(why), "--no-cgroup");
+	}
+	const char *nvml_why = NULL;
+	sv.nvml = nvml_open(&nvml_why);
+	if (o->measure == MEASURE_GPU && !sv.nvml)
+		warning("--measure gpu: GPU sampling is off: %s", nvml_why ? nvml_why : "NVML not available");
+	if (o->measure == MEASURE_CGROUP && !(sv.have_cg && sv.cg.has_memory))
+		warning("--measure cgroup: the job has no memory cgroup of its own (%s)",
+		        sv.have_cg ? "no memory controller" : why);
+
+	uint64_t limit = o->max_mem_bytes;
+	const char *limit_source = "max-mem";
+	if (!limit && (limit = cgroup_self_limit()))
+		limit_source = "cgroup";
+	if (!limit) {
+		limit = machine_memory();
+		limit_source = "machine";
+	}
+
+	struct strbuf cmd = STRBUF_INIT;
+	command_json(&cmd, o->argv);
+	char cwd[PATH_MAX], host[256] = "";
+	if (!getcwd(cwd, sizeof(cwd)))
+		strcpy(cwd, "?");
+	gethostname(host, sizeof(host) - 1);
+	struct run_begin rb = {
+		.started_at = wall_seconds(),
+		.command_json = strbuf_str(&cmd),
+		.cwd = cwd,
+		.hostname = host,
+		.measure = o->measure,
+		.interval_ns = o->interval_ns,
+		.limit_bytes = limit,
+		.limit_source = limit_source,
+		.mem_total_bytes = machine_memory(),
+		.cgroup_mode = sv.have_cg ? (sv.cg.version == 2 ? "v2" : "v1") : "none",
+		.step_regex = o->step_regex,
+	};
+	sv.run_id = store_run_begin(sv.st, &rb);
+	strbuf_release(&cmd);
+	if (sv.run_id < 0)
+		goto out;
+	if (!sv.have_cg) {
+		char d[300];
+		snprintf(d, sizeof(d), "job not in a cgroup of its own: %s", why);
+		store_add_event(sv.st, sv.run_id, 0, "warning", d);
+	}
+	store_flush(sv.st);
+
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		warning("cannot become a child subreaper: orphaned workers may escape");
+	if (setup_signals(&sv, &oldmask) < 0 || setup_timer(&sv) < 0)
+		goto out;
+
+	struct sampler_config sc;
+	sampler_config_init(&sc);
+	sc.root_pid = getpid();
+	sc.exclude_root = true;
+	sc.cgroup_dir = sv.have_cg ? sv.cg.dir : NULL;
+	sc.cgroup_version = sv.cg.version;
+	sc.nvml = sv.nvml;
+	sv.sampler = sampler_new(&sc);
+	if (!sv.sampler)
+		goto out;
+
+	sv.t0_ns = mono_ns();
+	sv.last_flush_ns = sv.last_proc_ns = sv.t0_ns;
+	int rc = start_job(&sv, &oldmask);
+	if (rc) {
+		struct run_end re = { .ended_at = wall_seconds(), .exit_code = rc, .status = "failed-to-start",
+		                      .verdict = "inconclusive" };
+		store_run_end(sv.st, sv.run_id, &re);
+		status = rc;
+		goto out;
+	}
+	take_sample(&sv, mono_ns());
+	loop(&sv);
+	status_clear(&sv);
+
+	/* Whatever is still unreported in the pipes is lost only if something
+	 * we could not kill holds them open; say so. */
+	if (sv.outfd >= 0 || sv.errfd >= 0 || sv.chanfd >= 0)
+		warning("a process outside leakproof's reach kept the job's output open");
+	if (sv.ignored_channel_steps)
+		warning("ignored %lld step messages from the client because --step-regex is set",
+		        (long long)sv.ignored_channel_steps);
+
+	struct run_end re = {
+		.ended_at = wall_seconds(),
+		.exit_code = sv.exit_signal ? -1 : sv.exit_code,
+		.exit_signal = sv.exit_signal,
+		.status = "done",
+		.step_source = sv.step_source,
+		.steps = sv.steps,
+		.bad_lines = sv.bad_lines,
+		.long_lines = sv.long_lines,
+		.peak_bytes = sv.peak > 0 ? (uint64_t)sv.peak : 0,
+	};
+	struct run_summary sum;
+	store_flush(sv.st);
+	if (run_summary_load(sv.st, sv.run_id, -1, &sum) == 0) {
+		re.verdict = verdict_name(sum.a.verdict);
+		re.growth_bytes_per_step = sum.a.slope;
+		store_run_end(sv.st, sv.run_id, &re);
+		store_flush(sv.st);
+		run_summary_release(&sum);
+		if (!o->quiet && run_summary_load(sv.st, sv.run_id, -1, &sum) == 0) {
+			report_write(&sum, REPORT_TEXT, stderr);
+			run_summary_release(&sum);
+		}
+	} else {
+		store_run_end(sv.st, sv.run_id, &re);
+	}
+	status = sv.exit_signal ? 128 + sv.exit_signal : sv.exit_code;
+
+out:
+	if (sv.have_cg) {
+		cgroup_signal_all(&sv.cg, SIGKILL);
+		reap(&sv);
+		cgroup_remove(&sv.cg);
+	}
+	sampler_free(sv.sampler);
+	nvml_close(sv.nvml);
+	step_regex_free(sv.re);
+	if (sv.st)
+		store_close(sv.st);
+	int fds[] = { sv.sigfd, sv.timerfd, sv.outfd, sv.errfd, sv.chanfd };
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return status;
+}

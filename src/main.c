@@ -1,0 +1,76 @@
+/*
+ * main.c — the command table and global options. Each subcommand lives in
+ * src/cmd/NAME.c with its own usage text.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "util/util.h"
+
+static const char usage[] =
+"usage: leakproof [--version] [--help] COMMAND [ARGS...]\n"
+"\n"
+"Keep machine-learning jobs alive through memory leaks, and say where the\n"
+"memory goes.\n"
+"\n"
+"commands:\n"
+"  run      supervise a job: sample its memory, mark steps, judge leak vs plateau\n"
+"  report   show a stored run: text, md, csv or json\n"
+"  ls       list the runs in the store\n"
+"  help     show the help of a command\n"
+"\n"
+"`leakproof COMMAND --help` tells more; `man leakproof` tells all.\n";
+
+static const struct cmd_entry {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} commands[] = {
+	{ "run", cmd_run },
+	{ "report", cmd_report },
+	{ "ls", cmd_ls },
+};
+
+static const struct cmd_entry *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return LP_EXIT_USAGE;
+	}
+	const char *name = argv[1];
+	if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (!strcmp(name, "--version") || !strcmp(name, "-V")) {
+		printf("leakproof %s\n", LP_VERSION);
+		return 0;
+	}
+	if (!strcmp(name, "help")) {
+		if (argc < 3) {
+			fputs(usage, stdout);
+			return 0;
+		}
+		const struct cmd_entry *c = find_command(argv[2]);
+		if (!c) {
+			error("'%s' is not a leakproof command; see 'leakproof --help'", argv[2]);
+			return LP_EXIT_USAGE;
+		}
+		char *help_argv[] = { (char *)c->name, (char *)"--help", NULL };
+		return c->fn(2, help_argv);
+	}
+	const struct cmd_entry *c = find_command(name);
+	if (!c) {
+		error("'%s' is not a leakproof command; see 'leakproof --help'", name);
+		return LP_EXIT_USAGE;
+	}
+	return c->fn(argc - 1, argv + 1);
+}

@@ -1,0 +1,94 @@
+/*
+ * cgroup.h — the job's own cgroup: where to make it, putting the job in it,
+ * reading its usage and limits, killing everything in it, removing it.
+ * Supports cgroup v2 (unified) and v1 (memory controller); detects which,
+ * never assumes. Roots are injectable (cgroup_set_roots) so tests can run on
+ * fixture trees under t/fixtures.
+ *
+ * Units: bytes. Functions return 0 on success, -1 on failure; those marked
+ * "quiet" put the reason in the caller's buffer instead of printing.
+ */
+#ifndef LP_CGROUP_H
+#define LP_CGROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Roots default to "/proc" and "/sys/fs/cgroup"... the mount points are
+ * read from PROC_ROOT/self/mountinfo, so any layout is found. */
+void cgroup_set_roots(const char *proc_root);
+
+struct job_cgroup {
+	int version;          /* 1 or 2 */
+	char dir[4096];       /* the job cgroup's directory */
+	bool has_memory;      /* memory controller available in it */
+	bool moved_self;      /* v2: the caller was moved to a leaf sibling
+	                       * "leakproof-supervisor-PID" so memory could be
+	                       * enabled; cgroup_remove of the last such job
+	                       * moves it back (docs/internals/cgroups.md) */
+};
+
+/* Create a fresh cgroup for a job (named "leakproof-PID-N") below the
+ * caller's own memory cgroup. quiet: on failure *why holds the reason;
+ * on success without a memory controller (has_memory false) *why says
+ * why, otherwise it is "". why may be NULL. */
+int cgroup_create_job(struct job_cgroup *out, char *why, size_t whysz);
+/* Move process pid (0: the caller) into the job cgroup. Async-signal-safe
+ * (it is called in the child between fork and exec); quiet: -1 with errno
+ * set, nothing printed. */
+int cgroup_enter(const struct job_cgroup *cg, pid_t pid);
+/* Usage now (memory.current / memory.usage_in_bytes). Without a memory
+ * controller: -1 quietly, errno ENOTSUP; read errors are printed. */
+int cgroup_usage(const struct job_cgroup *cg, uint64_t *bytes);
+/* Send sig to every process in it (v2 SIGKILL uses cgroup.kill). Returns
+ * the number of processes signalled, or -1. */
+int cgroup_signal_all(const struct job_cgroup *cg, int sig);
+/* Number of processes in it, or -1. */
+int cgroup_nprocs(const struct job_cgroup *cg);
+/* Remove it (retrying for about 1 s while the kernel finishes reaping);
+ * an already removed cgroup is success. */
+int cgroup_remove(const struct job_cgroup *cg);
+
+/* The memory limit in force for the caller (the smallest limit of its own
+ * cgroup and its ancestors); 0 when unlimited or unknown. */
+uint64_t cgroup_self_limit(void);
+
+/* Set limits on the job cgroup: v2 memory.max (and memory.high when high >
+ * 0), v1 memory.limit_in_bytes. Returns 0 or -1 with a message. */
+int cgroup_set_limit(const struct job_cgroup *cg, uint64_t max_bytes, uint64_t high_bytes);
+
+struct cgroup_events {
+	uint64_t oom;         /* times the limit was hit and reclaim failed
+	                       * (v2 oom; v1 has no such counter: oom_kill) */
+	uint64_t oom_kill;    /* processes killed by the OOM killer */
+	uint64_t max;         /* v2 "max" events / v1 failcnt */
+	uint64_t high;        /* v2 "high" events */
+};
+/* Without a memory controller: -1 quietly, errno ENOTSUP. */
+int cgroup_read_events(const struct job_cgroup *cg, struct cgroup_events *out);
+
+/* ---- parsers, exposed for tests (pure: no I/O) ---------------------- */
+
+/* From /proc/PID/cgroup text: the v2 path ("0::PATH") and the v1 memory
+ * controller's path. Either output may be set to "" when absent (or when
+ * it does not fit). Returns -1 when neither was found. */
+int parse_proc_cgroup(const char *buf, char *v2_path, size_t v2sz, char *v1_mem_path, size_t v1sz);
+/* From mountinfo text: mount point of the cgroup2 fs (the first one) and
+ * of the v1 memory controller (with its root, the part of the hierarchy
+ * mounted there), octal escapes such as \040 decoded; "" when absent.
+ * Returns -1 when neither was found. */
+int parse_cgroup_mounts(const char *mountinfo, char *v2_mount, size_t v2sz,
+                        char *v1_mem_mount, size_t v1sz, char *v1_mem_root, size_t v1rsz);
+/* v2 memory.events ("oom_kill 3\n...") and v1 memory.oom_control (which
+ * sets oom_kill and oom). Both zero *out first; missing keys stay 0.
+ * Return 0 when at least one known key was read, else -1. */
+int parse_memory_events(const char *buf, struct cgroup_events *out);
+int parse_oom_control(const char *buf, struct cgroup_events *out);
+/* "max" or a number (v2 memory.max; v1 values near 2^63 mean unlimited):
+ * 0 for unlimited (any value >= 2^62). Returns 0, or -1 for anything else
+ * (junk, a sign, a number beyond 2^64 - 1). */
+int parse_limit_value(const char *buf, uint64_t *out);
+
+#endif

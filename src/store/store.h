@@ -1,0 +1,125 @@
+/*
+ * store.h — the run store: every run, its samples, steps, metrics, events and
+ * results, kept in SQLite (WAL mode, one writer: the supervisor). This is the
+ * only module that includes sqlite3.h. Reports are made from the store alone.
+ *
+ * Writes are batched: the store keeps one transaction open and commits it
+ * when store_flush() is called (the supervisor does so about once a second
+ * and at the end), so a crash loses at most that much.
+ *
+ * Ownership: strings passed in are copied; structures returned by the load
+ * functions are owned by the caller and freed with the matching *_free().
+ * Units: bytes; times in seconds (t: since the run started; *_at: Unix time).
+ */
+#ifndef LP_STORE_H
+#define LP_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/sample.h"
+
+struct store;
+
+/* Open (creating the file, its directory and the schema as needed, and
+ * migrating older schemas) the store at path. Returns NULL after printing
+ * "leakproof: cannot open store 'PATH': REASON". */
+struct store *store_open(const char *path);
+/* Open an existing store read-only; NULL with a message if it does not exist. */
+struct store *store_open_readonly(const char *path);
+void store_close(struct store *st);      /* commits what is pending */
+int store_flush(struct store *st);       /* commit the open transaction */
+
+/* The store path from --store, else $LEAKPROOF_STORE, else the default
+ * ./.leakproof/leakproof.db. Returns a static or argument string. */
+const char *store_default_path(const char *from_option);
+
+enum step_source { STEP_SOURCE_NONE = 0, STEP_SOURCE_CHANNEL, STEP_SOURCE_REGEX };
+const char *step_source_name(enum step_source s);   /* "none", "channel", "regex" */
+
+struct run_begin {
+	double started_at;
+	const char *command_json;   /* JSON array of the argv */
+	const char *cwd;
+	const char *hostname;
+	enum measure measure;
+	int64_t interval_ns;
+	uint64_t limit_bytes;       /* 0 = none known */
+	const char *limit_source;   /* "max-mem", "cgroup", "machine" */
+	uint64_t mem_total_bytes;   /* the machine's memory */
+	const char *cgroup_mode;    /* "v1", "v2", "none" — how the job was contained */
+	const char *step_regex;     /* may be NULL */
+};
+/* Returns the new run's id (> 0), or -1. */
+int64_t store_run_begin(struct store *st, const struct run_begin *rb);
+
+struct run_end {
+	double ended_at;
+	int exit_code;              /* -1 when killed by a signal */
+	int exit_signal;            /* 0 when it exited */
+	const char *status;         /* "done", "failed-to-start", "interrupted" */
+	enum step_source step_source;
+	int64_t steps;
+	int64_t bad_lines, long_lines;   /* channel lines rejected */
+	uint64_t peak_bytes;
+	const char *verdict;        /* for `ls`; report recomputes */
+	double growth_bytes_per_step;
+};
+int store_run_end(struct store *st, int64_t run_id, const struct run_end *re);
+
+int store_add_sample(struct store *st, int64_t run_id, const struct mem_sample *s);
+/* Per-process memory at a moment (the sampler's view, stored at a lower rate). */
+int store_add_proc_sample(struct store *st, int64_t run_id, double t, int pid, int ppid,
+                          const char *name, uint64_t rss, uint64_t pss, uint64_t uss,
+                          uint64_t swap, uint64_t gpu);
+struct step_rec {
+	int64_t step;
+	int64_t epoch;              /* -1 when unknown */
+	struct mem_sample mem;      /* memory at the end of the step; mem.t is its time */
+};
+int store_add_step(struct store *st, int64_t run_id, const struct step_rec *s);
+int store_add_metric(struct store *st, int64_t run_id, int64_t step, double t,
+                     const char *name, double value);
+/* kind: "mark", "epoch", "gpu-allocator", "signal", "exit", "warning", ... */
+int store_add_event(struct store *st, int64_t run_id, double t, const char *kind,
+                    const char *detail);
+int store_add_result(struct store *st, int64_t run_id, const char *name, double value);
+
+/* ---- reading back ---------------------------------------------------- */
+
+struct run_row {
+	int64_t id;
+	double started_at, ended_at;     /* ended_at 0 while running */
+	char *command_json, *cwd, *hostname, *status, *verdict, *step_regex, *cgroup_mode;
+	char *limit_source;
+	enum measure measure;
+	enum step_source step_source;
+	int64_t interval_ns, steps, bad_lines, long_lines;
+	uint64_t limit_bytes, mem_total_bytes, peak_bytes;
+	int exit_code, exit_signal;
+	double growth_bytes_per_step;
+};
+void run_row_release(struct run_row *r);
+
+/* id 0 means the latest run. Returns 0, 1 when there is no such run, -1. */
+int store_get_run(struct store *st, int64_t id, struct run_row *out);
+/* All runs, newest first; *out is an array of *n rows, freed with
+ * run_rows_free(). */
+int store_list_runs(struct store *st, struct run_row **out, size_t *n);
+void run_rows_free(struct run_row *rows, size_t n);
+
+int store_load_samples(struct store *st, int64_t run_id, struct mem_sample **out, size_t *n);
+int store_load_steps(struct store *st, int64_t run_id, struct step_rec **out, size_t *n);
+
+struct metric_row { int64_t step; double t; char name[64]; double value; };
+int store_load_metrics(struct store *st, int64_t run_id, struct metric_row **out, size_t *n);
+struct event_row { double t; char kind[32]; char *detail; };
+int store_load_events(struct store *st, int64_t run_id, struct event_row **out, size_t *n);
+void event_rows_free(struct event_row *rows, size_t n);
+struct result_row { char name[64]; double value; };
+int store_load_results(struct store *st, int64_t run_id, struct result_row **out, size_t *n);
+/* The process that held the most (by PSS) at any stored moment. */
+struct proc_row { int pid, ppid; char name[64]; uint64_t rss, pss, uss, swap, gpu; double t; };
+int store_top_procs(struct store *st, int64_t run_id, struct proc_row **out, size_t *n, size_t max);
+
+#endif

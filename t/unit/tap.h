@@ -1,0 +1,50 @@
+/*
+ * tap.h — the unit tests' harness: CHECK() records a failure with its line
+ * and goes on; TEST_MAIN() runs the listed tests and ends with the line
+ * "N passed, N failed" that CI reads. Exit status 1 when anything failed.
+ */
+#ifndef LP_TAP_H
+#define LP_TAP_H
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int tap_failures, tap_checks;
+static const char *tap_current;
+
+#define CHECK(cond) do { tap_checks++; if (!(cond)) { tap_failures++; \
+	fprintf(stderr, "  FAIL %s:%d in %s: %s\n", __FILE__, __LINE__, tap_current, #cond); } } while (0)
+#define CHECK_EQ_INT(a, b) do { long long _a = (long long)(a), _b = (long long)(b); tap_checks++; \
+	if (_a != _b) { tap_failures++; fprintf(stderr, "  FAIL %s:%d in %s: %s == %s (%lld != %lld)\n", \
+	__FILE__, __LINE__, tap_current, #a, #b, _a, _b); } } while (0)
+#define CHECK_NEAR(a, b, tol) do { double _a = (a), _b = (b); tap_checks++; \
+	if (!(fabs(_a - _b) <= (tol))) { tap_failures++; fprintf(stderr, "  FAIL %s:%d in %s: %s ~ %s (%g vs %g, tol %g)\n", \
+	__FILE__, __LINE__, tap_current, #a, #b, _a, _b, (double)(tol)); } } while (0)
+#define CHECK_STR(a, b) do { const char *_a = (a), *_b = (b); tap_checks++; \
+	if (!_a || !_b || strcmp(_a, _b)) { tap_failures++; fprintf(stderr, "  FAIL %s:%d in %s: %s == \"%s\" (got \"%s\")\n", \
+	__FILE__, __LINE__, tap_current, #a, _b ? _b : "(null)", _a ? _a : "(null)"); } } while (0)
+
+struct tap_test { const char *name; void (*fn)(void); };
+#define TEST(name) { #name, name }
+
+static inline int tap_run(const char *suite, const struct tap_test *tests, int n)
+{
+	int passed = 0, failed = 0;
+	for (int i = 0; i < n; i++) {
+		int before = tap_failures;
+		tap_current = tests[i].name;
+		tests[i].fn();
+		if (tap_failures == before) {
+			passed++;
+			printf("ok %d - %s: %s\n", i + 1, suite, tests[i].name);
+		} else {
+			failed++;
+			printf("not ok %d - %s: %s\n", i + 1, suite, tests[i].name);
+		}
+	}
+	printf("%s: %d passed, %d failed\n", suite, passed, failed);
+	return failed ? 1 : 0;
+}
+#define TEST_MAIN(suite, ...) int main(void) { static const struct tap_test t[] = { __VA_ARGS__ }; \
+	return tap_run(suite, t, (int)(sizeof(t) / sizeof(t[0]))); }
+#endif

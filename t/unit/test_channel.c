@@ -1,0 +1,168 @@
+/*
+ * test_channel.c — the client protocol parser, the capped line splitter and
+ * the step regex, on hostile input.
+ */
+#include "tap.h"
+
+#include <stdlib.h>
+
+#include "core/channel.h"
+#include "core/scan.h"
+#include "util/util.h"
+
+static int parse(const char *line, struct chan_msg *m, char *err)
+{
+	return channel_parse(line, strlen(line), m, err, 160);
+}
+
+static void test_step_epoch(void)
+{
+	struct chan_msg m;
+	char err[160];
+	CHECK_EQ_INT(parse("step", &m, err), 1);
+	CHECK(m.type == CHAN_STEP && !m.has_n);
+	CHECK_EQ_INT(parse("step 42", &m, err), 1);
+	CHECK(m.has_n && m.n == 42);
+	CHECK_EQ_INT(parse("  step\t7  \r", &m, err), 1);
+	CHECK(m.has_n && m.n == 7);
+	CHECK_EQ_INT(parse("epoch 3", &m, err), 1);
+	CHECK(m.type == CHAN_EPOCH && m.n == 3);
+	CHECK_EQ_INT(parse("step -1", &m, err), -1);
+	CHECK_EQ_INT(parse("step 1x", &m, err), -1);
+	CHECK_EQ_INT(parse("step 99999999999999999999999", &m, err), -1);
+	CHECK_EQ_INT(parse("steps 1", &m, err), -1);
+	CHECK(strstr(err, "unknown message 'steps'") != NULL);
+	CHECK_EQ_INT(parse("", &m, err), 0);
+	CHECK_EQ_INT(parse("   \r", &m, err), 0);
+}
+
+static void test_kv(void)
+{
+	struct chan_msg m;
+	char err[160];
+	CHECK_EQ_INT(parse("metric loss=0.25 lr=1e-3 acc/top1=0.9", &m, err), 1);
+	CHECK(m.type == CHAN_METRIC);
+	CHECK_EQ_INT(m.nkv, 3);
+	CHECK_STR(m.kv[0].name, "loss");
+	CHECK_NEAR(m.kv[0].value, 0.25, 1e-12);
+	CHECK_NEAR(m.kv[1].value, 1e-3, 1e-15);
+	CHECK_STR(m.kv[2].name, "acc/top1");
+	CHECK_EQ_INT(parse("result val_loss=nan", &m, err), 1);
+	CHECK(m.type == CHAN_RESULT && isnan(m.kv[0].value));
+	CHECK_EQ_INT(parse("gpu allocated=1024 reserved=2048", &m, err), 1);
+	CHECK(m.type == CHAN_GPU && m.nkv == 2 && m.kv[1].value == 2048);
+	CHECK_EQ_INT(parse("metric", &m, err), -1);
+	CHECK_EQ_INT(parse("metric loss", &m, err), -1);
+	CHECK_EQ_INT(parse("metric =1", &m, err), -1);
+	CHECK_EQ_INT(parse("metric 1x=1", &m, err), -1);
+	CHECK_EQ_INT(parse("metric loss=abc", &m, err), -1);
+	CHECK(strstr(err, "bad number 'abc'") != NULL);
+	CHECK_EQ_INT(parse("metric loss=1 2", &m, err), -1);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, "metric");
+	for (int i = 0; i < 40; i++)
+		strbuf_addf(&sb, " m%d=%d", i, i);
+	CHECK_EQ_INT(channel_parse(sb.buf, sb.len, &m, err, sizeof(err)), -1);
+	strbuf_release(&sb);
+}
+
+static void test_mark(void)
+{
+	struct chan_msg m;
+	char err[160];
+	const char *line = "mark  checkpoint saved (epoch 3) ünïcode";
+	CHECK_EQ_INT(channel_parse(line, strlen(line), &m, err, sizeof(err)), 1);
+	CHECK(m.type == CHAN_MARK);
+	CHECK(m.text_len == strlen("checkpoint saved (epoch 3) ünïcode"));
+	CHECK(!strncmp(m.text, "checkpoint saved", 16));
+	char nul[] = "mark a\0b";
+	CHECK_EQ_INT(channel_parse(nul, 8, &m, err, sizeof(err)), -1);
+}
+
+struct collect {
+	int n;
+	char lines[8][64];
+	bool truncated[8];
+	size_t lens[8];
+};
+
+static void collect_fn(void *ctx, const char *line, size_t len, bool truncated)
+{
+	struct collect *c = ctx;
+	if (c->n < 8) {
+		snprintf(c->lines[c->n], 64, "%.*s", (int)(len < 63 ? len : 63), line);
+		c->truncated[c->n] = truncated;
+		c->lens[c->n] = len;
+	}
+	c->n++;
+}
+
+static void test_linebuf(void)
+{
+	struct linebuf *lb = malloc(sizeof(*lb));
+	struct collect c = { 0 };
+
+	linebuf_init(lb, false);
+	linebuf_feed(lb, "step 1\nst", 9, collect_fn, &c);
+	linebuf_feed(lb, "ep 2\n\nstep", 10, collect_fn, &c);
+	CHECK_EQ_INT(c.n, 3);
+	CHECK_STR(c.lines[0], "step 1");
+	CHECK_STR(c.lines[1], "step 2");
+	CHECK_STR(c.lines[2], "");
+	linebuf_finish(lb, collect_fn, &c);
+	CHECK_EQ_INT(c.n, 4);
+	CHECK_STR(c.lines[3], "step");
+
+	/* An over-long line is delivered once, cut, and its tail dropped. */
+	memset(&c, 0, sizeof(c));
+	linebuf_init(lb, false);
+	char *big = malloc(10000);
+	memset(big, 'x', 10000);
+	linebuf_feed(lb, big, 10000, collect_fn, &c);
+	linebuf_feed(lb, "\nstep\n", 6, collect_fn, &c);
+	CHECK_EQ_INT(c.n, 2);
+	CHECK(c.truncated[0] && c.lens[0] == CHANNEL_LINE_MAX);
+	CHECK_STR(c.lines[1], "step");
+	CHECK(!c.truncated[1]);
+	/* Exactly the cap is not too long. */
+	memset(&c, 0, sizeof(c));
+	linebuf_feed(lb, big, CHANNEL_LINE_MAX, collect_fn, &c);
+	linebuf_feed(lb, "\n", 1, collect_fn, &c);
+	CHECK_EQ_INT(c.n, 1);
+	CHECK(!c.truncated[0] && c.lens[0] == CHANNEL_LINE_MAX);
+	free(big);
+
+	/* Carriage returns end lines for output scanning (progress bars). */
+	memset(&c, 0, sizeof(c));
+	linebuf_init(lb, true);
+	const char *tq = "\r 10%|#   | 1/10\r 20%|##  | 2/10\r\nEpoch 1\r\n";
+	linebuf_feed(lb, tq, strlen(tq), collect_fn, &c);
+	CHECK_EQ_INT(c.n, 3);
+	CHECK_STR(c.lines[0], " 10%|#   | 1/10");
+	CHECK_STR(c.lines[2], "Epoch 1");
+	free(lb);
+}
+
+static void test_regex(void)
+{
+	bool has_n;
+	int64_t n;
+	struct step_regex *re = step_regex_new("^Epoch (\\d+)");
+	CHECK(re != NULL);
+	CHECK_EQ_INT(step_regex_match(re, "Epoch 12/30 loss 0.1", 20, &has_n, &n), 1);
+	CHECK(has_n && n == 12);
+	CHECK_EQ_INT(step_regex_match(re, "  Epoch 12", 10, &has_n, &n), 0);
+	step_regex_free(re);
+
+	re = step_regex_new("loss=");
+	CHECK_EQ_INT(step_regex_match(re, "step loss=0.1", 13, &has_n, &n), 1);
+	CHECK(!has_n);
+	/* Invalid UTF-8 in the job's output must not break matching. */
+	CHECK_EQ_INT(step_regex_match(re, "\xff\xfe loss=", 8, &has_n, &n), 1);
+	step_regex_free(re);
+
+	fprintf(stderr, "  (an error message about '(unclosed' is expected here)\n");
+	CHECK(step_regex_new("(unclosed") == NULL);
+}
+
+TEST_MAIN("channel", TEST(test_step_epoch), TEST(test_kv), TEST(test_mark), TEST(test_linebuf), TEST(test_regex))
