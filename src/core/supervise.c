@@ -455,15 +455,16 @@ static const char *python_client_dir(void)
 			static const char *const rel[] = { "/../python", "/../lib/leakproof/python" };
 			for (size_t i = 0; i < 2; i++) {
 				snprintf(probe, sizeof(probe), "%s%s/leakproof/__init__.py", exe, rel[i]);
-				if (access(probe, R_OK) == 0 && strlen(exe) + strlen(rel[i]) < sizeof(dir)) {
-					snprintf(dir, sizeof(dir), "%s%s", exe, rel[i]);
-					char *real = realpath(dir, NULL);
-					if (real) {
-						snprintf(dir, sizeof(dir), "%s", real);
-						free(real);
-					}
+				if (access(probe, R_OK) != 0)
+					continue;
+				snprintf(probe, sizeof(probe), "%s%s", exe, rel[i]);
+				char *real = realpath(probe, NULL);
+				if (real && strlen(real) < sizeof(dir)) {
+					memcpy(dir, real, strlen(real) + 1);
+					free(real);
 					return dir;
 				}
+				free(real);
 			}
 		}
 	}
@@ -806,7 +807,8 @@ int supervise(const struct supervise_opts *o)
 		goto out;
 
 	sv.t0_ns = mono_ns();
-	sv.last_flush_ns = sv.last_proc_ns = sv.t0_ns;
+	sv.last_flush_ns = sv.t0_ns;
+	sv.last_proc_ns = sv.t0_ns - PROC_SAMPLE_EVERY_NS;   /* per-process rows from the first sample */
 	int rc = start_job(&sv, &oldmask);
 	if (rc) {
 		struct run_end re = { .ended_at = wall_seconds(), .exit_code = rc, .status = "failed-to-start",
