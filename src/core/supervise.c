@@ -749,7 +749,7 @@ int supervise(const struct supervise_opts *o)
 		warning("--measure gpu: GPU sampling is off: %s", nvml_why ? nvml_why : "NVML not available");
 	if (o->measure == MEASURE_CGROUP && !(sv.have_cg && sv.cg.has_memory))
 		warning("--measure cgroup: the job has no memory cgroup of its own (%s)",
-		        sv.have_cg ? "no memory controller" : why);
+		        why[0] ? why : "no memory controller");
 
 	uint64_t limit = o->max_mem_bytes;
 	const char *limit_source = "max-mem";
