@@ -48,7 +48,7 @@ void nvml_close(struct nvml *n);
 /* Devices found when opening (at most 64). */
 int nvml_device_count(struct nvml *n);
 /* The process API in use (never DETECT). */
-enum nvml_proc_api nvml_proc_api(const struct nvml *n);
+enum nvml_proc_api nvml_proc_api_in_use(const struct nvml *n);
 
 struct nvml_proc {
 	unsigned pid;        /* as NVML sees it (may be another PID namespace) */
@@ -60,8 +60,10 @@ struct nvml_proc {
 /* Compute (and graphics) processes on every device, one entry per process
  * and device (a process listed as compute and graphics counts once). Fills
  * up to max entries (the rest are dropped), sets *count to the number
- * filled. Returns 0 or -1. No allocation once the internal buffer (256
- * records per call to start with) has grown to the largest list seen. */
+ * filled. Returns 0, or -1 when a device's list could not be read; the
+ * *count entries from the devices that answered are valid either way. No
+ * allocation once the internal buffer (256 records per call to start with)
+ * has grown to the largest list seen. */
 int nvml_processes(struct nvml *n, struct nvml_proc *out, size_t max, size_t *count);
 /* Device totals. Returns 0 or -1. */
 int nvml_device_memory(struct nvml *n, int device, uint64_t *used, uint64_t *total);
