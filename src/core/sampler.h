@@ -68,4 +68,9 @@ size_t sampler_procs(struct sampler *s, const struct proc_mem **out);
 /* CPU time the sampler spent in smaps_rollup reads so far, nanoseconds. */
 int64_t sampler_rollup_ns(const struct sampler *s);
 
+/* True when the latest GPU figure is the devices' whole usage: NVML listed
+ * processes but none of the tree's (a container's own PID namespace), or
+ * only without sizes. Per-process gpu is 0 then. */
+bool sampler_gpu_is_device_total(const struct sampler *s);
+
 #endif
