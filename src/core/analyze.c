@@ -1,0 +1,1153 @@
+/*
+ * analyze.c — the leak judgment: warm-up, robust trend, significance,
+ * effect and floor, from a memory series to a verdict with its evidence.
+ *
+ * Pure computation on arrays (no I/O); the method and the reasons for each
+ * choice are in docs/internals/statistics.md. Units: memory in bytes, x in
+ * the caller's unit (steps, or seconds when a job marks no steps), slopes in
+ * bytes per unit of x.
+ *
+ * Cost: every step is O(n) or O(n log n) on the raw points, except the
+ * pairwise slopes, which run on at most TS_MAX_POINTS block medians (and
+ * the warm-up search on at most WARMUP_MAX_POINTS), so 100,000 points take
+ * some tens of milliseconds. Scratch memory is at most a few MiB (the
+ * 499,500 slopes of 1000 points); allocation failure exits via xmalloc().
+ */
+#include "core/analyze.h"
+#include "util/util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TS_MAX_POINTS 1000       /* pairwise slopes on at most this many points */
+#define WARMUP_MAX_POINTS 300    /* resolution of the warm-up search */
+#define WARMUP_CANDIDATES 64     /* starts tried before refining */
+#define WARMUP_CHUNK_MIN 6       /* points in the level test's chunk, at least */
+#define WARMUP_LEVEL_P 0.001     /* a chunk this unlike the rest is still warm-up */
+#define WARMUP_FAR_WIDTHS 3.0    /* "far below the settled band", in band widths */
+#define FLOOR_QUANTILE 0.05      /* the floor of a window: its 5th percentile */
+#define FLOOR_SHARE 0.5          /* the floor must rise at least this share of the trend */
+#define SUSTAIN_SHARE 0.5        /* the late growth rate must reach this share */
+#define CURVE_Z 2.326            /* concave beyond this many standard errors: settling */
+#define Z_975 1.959963984540054  /* normal quantile for a 95% interval */
+#define Z_995 2.575829303548901  /* ... for a 99% interval */
+
+const char *verdict_name(enum verdict v)
+{
+	switch (v) {
+	case VERDICT_LEAK: return "leak";
+	case VERDICT_NO_LEAK: return "no-leak";
+	default: return "inconclusive";
+	}
+}
+
+void analyze_opts_init(struct analyze_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->min_growth_bytes = 1024.0 * 1024.0;
+	o->min_growth_fraction = 0.01;
+	o->alpha = 0.01;
+	o->min_points = 20;
+	o->limit_bytes = 0;
+	o->x_unit = "step";
+}
+
+/* ---- order statistics ---------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+void sort_doubles(double *v, size_t n)
+{
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_double);
+}
+
+double quantile_sorted(const double *sorted, size_t n, double q)
+{
+	if (n == 0)
+		return NAN;
+	if (q <= 0)
+		return sorted[0];
+	if (q >= 1)
+		return sorted[n - 1];
+	double h = (double)(n - 1) * q;
+	size_t lo = (size_t)floor(h);
+	if (lo + 1 >= n)
+		return sorted[n - 1];
+	return sorted[lo] + (h - (double)lo) * (sorted[lo + 1] - sorted[lo]);
+}
+
+static void swap_d(double *a, double *b)
+{
+	double t = *a;
+	*a = *b;
+	*b = t;
+}
+
+/*
+ * Floyd–Rivest selection on v[left..right]: afterwards v[k] is the value
+ * that a full sort would put there, nothing before it is larger and
+ * nothing after it smaller. Large ranges first recurse on a small sample
+ * range around k, so the partition pivot is close to the answer: about
+ * 1.5 comparisons per element. A budget of rounds proportional to log n
+ * falls back to sorting what is left, so the worst case stays O(n log n).
+ * v must hold no NaN.
+ */
+static void fr_select(double *v, ptrdiff_t left, ptrdiff_t right, ptrdiff_t k, int budget)
+{
+	while (right > left) {
+		if (budget-- <= 0) {
+			sort_doubles(v + left, (size_t)(right - left + 1));
+			return;
+		}
+		if (right - left > 600) {
+			double n = (double)(right - left + 1);
+			double i = (double)(k - left + 1);
+			double z = log(n);
+			double s = 0.5 * exp(2 * z / 3);
+			double sd = 0.5 * sqrt(z * s * (n - s) / n) * (i - n / 2 < 0 ? -1 : 1);
+			ptrdiff_t nl = (ptrdiff_t)fmax((double)left, (double)k - i * s / n + sd);
+			ptrdiff_t nr = (ptrdiff_t)fmin((double)right, (double)k + (n - i) * s / n + sd);
+			fr_select(v, nl, nr, k, budget);
+		}
+		double t = v[k];
+		ptrdiff_t i = left, j = right;
+		swap_d(&v[left], &v[k]);
+		if (v[right] > t)
+			swap_d(&v[right], &v[left]);
+		while (i < j) {
+			swap_d(&v[i], &v[j]);
+			i++;
+			j--;
+			while (v[i] < t)
+				i++;
+			while (v[j] > t)
+				j--;
+		}
+		if (v[left] == t) {
+			swap_d(&v[left], &v[j]);
+		} else {
+			j++;
+			swap_d(&v[j], &v[right]);
+		}
+		if (j <= k)
+			left = j + 1;
+		if (k <= j)
+			right = j - 1;
+	}
+}
+
+/* The k-th smallest of v[0..n) (0-based), by fr_select(); reorders v. */
+static double select_kth(double *v, size_t n, size_t k)
+{
+	int budget = 16;
+	for (size_t m = n; m > 1; m >>= 1)
+		budget += 4;
+	fr_select(v, 0, (ptrdiff_t)n - 1, (ptrdiff_t)k, budget);
+	return v[k];
+}
+
+static double min_of(const double *v, size_t n)
+{
+	double m = v[0];
+	for (size_t i = 1; i < n; i++)
+		if (v[i] < m)
+			m = v[i];
+	return m;
+}
+
+static double max_of(const double *v, size_t n)
+{
+	double m = v[0];
+	for (size_t i = 1; i < n; i++)
+		if (v[i] > m)
+			m = v[i];
+	return m;
+}
+
+/* Type-7 quantile of v by selection; reorders v. n > 0. */
+static double quantile_select(double *v, size_t n, double q)
+{
+	if (q <= 0)
+		return min_of(v, n);
+	if (q >= 1)
+		return max_of(v, n);
+	double h = (double)(n - 1) * q;
+	size_t lo = (size_t)floor(h);
+	double a = select_kth(v, n, lo);
+	if (lo + 1 >= n || h == (double)lo)
+		return a;
+	double b = min_of(v + lo + 1, n - lo - 1);
+	return a + (h - (double)lo) * (b - a);
+}
+
+/* Median by selection; reorders v. n > 0. */
+static double median_select(double *v, size_t n)
+{
+	return quantile_select(v, n, 0.5);
+}
+
+double median_of(const double *v, size_t n)
+{
+	if (n == 0)
+		return NAN;
+	double *c = xmalloc(n * sizeof(*c));
+	memcpy(c, v, n * sizeof(*c));
+	double m = median_select(c, n);
+	free(c);
+	return m;
+}
+
+/* Type-7 quantile of v[0..n) without touching v; tmp holds n doubles. */
+static double quantile_copy(const double *v, size_t n, double q, double *tmp)
+{
+	memcpy(tmp, v, n * sizeof(*tmp));
+	return quantile_select(tmp, n, q);
+}
+
+/* ---- scratch space ------------------------------------------------------- */
+
+/* A buffer reused across calls; released with work_release(). */
+struct work {
+	double *buf;
+	size_t cap;
+};
+
+static double *work_get(struct work *w, size_t n)
+{
+	if (n > w->cap) {
+		free(w->buf);
+		w->cap = n > 2 * w->cap ? n : 2 * w->cap;
+		w->buf = xmalloc(w->cap * sizeof(*w->buf));
+	}
+	return w->buf;
+}
+
+static void work_release(struct work *w)
+{
+	free(w->buf);
+	w->buf = NULL;
+	w->cap = 0;
+}
+
+/* ---- Kendall's S, Mann–Kendall ------------------------------------------- */
+
+/*
+ * Merge sort of v[0..n) (tmp: n doubles) counting strict inversions: pairs
+ * i < j with v[i] > v[j]. Equal values are not inversions.
+ */
+static double sort_count_inversions(double *v, double *tmp, size_t n)
+{
+	double inv = 0;
+	for (size_t width = 1; width < n; width *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * width) {
+			size_t mid = lo + width < n ? lo + width : n;
+			size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+			size_t i = lo, j = mid, k = lo;
+			while (i < mid && j < hi) {
+				if (v[i] <= v[j]) {
+					tmp[k++] = v[i++];
+				} else {
+					inv += (double)(mid - i);
+					tmp[k++] = v[j++];
+				}
+			}
+			while (i < mid)
+				tmp[k++] = v[i++];
+			while (j < hi)
+				tmp[k++] = v[j++];
+		}
+		memcpy(v, tmp, n * sizeof(*v));
+	}
+	return inv;
+}
+
+/* Tie sums over the runs of equal values of sorted v: Σt(t-1), Σt(t-1)(t-2),
+ * Σt(t-1)(2t+5) and the number of tied pairs Σt(t-1)/2. */
+struct tie_sums {
+	double t1, t2, t25, pairs;
+};
+
+static void add_tie_sums(const double *sorted, size_t n, struct tie_sums *ts)
+{
+	memset(ts, 0, sizeof(*ts));
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		while (j < n && sorted[j] == sorted[i])
+			j++;
+		double t = (double)(j - i);
+		if (t > 1) {
+			ts->t1 += t * (t - 1);
+			ts->t2 += t * (t - 1) * (t - 2);
+			ts->t25 += t * (t - 1) * (2 * t + 5);
+			ts->pairs += t * (t - 1) / 2;
+		}
+		i = j;
+	}
+}
+
+/* Σ_{i<j} sign(v[j] - v[i]) of the sequence v; sorts a copy in buf. */
+static double sequence_s(const double *v, size_t n, double *buf, double *tmp, struct tie_sums *ts)
+{
+	memcpy(buf, v, n * sizeof(*buf));
+	double inv = sort_count_inversions(buf, tmp, n);
+	add_tie_sums(buf, n, ts);
+	double all = (double)n * (double)(n - 1) / 2;
+	double up = all - inv - ts->pairs;
+	return up - inv;
+}
+
+/*
+ * Kendall's S = Σ_{i<j} sign(x_j - x_i) sign(y_j - y_i) and its variance
+ * under no association, with ties in x and in y (Kendall 1970).
+ * x must be sorted ascending, or NULL for x = 0, 1, 2, ...
+ * O(n log n). n >= 0.
+ */
+static double kendall_s(const double *x, const double *y, size_t n, struct work *w, double *var_s)
+{
+	*var_s = 0;
+	if (n < 2)
+		return 0;
+	double *buf = work_get(w, 2 * n);
+	double *tmp = buf + n;
+	struct tie_sums ty, tx = { 0, 0, 0, 0 }, tg;
+	double s = sequence_s(y, n, buf, tmp, &ty);
+
+	if (x) {
+		/* Pairs with equal x count zero: take out what the plain sequence
+		 * counted inside each run of equal x. */
+		for (size_t i = 0; i < n;) {
+			size_t j = i + 1;
+			while (j < n && x[j] == x[i])
+				j++;
+			if (j - i > 1)
+				s -= sequence_s(y + i, j - i, buf, tmp, &tg);
+			i = j;
+		}
+		add_tie_sums(x, n, &tx);
+	}
+
+	double nn = (double)n;
+	double v = (nn * (nn - 1) * (2 * nn + 5) - tx.t25 - ty.t25) / 18;
+	v += tx.t1 * ty.t1 / (2 * nn * (nn - 1));
+	if (n > 2)
+		v += tx.t2 * ty.t2 / (9 * nn * (nn - 1) * (nn - 2));
+	*var_s = v > 0 ? v : 0;
+	return s;
+}
+
+/* z with the continuity correction, and the two-sided p. */
+static double mk_z_from_s(double s, double var_s, double *p)
+{
+	double z = 0;
+	if (var_s > 0) {
+		if (s > 0)
+			z = (s - 1) / sqrt(var_s);
+		else if (s < 0)
+			z = (s + 1) / sqrt(var_s);
+	}
+	if (p)
+		*p = erfc(fabs(z) / sqrt(2.0));
+	return z;
+}
+
+double mann_kendall(const double *y, size_t n, double *p)
+{
+	struct work w = { NULL, 0 };
+	double var_s;
+	double s = kendall_s(NULL, y, n, &w, &var_s);
+	work_release(&w);
+	return mk_z_from_s(s, var_s, p);
+}
+
+/* ---- series and block medians -------------------------------------------- */
+
+/* Points sorted by x; start[i] is the raw index where point i's block starts. */
+struct series {
+	double *x;
+	double *y;
+	size_t *start;
+	size_t n;
+};
+
+static void series_alloc(struct series *s, size_t n)
+{
+	size_t m = n ? n : 1;
+	s->x = xmalloc(m * sizeof(*s->x));
+	s->y = xmalloc(m * sizeof(*s->y));
+	s->start = xmalloc(m * sizeof(*s->start));
+	s->n = n;
+}
+
+static void series_release(struct series *s)
+{
+	free(s->x);
+	free(s->y);
+	free(s->start);
+	memset(s, 0, sizeof(*s));
+}
+
+/*
+ * Reduce x/y[0..n) (sorted by x) to at most max_points block medians:
+ * consecutive blocks of equal size (±1), each point the median x and the
+ * median y of its block. Shorter series are copied. first is the raw index
+ * of x[0], recorded in out->start.
+ */
+static void reduce_blocks(const double *x, const double *y, size_t n, size_t first,
+                          size_t max_points, struct work *w, struct series *out)
+{
+	if (n <= max_points) {
+		series_alloc(out, n);
+		if (n) {
+			memcpy(out->x, x, n * sizeof(*x));
+			memcpy(out->y, y, n * sizeof(*y));
+		}
+		for (size_t i = 0; i < n; i++)
+			out->start[i] = first + i;
+		return;
+	}
+	size_t blocks = max_points;
+	series_alloc(out, blocks);
+	double *tmp = work_get(w, n / blocks + 2);
+	for (size_t b = 0; b < blocks; b++) {
+		size_t lo = b * n / blocks, hi = (b + 1) * n / blocks;
+		size_t len = hi - lo;
+		out->start[b] = first + lo;
+		/* x is sorted: its median is the middle of the block */
+		out->x[b] = len % 2 ? x[lo + len / 2] : (x[lo + len / 2 - 1] + x[lo + len / 2]) / 2;
+		memcpy(tmp, y + lo, len * sizeof(*tmp));
+		out->y[b] = median_select(tmp, len);
+	}
+}
+
+/* ---- Theil–Sen ----------------------------------------------------------- */
+
+/* The slopes of all pairs with distinct x, in w's buffer; their count in *k. */
+static double *pair_slopes(const double *x, const double *y, size_t n, struct work *w, size_t *k)
+{
+	double *sl = work_get(w, n > 1 ? n * (n - 1) / 2 : 1);
+	size_t m = 0;
+	for (size_t i = 0; i + 1 < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (x[j] != x[i])
+				sl[m++] = (y[j] - y[i]) / (x[j] - x[i]);
+	*k = m;
+	return sl;
+}
+
+/* Median of sl[0..k) by selection, leaving sl partitioned at (k-1)/2. */
+static double slopes_median(double *sl, size_t k)
+{
+	size_t p = (k - 1) / 2;   /* lower middle */
+	double med = select_kth(sl, k, p);
+	if (k % 2 == 0)
+		med = (med + min_of(sl + p + 1, k - p - 1)) / 2;
+	return med;
+}
+
+/* Theil–Sen slope alone on points sorted by x; NAN when no pair has distinct x. */
+static double ts_median(const double *x, const double *y, size_t n, struct work *w)
+{
+	size_t k;
+	double *sl = pair_slopes(x, y, n, w, &k);
+	return k ? slopes_median(sl, k) : NAN;
+}
+
+struct idx_val {
+	double v;
+	size_t i;
+};
+
+static int cmp_idx_val(const void *a, const void *b)
+{
+	const struct idx_val *p = a, *q = b;
+	return (p->v > q->v) - (p->v < q->v);
+}
+
+/*
+ * Hamed & Rao (1998): the factor n/n* by which serial correlation inflates
+ * Var S. From the ranks of the residuals around the slope b, the
+ * autocorrelations ρ_k that are significant (|ρ_k| > 1.96/sqrt(n)) enter
+ * n/n* = 1 + 2/(n(n-1)(n-2)) Σ (n-k)(n-k-1)(n-k-2) ρ_k. Never below 1: a
+ * negative correlation is not allowed to make the test bolder.
+ */
+static double autocorr_factor(const double *x, const double *y, size_t n, double b)
+{
+	if (n < 10)
+		return 1;
+	struct idx_val *t = xmalloc(n * sizeof(*t));
+	double *r = xmalloc(n * sizeof(*r));
+	for (size_t i = 0; i < n; i++)
+		t[i] = (struct idx_val){ y[i] - b * x[i], i };
+	qsort(t, n, sizeof(*t), cmp_idx_val);
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		while (j < n && t[j].v == t[i].v)
+			j++;
+		double rank = (double)(i + j + 1) / 2;   /* average rank, 1-based */
+		for (size_t q = i; q < j; q++)
+			r[t[q].i] = rank;
+		i = j;
+	}
+	double nn = (double)n, mean = (nn + 1) / 2, den = 0;
+	for (size_t i = 0; i < n; i++) {
+		r[i] -= mean;
+		den += r[i] * r[i];
+	}
+	double sum = 0, sig = Z_975 / sqrt(nn), rho1 = 0;
+	size_t positive = 0;   /* lags before the correlation first drops to 0 */
+	if (den > 0) {
+		for (size_t k = 1; k + 2 < n; k++) {
+			double num = 0;
+			for (size_t i = 0; i + k < n; i++)
+				num += r[i] * r[i + k];
+			double rho = num / den;
+			if (k == 1)
+				rho1 = rho;
+			if (positive == k - 1 && rho > 0)
+				positive = k;
+			if (fabs(rho) > sig) {
+				double m = nn - (double)k;
+				sum += m * (m - 1) * (m - 2) * rho;
+			}
+		}
+	}
+	free(t);
+	free(r);
+	double f = 1 + 2 * sum / (nn * (nn - 1) * (nn - 2));
+	/* For a persistent series (a random walk, a slow AR process: the
+	 * correlation stays positive over many lags) Hamed–Rao's sum lets the
+	 * negative long-lag correlations that detrending leaves cancel the
+	 * short-lag ones; the AR(1) factor (Yue & Wang 2004) from the lag-1
+	 * correlation alone does not. A periodic residual (a GC sawtooth)
+	 * turns negative within half a period and keeps Hamed–Rao's factor,
+	 * which is right for it: whole periods add nothing to S. */
+	size_t persist = n / 20 > 5 ? n / 20 : 5;
+	if (rho1 > sig && positive > persist) {
+		if (rho1 > 0.99)
+			rho1 = 0.99;
+		double f1 = (1 + rho1) / (1 - rho1);
+		if (f1 > f)
+			f = f1;
+	}
+	return f > 1 ? f : 1;
+}
+
+/* A robust trend with its evidence. */
+struct trend {
+	double slope, low, high;   /* Theil–Sen, Sen's interval */
+	double z, p;               /* Mann–Kendall, two-sided */
+	double var_factor;         /* serial-correlation inflation of Var S (1: none) */
+};
+
+/*
+ * Theil–Sen on points sorted by x: the median of the slopes of all pairs
+ * with distinct x, and Sen's (1968) interval: the order statistics of the
+ * slopes at ranks (N ∓ C)/2 (+1 for the upper), C = zq·sqrt(Var S), Var S
+ * Kendall's variance with ties (zq = 1.96 for 95%); the Mann–Kendall test
+ * from the same S and Var S. With autocorr, Var S is first inflated by
+ * autocorr_factor(). Returns -1 (and NANs) when no pair has distinct x.
+ * O(n^2) in time and space: callers reduce first.
+ */
+static int trend_fit(const double *x, const double *y, size_t n, struct work *w, double zq,
+                     int autocorr, struct trend *t)
+{
+	t->slope = t->low = t->high = NAN;
+	t->z = 0;
+	t->p = 1;
+	t->var_factor = 1;
+	size_t k;
+	double *sl = pair_slopes(x, y, n, w, &k);
+	if (k == 0)
+		return -1;
+	double med = slopes_median(sl, k);
+	size_t p = (k - 1) / 2;
+
+	/* sl is partitioned at p and needed below: Var S has its own buffer */
+	struct work kw = { NULL, 0 };
+	double var_s, s = kendall_s(x, y, n, &kw, &var_s);
+	work_release(&kw);
+	if (autocorr)
+		t->var_factor = autocorr_factor(x, y, n, med);
+	var_s *= t->var_factor;
+	t->z = mk_z_from_s(s, var_s, &t->p);
+
+	double c = zq * sqrt(var_s);
+	double kk = (double)k;
+	double r_lo = nearbyint((kk - c) / 2);
+	double r_hi = nearbyint((kk + c) / 2 + 1);
+	if (r_lo < 1)
+		r_lo = 1;
+	if (r_lo > kk)
+		r_lo = kk;
+	if (r_hi > kk)
+		r_hi = kk;
+	if (r_hi < 1)
+		r_hi = 1;
+	size_t i_lo = (size_t)r_lo - 1, i_hi = (size_t)r_hi - 1;
+	t->slope = med;
+	t->low = i_lo <= p ? select_kth(sl, p + 1, i_lo) : select_kth(sl + p, k - p, i_lo - p);
+	t->high = i_hi >= p ? select_kth(sl + p, k - p, i_hi - p) : select_kth(sl, p + 1, i_hi);
+	return 0;
+}
+
+struct xy {
+	double x, y;
+	size_t i;
+};
+
+static int cmp_xy(const void *a, const void *b)
+{
+	const struct xy *p = a, *q = b;
+	if (p->x != q->x)
+		return p->x < q->x ? -1 : 1;
+	return (p->i > q->i) - (p->i < q->i);
+}
+
+/*
+ * Copy the finite points of x/y into a series sorted by x (stable: equal x
+ * keep their order). Returns the number kept.
+ */
+static size_t sorted_finite(const double *x, const double *y, size_t n, struct series *out)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(x[i]) && isfinite(y[i]))
+			m++;
+	series_alloc(out, m);
+	int sorted = 1;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!isfinite(x[i]) || !isfinite(y[i]))
+			continue;
+		out->x[k] = x[i];
+		out->y[k] = y[i];
+		out->start[k] = k;
+		if (k && out->x[k] < out->x[k - 1])
+			sorted = 0;
+		k++;
+	}
+	if (!sorted) {
+		struct xy *t = xmalloc(m * sizeof(*t));
+		for (size_t i = 0; i < m; i++)
+			t[i] = (struct xy){ out->x[i], out->y[i], i };
+		qsort(t, m, sizeof(*t), cmp_xy);
+		for (size_t i = 0; i < m; i++) {
+			out->x[i] = t[i].x;
+			out->y[i] = t[i].y;
+		}
+		free(t);
+	}
+	return m;
+}
+
+double theil_sen(const double *x, const double *y, size_t n, double *low, double *high)
+{
+	struct series raw, s;
+	struct work w = { NULL, 0 };
+	size_t m = sorted_finite(x, y, n, &raw);
+	reduce_blocks(raw.x, raw.y, m, 0, TS_MAX_POINTS, &w, &s);
+	struct trend t;
+	trend_fit(s.x, s.y, s.n, &w, Z_975, 0, &t);
+	if (low)
+		*low = t.low;
+	if (high)
+		*high = t.high;
+	series_release(&s);
+	series_release(&raw);
+	work_release(&w);
+	return t.slope;
+}
+
+/* ---- settling: is the growth slowing down? ------------------------------- */
+
+struct concavity {
+	double z;          /* rank association of the residuals with the hump shape */
+	double late;       /* slope between the last two thirds */
+	double late_low, late_high;   /* its 95% interval */
+};
+
+/*
+ * Does the growth of x/y[0..n) slow down? Around the line of slope b the
+ * residuals e = y - b·x of a straight trend have no shape, while a growth
+ * that slows down (a cache filling to its cap) leaves them arched: the
+ * ends below, the middle above. z is the Mann–Kendall z of e against the
+ * arch u = -(x - x_mid)^2 (Kendall's S with ties, since u ties in
+ * symmetric pairs): large and positive when the growth slows down.
+ *
+ * Also the slope between the last two thirds, b + (R3 - R2)/Δx with R the
+ * thirds' median residuals, and its 95% interval from a robust scale of e
+ * (1.4826·MAD) and the median's standard error 1.2533·σ/sqrt(k).
+ * tmp holds 2n doubles. n >= 9.
+ */
+static struct concavity concavity(const double *x, const double *y, size_t n, double b, double *tmp)
+{
+	struct concavity cv = { 0, NAN, -INFINITY, INFINITY };
+	double *e = tmp, *t = tmp + n;
+	for (size_t i = 0; i < n; i++)
+		e[i] = y[i] - b * x[i];
+
+	/* the arch */
+	struct xy *ue = xmalloc(n * sizeof(*ue));
+	double xm = (x[0] + x[n - 1]) / 2;
+	for (size_t i = 0; i < n; i++)
+		ue[i] = (struct xy){ -(x[i] - xm) * (x[i] - xm), e[i], i };
+	qsort(ue, n, sizeof(*ue), cmp_xy);
+	double *us = xmalloc(2 * n * sizeof(*us)), *es = us + n;
+	for (size_t i = 0; i < n; i++) {
+		us[i] = ue[i].x;
+		es[i] = ue[i].y;
+	}
+	struct work kw = { NULL, 0 };
+	double var_s, s = kendall_s(us, es, n, &kw, &var_s);
+	cv.z = mk_z_from_s(s, var_s, NULL);
+	work_release(&kw);
+	free(us);
+	free(ue);
+
+	/* the late slope */
+	size_t k = n / 3, mid = n - 2 * k;
+	double med = quantile_copy(e, n, 0.5, t);
+	for (size_t i = 0; i < n; i++)
+		t[i] = fabs(e[i] - med);
+	double sigma = 1.4826 * median_select(t, n);
+	double r2 = quantile_copy(e + k, mid, 0.5, t);
+	double r3 = quantile_copy(e + k + mid, k, 0.5, t);
+	double x2 = quantile_copy(x + k, mid, 0.5, t);
+	double x3 = quantile_copy(x + k + mid, k, 0.5, t);
+	double se_end = 1.2533 * sigma / sqrt((double)k);
+	double se_mid = 1.2533 * sigma / sqrt((double)mid);
+	if (x3 > x2) {
+		double d = Z_975 * sqrt(se_mid * se_mid + se_end * se_end) / (x3 - x2);
+		cv.late = b + (r3 - r2) / (x3 - x2);
+		cv.late_low = cv.late - d;
+		cv.late_high = cv.late + d;
+	}
+	return cv;
+}
+
+/* ---- warm-up --------------------------------------------------------------- */
+
+/*
+ * Two-sided Mann–Whitney p of a[0..na) against b[0..nb) (normal
+ * approximation; ties count one half and the variance is not reduced for
+ * them, which only makes the test more cautious).
+ */
+static double mann_whitney_p(const double *a, size_t na, const double *b, size_t nb)
+{
+	if (!na || !nb)
+		return 1;
+	double u = 0;
+	for (size_t i = 0; i < na; i++)
+		for (size_t j = 0; j < nb; j++)
+			u += a[i] > b[j] ? 1.0 : a[i] == b[j] ? 0.5 : 0.0;
+	double fa = (double)na, fb = (double)nb;
+	double sd = sqrt(fa * fb * (fa + fb + 1) / 12);
+	double z = (u - fa * fb / 2) / sd;
+	return erfc(fabs(z) / sqrt(2.0));
+}
+
+struct warmup_ctx {
+	const struct series *c;   /* the (reduced) series being searched */
+	double ref_low, ref_high; /* settled slope's interval (last third) */
+	double thr_bytes;         /* growth that matters, near the end */
+	size_t half, chunk;
+	double *tmp;              /* scratch: 2·c->n doubles */
+	struct work *w;
+};
+
+/* Is the series from point v on consistent with the settled regime? */
+static int warmup_accept(const struct warmup_ctx *k, size_t v)
+{
+	const struct series *c = k->c;
+	size_t len = c->n - v;
+	if (v >= k->half)
+		return 1;
+	double b = ts_median(c->x + v, c->y + v, len, k->w);
+	if (isnan(b))
+		return 1;
+	/* slope: the window's robust slope within the settled slope's
+	 * interval, widened by a difference too small to matter over it */
+	double span = c->x[c->n - 1] - c->x[v];
+	double tol = span > 0 ? 0.1 * k->thr_bytes / span : 0;
+	if (b < k->ref_low - tol || b > k->ref_high + tol)
+		return 0;
+	/* settling: the window's growth must not slow down */
+	if (len >= 9 && concavity(c->x + v, c->y + v, len, b, k->tmp).z > CURVE_Z)
+		return 0;
+	/* level: around the window's own trend, its first chunk against the
+	 * rest of it */
+	if (len < 2 * k->chunk)
+		return 1;
+	double *r = k->tmp;
+	for (size_t i = 0; i < len; i++)
+		r[i] = c->y[v + i] - b * c->x[v + i];
+	return mann_whitney_p(r, k->chunk, r + k->chunk, len - k->chunk) >= WARMUP_LEVEL_P;
+}
+
+/*
+ * The warm-up: the earliest start v such that the series from v on agrees
+ * with its last third (the settled regime): no point before v lies far
+ * below the settled band, the robust slope from v is within the settled
+ * slope's 99% interval, the growth from v does not slow down, and the
+ * first chunk from v is not shifted against the rest (rank test). At most
+ * half the series. Works on at most WARMUP_MAX_POINTS block medians;
+ * returns a raw index.
+ */
+static size_t find_warmup(const struct series *raw, const struct analyze_opts *o, struct work *w)
+{
+	size_t n = raw->n;
+	if (n < 3 * WARMUP_CHUNK_MIN)
+		return 0;
+	struct series c;
+	reduce_blocks(raw->x, raw->y, n, 0, WARMUP_MAX_POINTS, w, &c);
+	size_t m = c.n, half = m / 2, ref = m - m / 3;
+	struct work tw = { NULL, 0 };
+	struct trend rt;
+	size_t found = 0;
+	if (trend_fit(c.x + ref, c.y + ref, m - ref, &tw, Z_995, 1, &rt) < 0)
+		goto out;
+	double ref_b = rt.slope, ref_low = rt.low, ref_high = rt.high;
+
+	double *r = xmalloc(m * sizeof(*r));
+	double *tmp = xmalloc(2 * m * sizeof(*tmp));
+	double ymax = 0;
+	for (size_t i = 0; i < m; i++) {
+		r[i] = c.y[i] - ref_b * c.x[i];
+		if (fabs(c.y[i]) > ymax)
+			ymax = fabs(c.y[i]);
+	}
+	/* the settled band: the reference's residuals from its own trend */
+	double q05 = quantile_copy(r + ref, m - ref, FLOOR_QUANTILE, tmp);
+	double q50 = quantile_copy(r + ref, m - ref, 0.5, tmp);
+	double width = q50 - q05;
+	if (width < 1e-9 * ymax + 1)
+		width = 1e-9 * ymax + 1;
+	double xc = quantile_copy(c.x + ref, m - ref, 0.5, tmp);
+	double floor_late = quantile_copy(c.y + ref, m - ref, FLOOR_QUANTILE, tmp);
+	double thr = o->min_growth_fraction * (floor_late > 0 ? floor_late : 0);
+	if (thr < o->min_growth_bytes)
+		thr = o->min_growth_bytes;
+
+	/* no window starts before a point far below the settled band, the
+	 * band widened by what the slope's uncertainty makes of the distance */
+	size_t start = 0;
+	for (size_t i = 0; i < half; i++) {
+		double far = q05 - WARMUP_FAR_WIDTHS * width - (ref_high - ref_low) / 2 * (xc - c.x[i]);
+		if (r[i] < far)
+			start = i + 1;
+	}
+
+	struct warmup_ctx k = {
+		.c = &c, .ref_low = ref_low, .ref_high = ref_high, .thr_bytes = thr, .half = half,
+		.chunk = m / 20 > WARMUP_CHUNK_MIN ? m / 20 : WARMUP_CHUNK_MIN, .tmp = tmp, .w = &tw,
+	};
+	size_t step = (half - (start < half ? start : half)) / WARMUP_CANDIDATES + 1;
+	found = half;
+	size_t rejected = start;   /* candidates before this one were rejected */
+	for (size_t v = start; v < half; v += step) {
+		if (warmup_accept(&k, v)) {
+			found = v;
+			/* refine between the last rejected candidate and v */
+			for (size_t u = rejected; u < v; u++)
+				if (warmup_accept(&k, u)) {
+					found = u;
+					break;
+				}
+			break;
+		}
+		rejected = v + 1;
+	}
+	free(r);
+	free(tmp);
+out:
+	found = found < m ? c.start[found] : n;
+	series_release(&c);
+	work_release(&tw);
+	return found <= n / 2 ? found : n / 2;
+}
+
+/* ---- the judgment ------------------------------------------------------------ */
+
+static const char *unit_name(const struct analyze_opts *o)
+{
+	if (!o->x_unit || !strcmp(o->x_unit, "step"))
+		return "step";
+	if (!strcmp(o->x_unit, "s"))
+		return "second";
+	return o->x_unit;
+}
+
+static const char *points_name(const struct analyze_opts *o)
+{
+	return strcmp(unit_name(o), "step") ? "points" : "steps";
+}
+
+static void fmt_p(char *buf, size_t sz, double p)
+{
+	if (p < 0.001)
+		snprintf(buf, sz, "p < 0.001");
+	else
+		snprintf(buf, sz, "p = %.2g", p);
+}
+
+static void fmt_x(char *buf, size_t sz, double v)
+{
+	if (v == floor(v) && fabs(v) < 1e15)
+		snprintf(buf, sz, "%.0f", v);
+	else
+		snprintf(buf, sz, "%.3g", v);
+}
+
+static void set_reason(struct analysis *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_reason(struct analysis *a, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(a->reason, sizeof(a->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* Quantiles of the per-point change, peak and last value. */
+static void describe(const struct series *s, struct work *w, struct analysis *a)
+{
+	size_t n = s->n;
+	if (n == 0)
+		return;
+	a->peak_bytes = s->y[0];
+	a->peak_x = s->x[0];
+	for (size_t i = 1; i < n; i++)
+		if (s->y[i] > a->peak_bytes) {
+			a->peak_bytes = s->y[i];
+			a->peak_x = s->x[i];
+		}
+	a->last_bytes = s->y[n - 1];
+	if (n < 2)
+		return;
+	double *d = work_get(w, n - 1);
+	for (size_t i = 1; i < n; i++)
+		d[i - 1] = s->y[i] - s->y[i - 1];
+	static const double qs[5] = { 0, 0.25, 0.5, 0.75, 1 };
+	for (int i = 0; i < 5; i++)
+		a->q[i] = quantile_select(d, n - 1, qs[i]);
+}
+
+/*
+ * The floor quantile of v[0..k) with a distribution-free 95% interval: the
+ * order statistics at ranks k·q ∓ 1.96·sqrt(k·q·(1-q)) (the binomial
+ * interval for a quantile). tmp holds k doubles.
+ */
+static double floor_of(const double *v, size_t k, double *tmp, double *low, double *high)
+{
+	double q = FLOOR_QUANTILE, kk = (double)k;
+	double d = Z_975 * sqrt(kk * q * (1 - q));
+	double r_lo = floor(kk * q - d), r_hi = ceil(kk * q + d) + 1;
+	if (r_lo < 1)
+		r_lo = 1;
+	if (r_hi > kk)
+		r_hi = kk;
+	memcpy(tmp, v, k * sizeof(*tmp));
+	*low = select_kth(tmp, k, (size_t)r_lo - 1);
+	*high = select_kth(tmp, k, (size_t)r_hi - 1);
+	return quantile_select(tmp, k, q);
+}
+
+/*
+ * The floor at the start of raw[from..n) (its first third) and its rise to
+ * the last third, scaled to the whole window, with a conservative 95%
+ * interval of the rise.
+ */
+static void floor_rise(const struct series *raw, size_t from, struct work *w, double *baseline,
+                       double *rise, double *rise_low, double *rise_high)
+{
+	size_t len = raw->n - from, third = len / 3;
+	if (third < 1)
+		third = 1;
+	const double *x = raw->x + from, *y = raw->y + from;
+	double *tmp = work_get(w, third);
+	double l1, h1, l3, h3;
+	double f1 = floor_of(y, third, tmp, &l1, &h1);
+	double f3 = floor_of(y + len - third, third, tmp, &l3, &h3);
+	double x1 = quantile_copy(x, third, 0.5, tmp);
+	double x3 = quantile_copy(x + len - third, third, 0.5, tmp);
+	double span = x[len - 1] - x[0];
+	double scale = x3 > x1 ? span / (x3 - x1) : 1;
+	*baseline = f1;
+	*rise = (f3 - f1) * scale;
+	*rise_low = (l3 - h1) * scale;
+	*rise_high = (h3 - l1) * scale;
+}
+
+void analyze_series(const double *x, const double *y, size_t n,
+                    const struct analyze_opts *opts, struct analysis *out)
+{
+	struct analyze_opts defaults;
+	if (!opts) {
+		analyze_opts_init(&defaults);
+		opts = &defaults;
+	}
+	struct analysis *a = out;
+	memset(a, 0, sizeof(*a));
+	a->verdict = VERDICT_INCONCLUSIVE;
+	a->mk_p = 1;
+	a->projected_to_limit = -1;
+
+	struct work w = { NULL, 0 };
+	struct series raw = { NULL, NULL, NULL, 0 }, s = { NULL, NULL, NULL, 0 };
+	n = (x && y) ? sorted_finite(x, y, n, &raw) : (series_alloc(&raw, 0), 0);
+	a->points = n;
+	describe(&raw, &w, a);
+
+	const char *unit = unit_name(opts), *pts = points_name(opts);
+	size_t need = opts->min_points > 2 ? opts->min_points : 2;
+	if (n < need) {
+		set_reason(a, "only %zu %s; need %zu", n, pts, need);
+		if (n >= 2) {
+			/* the trend for information only */
+			struct trend t;
+			reduce_blocks(raw.x, raw.y, n, 0, TS_MAX_POINTS, &w, &s);
+			if (trend_fit(s.x, s.y, s.n, &w, Z_975, 1, &t) == 0) {
+				a->slope = t.slope;
+				a->slope_low = t.low;
+				a->slope_high = t.high;
+				a->mk_z = t.z;
+				a->mk_p = t.p;
+				a->autocorr_factor = t.var_factor;
+			}
+		}
+		if (n)
+			a->warmup_end_x = raw.x[0];
+		goto out;
+	}
+
+	size_t from = find_warmup(&raw, opts, &w);
+	size_t judged = n - from;
+	a->warmup_points = from;
+	a->warmup_end_x = raw.x[from];
+	double span = raw.x[n - 1] - raw.x[from];
+	a->window_x = span;
+	double floor_low, floor_high;
+	floor_rise(&raw, from, &w, &a->baseline_bytes, &a->floor_growth_bytes, &floor_low, &floor_high);
+	double thr = opts->min_growth_fraction * (a->baseline_bytes > 0 ? a->baseline_bytes : 0);
+	if (thr < opts->min_growth_bytes)
+		thr = opts->min_growth_bytes;
+	a->threshold_bytes = thr;
+
+	reduce_blocks(raw.x + from, raw.y + from, judged, from, TS_MAX_POINTS, &w, &s);
+	struct trend t;
+	int fit = trend_fit(s.x, s.y, s.n, &w, Z_975, 1, &t);
+	double b = t.slope, lo = t.low, hi = t.high;
+	a->mk_z = t.z;
+	a->mk_p = t.p;
+	a->autocorr_factor = t.var_factor;
+
+	if (fit == 0) {
+		a->slope = b;
+		a->slope_low = lo;
+		a->slope_high = hi;
+	}
+	const char *after = from ? " after warm-up" : "";
+	if (judged < need) {
+		set_reason(a, "only %zu %s after warm-up; need %zu", judged, pts, need);
+		goto out;
+	}
+	if (fit < 0 || !(span > 0)) {
+		set_reason(a, "all %zu points share one x", judged);
+		goto out;
+	}
+
+	char rate[32], p[32], len[32], thr_s[32], g1[32], g2[32];
+	fmt_bytes(rate, sizeof(rate), b);
+	fmt_p(p, sizeof(p), a->mk_p);
+	fmt_x(len, sizeof(len), span);
+	fmt_bytes(thr_s, sizeof(thr_s), thr);
+
+	/* the upper bound of the growth does not matter */
+	if (hi * span < thr) {
+		a->verdict = VERDICT_NO_LEAK;
+		if (hi <= 0)
+			set_reason(a, "memory does not grow%s (%s per %s)", after, rate, unit);
+		else
+			set_reason(a, "memory grows at most %s over %s %ss%s, below the %s that matters",
+			           fmt_bytes(g1, sizeof(g1), hi * span), len, unit, after, thr_s);
+		goto out;
+	}
+	/* no significant upward trend */
+	if (!(a->mk_p < opts->alpha) || a->mk_z <= 0) {
+		a->verdict = VERDICT_NO_LEAK;
+		if (a->mk_p < opts->alpha)
+			set_reason(a, "memory falls %s per %s%s (%s)", fmt_bytes(g1, sizeof(g1), -b), unit, after, p);
+		else
+			set_reason(a, "no significant growth%s (%s per %s, %s)", after, rate, unit, p);
+		goto out;
+	}
+	/* the floor must rise with the trend: not clearly less than half of it */
+	if (floor_high < FLOOR_SHARE * b * span) {
+		fmt_bytes(g1, sizeof(g1), a->floor_growth_bytes);
+		if (floor_high < thr) {
+			a->verdict = VERDICT_NO_LEAK;
+			set_reason(a, "memory trends up %s per %s%s (%s) but its floor stays flat (%s over the window): noise above a steady floor",
+			           rate, unit, after, p, g1);
+		} else {
+			set_reason(a, "memory grows %s per %s%s (%s) but its floor rises only %s of the %s expected",
+			           rate, unit, after, p, g1, fmt_bytes(g2, sizeof(g2), b * span));
+		}
+		goto out;
+	}
+	/* the growth must go on: not slowing down (a cache still filling) */
+	if (s.n >= 9) {
+		struct concavity cv = concavity(s.x, s.y, s.n, b, work_get(&w, 2 * s.n));
+		if (cv.late_high * span < thr) {
+			a->verdict = VERDICT_NO_LEAK;
+			set_reason(a, "memory rose early in the window but has levelled off (%s per %s at the end, at most %s)",
+			           fmt_bytes(g1, sizeof(g1), cv.late), unit, fmt_bytes(g2, sizeof(g2), cv.late_high));
+			goto out;
+		}
+		if (cv.late_high < SUSTAIN_SHARE * b || cv.z > CURVE_Z) {
+			set_reason(a, "memory grows %s per %s%s (%s) but the growth slows down (%s per %s at the end); it may still settle",
+			           rate, unit, after, p, fmt_bytes(g1, sizeof(g1), cv.late), unit);
+			goto out;
+		}
+	}
+	/* ... and not hang on where the warm-up was judged to end: without the
+	 * first third of the window the growth must still be significant */
+	if (judged / 3 > 0) {
+		struct series ls;
+		struct trend lt;
+		size_t lf = from + judged / 3;
+		reduce_blocks(raw.x + lf, raw.y + lf, n - lf, lf, TS_MAX_POINTS, &w, &ls);
+		int ok = trend_fit(ls.x, ls.y, ls.n, &w, Z_975, 1, &lt) == 0 &&
+		         lt.p < opts->alpha && lt.z > 0 && lt.low > 0;
+		series_release(&ls);
+		if (!ok) {
+			fmt_p(g2, sizeof(g2), lt.p);
+			set_reason(a, "memory grows %s per %s%s (%s) but not significantly without the first third of the window (%s per %s, %s); run longer",
+			           rate, unit, after, p, fmt_bytes(g1, sizeof(g1), lt.slope), unit, g2);
+			goto out;
+		}
+	}
+	/* the lower bound of the growth must matter */
+	if (lo * span < thr) {
+		set_reason(a, "memory grows %s per %s%s (%s) but the growth over %s %ss, %s to %s, may be below the %s that matters",
+		           rate, unit, after, p, len, unit, fmt_bytes(g1, sizeof(g1), lo * span),
+		           fmt_bytes(g2, sizeof(g2), hi * span), thr_s);
+		goto out;
+	}
+	a->verdict = VERDICT_LEAK;
+	set_reason(a, "memory grows %s per %s%s (%s) and its floor rises with it", rate, unit, after, p);
+	if (opts->limit_bytes > 0 && b > 0) {
+		double to_limit = (opts->limit_bytes - a->last_bytes) / b;
+		a->projected_to_limit = to_limit > 0 ? to_limit : 0;
+	}
+out:
+	series_release(&s);
+	series_release(&raw);
+	work_release(&w);
+}
