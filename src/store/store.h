@@ -3,9 +3,13 @@
  * results, kept in SQLite (WAL mode, one writer: the supervisor). This is the
  * only module that includes sqlite3.h. Reports are made from the store alone.
  *
- * Writes are batched: the store keeps one transaction open and commits it
- * when store_flush() is called (the supervisor does so about once a second
- * and at the end), so a crash loses at most that much.
+ * Writes are batched: samples, steps, metrics, events and results are
+ * staged in the writer's own connection (microseconds each, no lock on the
+ * store) and reach the store, visible to every reader including this
+ * connection, when store_flush() is called (the supervisor does so about
+ * once a second and at the end), in one short transaction. A crash loses
+ * at most that much. A run's beginning and end, and segments, are written
+ * at once.
  *
  * Ownership: strings passed in are copied; structures returned by the load
  * functions are owned by the caller and freed with the matching *_free().
@@ -28,7 +32,12 @@ struct store *store_open(const char *path);
 /* Open an existing store read-only; NULL with a message if it does not exist. */
 struct store *store_open_readonly(const char *path);
 void store_close(struct store *st);      /* commits what is pending */
-int store_flush(struct store *st);       /* commit the open transaction */
+/* Commit the open transaction. Returns -1 when the commit, or a write since
+ * the last flush, failed (disk full...): what could not be written is
+ * dropped, the error is printed once (again only after a batch went in
+ * whole), and the store stays usable. Every store_add_* and
+ * store_run_* returns -1 the same way; none of them exits. */
+int store_flush(struct store *st);
 
 /* The store path from --store, else $LEAKPROOF_STORE, else the default
  * ./.leakproof/leakproof.db. Returns a static or argument string. */
@@ -49,8 +58,10 @@ struct run_begin {
 	uint64_t mem_total_bytes;   /* the machine's memory */
 	const char *cgroup_mode;    /* "v1", "v2", "none" — how the job was contained */
 	const char *step_regex;     /* may be NULL */
+	int pid;                    /* the job's first process; 0 when not started yet */
 };
-/* Returns the new run's id (> 0), or -1. */
+/* Returns the new run's id (> 0), or -1. Also records segment 0 (the
+ * job's first start) at rb->started_at. */
 int64_t store_run_begin(struct store *st, const struct run_begin *rb);
 
 struct run_end {
@@ -65,7 +76,25 @@ struct run_end {
 	const char *verdict;        /* for `ls`; report recomputes */
 	double growth_bytes_per_step;
 };
+/* Also ends every segment still open, with the run's exit status and cause
+ * "exit", "signal" or the status when it is not "done". */
 int store_run_end(struct store *st, int64_t run_id, const struct run_end *re);
+
+/*
+ * Segments: one per start of the job's main process within a run (seq 0 is
+ * made by store_run_begin; restarts add more).
+ */
+/* Start the next segment; returns its seq (>= 1 after segment 0), or -1. */
+int64_t store_segment_begin(struct store *st, int64_t run_id, double started_at, int pid);
+int store_segment_set_pid(struct store *st, int64_t run_id, int64_t seq, int pid);
+struct segment_end {
+	double ended_at;
+	int exit_code;              /* -1 when killed by a signal */
+	int exit_signal;            /* 0 when it exited */
+	const char *cause;          /* "exit", "signal", "oom", ...; may be NULL */
+	const char *evidence;       /* free text backing the cause; may be NULL */
+};
+int store_segment_end(struct store *st, int64_t run_id, int64_t seq, const struct segment_end *se);
 
 int store_add_sample(struct store *st, int64_t run_id, const struct mem_sample *s);
 /* Per-process memory at a moment (the sampler's view, stored at a lower rate). */
@@ -87,9 +116,11 @@ int store_add_result(struct store *st, int64_t run_id, const char *name, double 
 
 /* ---- reading back ---------------------------------------------------- */
 
+/* Strings in rows are never NULL ("" when unknown). */
 struct run_row {
 	int64_t id;
 	double started_at, ended_at;     /* ended_at 0 while running */
+	/* exit_code -1 and exit_signal 0 until the run has ended */
 	char *command_json, *cwd, *hostname, *status, *verdict, *step_regex, *cgroup_mode;
 	char *limit_source;
 	enum measure measure;
@@ -121,5 +152,26 @@ int store_load_results(struct store *st, int64_t run_id, struct result_row **out
 /* The process that held the most (by PSS) at any stored moment. */
 struct proc_row { int pid, ppid; char name[64]; uint64_t rss, pss, uss, swap, gpu; double t; };
 int store_top_procs(struct store *st, int64_t run_id, struct proc_row **out, size_t *n, size_t max);
+/* The arrays of the load functions above (metrics, results, samples, steps,
+ * procs) are freed with free(); events with event_rows_free(). */
+
+struct segment_row {
+	int64_t seq;
+	int pid;                         /* 0 when unknown */
+	double started_at, ended_at;     /* ended_at 0 while running */
+	int exit_code, exit_signal;
+	char *cause, *evidence;          /* "" when unknown */
+};
+/* Segments of a run in order; freed with segment_rows_free(). */
+int store_load_segments(struct store *st, int64_t run_id, struct segment_row **out, size_t *n);
+void segment_rows_free(struct segment_row *rows, size_t n);
+
+/* ---- for tests and diagnostics ---------------------------------------- */
+
+/* Make the store refuse to grow past max_bytes, as a full disk would: the
+ * next write that needs more space fails with "database or disk is full". */
+int store_set_size_limit(struct store *st, uint64_t max_bytes);
+/* Bytes of heap SQLite holds in this process (all connections). */
+size_t store_memory_used(void);
 
 #endif

@@ -1,0 +1,633 @@
+/*
+ * test_store.c — the SQLite store: every table round-trips through a file,
+ * the schema is created from an empty file and refused when newer, paths
+ * that cannot be opened give a message instead of a crash, a full disk is
+ * reported once and survived, and the writer's memory stays flat over
+ * 1,000,000 samples.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/store.h"
+#include "util/util.h"
+#include "tap.h"
+
+static char tmpdir[64];
+
+static const char *tmp_path(const char *name)
+{
+	static char buf[256];
+	snprintf(buf, sizeof(buf), "%s/%s", tmpdir, name);
+	return buf;
+}
+
+/* ---- capturing stderr ---------------------------------------------------- */
+
+static int saved_stderr = -1;
+static char capture_file[256];
+
+static void capture_begin(void)
+{
+	snprintf(capture_file, sizeof(capture_file), "%s/stderr.txt", tmpdir);
+	fflush(stderr);
+	saved_stderr = dup(2);
+	int fd = open(capture_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	dup2(fd, 2);
+	close(fd);
+}
+
+/* Stop capturing; returns what was written (static buffer). */
+static const char *capture_end(void)
+{
+	static char buf[8192];
+	fflush(stderr);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	if (read_file_buf(capture_file, buf, sizeof(buf)) < 0)
+		buf[0] = '\0';
+	return buf;
+}
+
+static int count_substr(const char *hay, const char *needle)
+{
+	int n = 0;
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* ---- fixtures ------------------------------------------------------------ */
+
+static void fill_begin(struct run_begin *rb)
+{
+	memset(rb, 0, sizeof(*rb));
+	rb->started_at = 1700000000.25;
+	rb->command_json = "[\"python3\", \"train.py\", \"--epochs\", \"3\"]";
+	rb->cwd = "/home/user/proj";
+	rb->hostname = "box";
+	rb->measure = MEASURE_USS;
+	rb->interval_ns = 100000000;
+	rb->limit_bytes = 8ULL << 30;
+	rb->limit_source = "max-mem";
+	rb->mem_total_bytes = 32ULL << 30;
+	rb->cgroup_mode = "v2";
+	rb->step_regex = "step (\\d+)";
+	rb->pid = 4242;
+}
+
+static struct mem_sample mk_sample(double t, uint64_t base)
+{
+	struct mem_sample s = {
+		.t = t, .nprocs = 3, .rss = base + 1000, .pss = base + 500, .uss = base,
+		.swap = 7, .pss_exact = true,
+	};
+	return s;
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static void test_default_path(void)
+{
+	unsetenv("LEAKPROOF_STORE");
+	CHECK_STR(store_default_path(NULL), ".leakproof/leakproof.db");
+	CHECK_STR(store_default_path(""), ".leakproof/leakproof.db");
+	setenv("LEAKPROOF_STORE", "/x/env.db", 1);
+	CHECK_STR(store_default_path(NULL), "/x/env.db");
+	CHECK_STR(store_default_path("opt.db"), "opt.db");
+	unsetenv("LEAKPROOF_STORE");
+}
+
+static void test_round_trip(void)
+{
+	const char *path = tmp_path("a/b/c/rt.db");   /* directories are created */
+	struct store *st = store_open(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+
+	struct run_begin rb;
+	fill_begin(&rb);
+	int64_t id = store_run_begin(st, &rb);
+	CHECK(id > 0);
+
+	struct mem_sample s1 = mk_sample(0.5, 100 << 20);
+	struct mem_sample s2 = mk_sample(1.5, 200 << 20);
+	s2.has_cgroup = true;
+	s2.cgroup = 300 << 20;
+	s2.has_gpu = true;
+	s2.gpu = 0;            /* zero is a value, not "absent" */
+	s2.pss_exact = false;
+	CHECK_EQ_INT(store_add_sample(st, id, &s2), 0);   /* out of order: loaded by t */
+	CHECK_EQ_INT(store_add_sample(st, id, &s1), 0);
+	CHECK_EQ_INT(store_add_proc_sample(st, id, 1.0, 11, 10, "python3", 5, 4, 3, 2, 1), 0);
+	CHECK_EQ_INT(store_add_proc_sample(st, id, 2.0, 11, 10, "python3", 50, 40, 30, 20, 10), 0);
+	CHECK_EQ_INT(store_add_proc_sample(st, id, 2.0, 12, 11, "worker", 9, 9, 9, 0, 0), 0);
+
+	struct step_rec r1 = { .step = 1, .epoch = -1, .mem = s1 };
+	struct step_rec r2 = { .step = 2, .epoch = 3, .mem = s2 };
+	CHECK_EQ_INT(store_add_step(st, id, &r1), 0);
+	CHECK_EQ_INT(store_add_step(st, id, &r2), 0);
+	CHECK_EQ_INT(store_add_metric(st, id, 2, 1.5, "loss", 0.25), 0);
+	CHECK_EQ_INT(store_add_event(st, id, 0.1, "mark", "eval start"), 0);
+	CHECK_EQ_INT(store_add_event(st, id, 0.2, "warning", NULL), 0);
+	CHECK_EQ_INT(store_add_result(st, id, "acc", 0.5), 0);
+	CHECK_EQ_INT(store_add_result(st, id, "acc", 0.75), 0);   /* replaced */
+	CHECK_EQ_INT(store_add_result(st, id, "loss", 0.125), 0);
+
+	int64_t seq = store_segment_begin(st, id, 1700000001.0, 0);
+	CHECK_EQ_INT(seq, 1);
+	CHECK_EQ_INT(store_segment_set_pid(st, id, seq, 5151), 0);
+	struct segment_end se = { .ended_at = 1700000002.0, .exit_code = -1, .exit_signal = 9,
+	                          .cause = "oom", .evidence = "memory.events oom_kill 1" };
+	CHECK_EQ_INT(store_segment_end(st, id, 0, &se), 0);
+
+	struct run_end re = {
+		.ended_at = 1700000042.5, .exit_code = 0, .exit_signal = 0, .status = "done",
+		.step_source = STEP_SOURCE_CHANNEL, .steps = 2, .bad_lines = 4, .long_lines = 1,
+		.peak_bytes = 200 << 20, .verdict = "leak", .growth_bytes_per_step = 1.5e6,
+	};
+	CHECK_EQ_INT(store_run_end(st, id, &re), 0);
+	CHECK_EQ_INT(store_flush(st), 0);
+	store_close(st);
+
+	st = store_open_readonly(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	struct run_row r;
+	CHECK_EQ_INT(store_get_run(st, 0, &r), 0);
+	CHECK_EQ_INT(r.id, id);
+	CHECK_NEAR(r.started_at, 1700000000.25, 1e-6);
+	CHECK_NEAR(r.ended_at, 1700000042.5, 1e-6);
+	CHECK_STR(r.command_json, rb.command_json);
+	CHECK_STR(r.cwd, "/home/user/proj");
+	CHECK_STR(r.hostname, "box");
+	CHECK_STR(r.status, "done");
+	CHECK_STR(r.verdict, "leak");
+	CHECK_STR(r.step_regex, "step (\\d+)");
+	CHECK_STR(r.cgroup_mode, "v2");
+	CHECK_STR(r.limit_source, "max-mem");
+	CHECK_EQ_INT(r.measure, MEASURE_USS);
+	CHECK_EQ_INT(r.step_source, STEP_SOURCE_CHANNEL);
+	CHECK_EQ_INT(r.interval_ns, 100000000);
+	CHECK_EQ_INT(r.steps, 2);
+	CHECK_EQ_INT(r.bad_lines, 4);
+	CHECK_EQ_INT(r.long_lines, 1);
+	CHECK(r.limit_bytes == 8ULL << 30);
+	CHECK(r.mem_total_bytes == 32ULL << 30);
+	CHECK(r.peak_bytes == 200 << 20);
+	CHECK_EQ_INT(r.exit_code, 0);
+	CHECK_EQ_INT(r.exit_signal, 0);
+	CHECK_NEAR(r.growth_bytes_per_step, 1.5e6, 1e-3);
+	run_row_release(&r);
+	CHECK_EQ_INT(store_get_run(st, id, &r), 0);
+	run_row_release(&r);
+	CHECK_EQ_INT(store_get_run(st, id + 100, &r), 1);
+
+	struct mem_sample *sm;
+	size_t n;
+	CHECK_EQ_INT(store_load_samples(st, id, &sm, &n), 0);
+	CHECK_EQ_INT(n, 2);
+	if (n == 2) {
+		CHECK_NEAR(sm[0].t, 0.5, 1e-9);
+		CHECK(sm[0].uss == 100 << 20 && sm[0].pss == (100 << 20) + 500 && sm[0].rss == (100 << 20) + 1000);
+		CHECK(!sm[0].has_cgroup && !sm[0].has_gpu && sm[0].pss_exact);
+		CHECK_EQ_INT(sm[0].swap, 7);
+		CHECK_EQ_INT(sm[0].nprocs, 3);
+		CHECK(sm[1].has_cgroup && sm[1].cgroup == 300 << 20);
+		CHECK(sm[1].has_gpu && sm[1].gpu == 0);
+		CHECK(!sm[1].pss_exact);
+	}
+	free(sm);
+
+	struct step_rec *sr;
+	CHECK_EQ_INT(store_load_steps(st, id, &sr, &n), 0);
+	CHECK_EQ_INT(n, 2);
+	if (n == 2) {
+		CHECK_EQ_INT(sr[0].step, 1);
+		CHECK_EQ_INT(sr[0].epoch, -1);
+		CHECK_EQ_INT(sr[1].step, 2);
+		CHECK_EQ_INT(sr[1].epoch, 3);
+		CHECK_NEAR(sr[1].mem.t, 1.5, 1e-9);
+		CHECK(sr[1].mem.has_cgroup && sr[1].mem.cgroup == 300 << 20);
+	}
+	free(sr);
+
+	struct metric_row *mr;
+	CHECK_EQ_INT(store_load_metrics(st, id, &mr, &n), 0);
+	CHECK_EQ_INT(n, 1);
+	if (n == 1) {
+		CHECK_STR(mr[0].name, "loss");
+		CHECK_NEAR(mr[0].value, 0.25, 1e-12);
+		CHECK_EQ_INT(mr[0].step, 2);
+	}
+	free(mr);
+
+	struct event_row *ev;
+	CHECK_EQ_INT(store_load_events(st, id, &ev, &n), 0);
+	CHECK_EQ_INT(n, 2);
+	if (n == 2) {
+		CHECK_STR(ev[0].kind, "mark");
+		CHECK_STR(ev[0].detail, "eval start");
+		CHECK_STR(ev[1].kind, "warning");
+		CHECK_STR(ev[1].detail, "");
+	}
+	event_rows_free(ev, n);
+
+	struct result_row *rr;
+	CHECK_EQ_INT(store_load_results(st, id, &rr, &n), 0);
+	CHECK_EQ_INT(n, 2);
+	if (n == 2) {
+		CHECK_STR(rr[0].name, "acc");
+		CHECK_NEAR(rr[0].value, 0.75, 1e-12);
+		CHECK_STR(rr[1].name, "loss");
+	}
+	free(rr);
+
+	struct proc_row *pr;
+	CHECK_EQ_INT(store_top_procs(st, id, &pr, &n, 5), 0);
+	CHECK_EQ_INT(n, 2);
+	if (n == 2) {
+		CHECK_EQ_INT(pr[0].pid, 11);
+		CHECK_EQ_INT(pr[0].pss, 40);       /* the row of its maximum */
+		CHECK_EQ_INT(pr[0].rss, 50);
+		CHECK_STR(pr[0].name, "python3");
+		CHECK_EQ_INT(pr[1].pid, 12);
+	}
+	free(pr);
+
+	struct segment_row *sg;
+	CHECK_EQ_INT(store_load_segments(st, id, &sg, &n), 0);
+	CHECK_EQ_INT(n, 2);
+	if (n == 2) {
+		CHECK_EQ_INT(sg[0].seq, 0);
+		CHECK_EQ_INT(sg[0].pid, 4242);
+		CHECK_EQ_INT(sg[0].exit_signal, 9);
+		CHECK_STR(sg[0].cause, "oom");
+		CHECK_STR(sg[0].evidence, "memory.events oom_kill 1");
+		CHECK_EQ_INT(sg[1].seq, 1);
+		CHECK_EQ_INT(sg[1].pid, 5151);
+		CHECK_NEAR(sg[1].ended_at, 1700000042.5, 1e-6);   /* closed by run_end */
+		CHECK_STR(sg[1].cause, "exit");
+		CHECK_EQ_INT(sg[1].exit_code, 0);
+	}
+	segment_rows_free(sg, n);
+
+	/* Writing through a read-only store fails cleanly. */
+	capture_begin();
+	int rc = store_add_sample(st, id, &s1);
+	const char *msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	CHECK(strstr(msg, "read-only") != NULL);
+	store_close(st);
+}
+
+static void test_list_runs(void)
+{
+	const char *path = tmp_path("list.db");
+	struct store *st = store_open(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	struct run_begin rb;
+	fill_begin(&rb);
+	int64_t a = store_run_begin(st, &rb);
+	int64_t b = store_run_begin(st, &rb);
+	CHECK(b > a);
+	struct run_row *rows;
+	size_t n;
+	CHECK_EQ_INT(store_list_runs(st, &rows, &n), 0);
+	CHECK_EQ_INT(n, 2);
+	if (n == 2) {
+		CHECK_EQ_INT(rows[0].id, b);       /* newest first */
+		CHECK_EQ_INT(rows[1].id, a);
+		CHECK_STR(rows[0].status, "running");
+		CHECK_NEAR(rows[0].ended_at, 0, 0);
+		CHECK_EQ_INT(rows[0].exit_code, -1);
+		CHECK_STR(rows[0].verdict, "");
+	}
+	run_rows_free(rows, n);
+	store_close(st);
+}
+
+/* Rows are visible to another reader only after store_flush(). */
+static void test_batching(void)
+{
+	const char *path = tmp_path("batch.db");
+	struct store *w = store_open(path);
+	CHECK(w != NULL);
+	if (!w)
+		return;
+	struct run_begin rb;
+	fill_begin(&rb);
+	int64_t id = store_run_begin(w, &rb);
+	CHECK_EQ_INT(store_flush(w), 0);
+	struct mem_sample s = mk_sample(1, 1 << 20);
+	CHECK_EQ_INT(store_add_sample(w, id, &s), 0);
+
+	struct store *r = store_open_readonly(path);   /* WAL: reads while w writes */
+	CHECK(r != NULL);
+	if (r) {
+		struct mem_sample *sm;
+		size_t n = 99;
+		CHECK_EQ_INT(store_load_samples(r, id, &sm, &n), 0);
+		CHECK_EQ_INT(n, 0);
+		free(sm);
+		CHECK_EQ_INT(store_flush(w), 0);
+		CHECK_EQ_INT(store_load_samples(r, id, &sm, &n), 0);
+		CHECK_EQ_INT(n, 1);
+		free(sm);
+		store_close(r);
+	}
+	/* A second writer is not held up by rows the first has staged. */
+	CHECK_EQ_INT(store_add_sample(w, id, &s), 0);
+	struct store *w2 = store_open(path);
+	CHECK(w2 != NULL);
+	if (w2) {
+		int64_t t0 = mono_ns();
+		CHECK_EQ_INT(store_add_sample(w2, id, &s), 0);
+		CHECK_EQ_INT(store_flush(w2), 0);
+		CHECK(mono_ns() - t0 < 1000000000LL);   /* no wait on a lock */
+		store_close(w2);
+	}
+	CHECK_EQ_INT(store_add_sample(w, id, &s), 0);
+	store_close(w);   /* commits */
+	r = store_open_readonly(path);
+	if (r) {
+		struct mem_sample *sm;
+		size_t n = 0;
+		CHECK_EQ_INT(store_load_samples(r, id, &sm, &n), 0);
+		CHECK_EQ_INT(n, 4);
+		free(sm);
+		store_close(r);
+	}
+}
+
+static void test_migrate_empty_file(void)
+{
+	const char *path = tmp_path("empty.db");
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0);
+	close(fd);
+
+	/* Read-only open of an empty file brings it to the schema, too. */
+	struct store *st = store_open_readonly(path);
+	CHECK(st != NULL);
+	if (st) {
+		struct run_row r;
+		CHECK_EQ_INT(store_get_run(st, 0, &r), 1);   /* no runs, no error */
+		store_close(st);
+	}
+	st = store_open(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	struct run_begin rb;
+	fill_begin(&rb);
+	CHECK(store_run_begin(st, &rb) > 0);
+	store_close(st);
+	/* Reopening does not migrate again (nor fail, nor lose data). */
+	st = store_open(path);
+	CHECK(st != NULL);
+	if (st) {
+		struct run_row r;
+		CHECK_EQ_INT(store_get_run(st, 0, &r), 0);
+		run_row_release(&r);
+		store_close(st);
+	}
+
+	/* A store from a newer leakproof is refused, not damaged: patch the
+	 * header's user_version (big-endian at offset 60) to 99. */
+	fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	unsigned char v[4] = { 0, 0, 0, 99 }, old[4];
+	CHECK_EQ_INT(pread(fd, old, 4, 60), 4);
+	CHECK_EQ_INT(old[3], 1);   /* schema version 1 was written */
+	CHECK_EQ_INT(pwrite(fd, v, 4, 60), 4);
+	close(fd);
+	capture_begin();
+	st = store_open(path);
+	const char *msg = capture_end();
+	CHECK(st == NULL);
+	CHECK(strstr(msg, "cannot open store '") != NULL);
+	CHECK(strstr(msg, "newer leakproof") != NULL);
+	store_close(st);
+}
+
+static void expect_open_error(const char *path, bool readonly, const char *reason)
+{
+	capture_begin();
+	struct store *st = readonly ? store_open_readonly(path) : store_open(path);
+	const char *msg = capture_end();
+	CHECK(st == NULL);
+	char want[512];
+	snprintf(want, sizeof(want), "leakproof: cannot open store '%s': ", path);
+	CHECK(strstr(msg, want) != NULL);
+	CHECK(strstr(msg, reason) != NULL);
+	if (!strstr(msg, reason))
+		fprintf(stderr, "  got: %s", msg);
+	store_close(st);
+}
+
+static void test_unopenable(void)
+{
+	char p[300];
+
+	/* A file where a directory should be. */
+	const char *file = tmp_path("plainfile");
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0);
+	CHECK_EQ_INT(write(fd, "hello\n", 6), 6);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/sub/x.db", file);
+	expect_open_error(p, false, "is not a directory");
+
+	/* A directory where the file should be. */
+	expect_open_error(tmpdir, false, "is a directory");
+
+	/* A file that is not a database. */
+	const char *junk = tmp_path("junk.db");
+	fd = open(junk, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	char buf[4096];
+	memset(buf, 'x', sizeof(buf));
+	CHECK_EQ_INT(write(fd, buf, sizeof(buf)), (long long)sizeof(buf));
+	close(fd);
+	expect_open_error(junk, false, "not a database");
+	expect_open_error(junk, true, "not a database");
+
+	/* Nothing there, read-only. */
+	expect_open_error(tmp_path("missing.db"), true, "No such file");
+
+	/* A directory that cannot be created even by root. */
+	expect_open_error("/proc/leakproof-test/x.db", false, "cannot create directory");
+}
+
+static void test_disk_full(void)
+{
+	const char *path = tmp_path("full.db");
+	struct store *st = store_open(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	struct run_begin rb;
+	fill_begin(&rb);
+	int64_t id = store_run_begin(st, &rb);
+	struct mem_sample s = mk_sample(0, 1 << 20);
+	for (int i = 0; i < 100; i++) {
+		s.t = i;
+		store_add_sample(st, id, &s);
+	}
+	CHECK_EQ_INT(store_flush(st), 0);
+	CHECK_EQ_INT(store_set_size_limit(st, 256 * 1024), 0);
+
+	capture_begin();
+	int failures = 0, flush_failures = 0;
+	for (int i = 100; i < 100000; i++) {
+		s.t = i;
+		if (store_add_sample(st, id, &s) < 0)
+			failures++;
+		if (i % 1000 == 0 && store_flush(st) < 0)
+			flush_failures++;
+	}
+	store_flush(st);
+	const char *msg = capture_end();
+	CHECK(failures + flush_failures > 0);
+	CHECK(strstr(msg, "disk is full") != NULL);
+	/* Said once, however many writes failed. */
+	CHECK(count_substr(msg, "leakproof: cannot write") >= 1);
+	CHECK(count_substr(msg, "leakproof: cannot write") <= 2);
+	printf("# disk full: %d inserts and %d flushes failed; %d message(s)\n", failures,
+	       flush_failures, count_substr(msg, "leakproof: cannot write"));
+
+	/* Still usable: room again, writes succeed. */
+	CHECK_EQ_INT(store_set_size_limit(st, 1ULL << 40), 0);
+	s.t = 1e6;
+	CHECK_EQ_INT(store_add_sample(st, id, &s), 0);
+	CHECK_EQ_INT(store_flush(st), 0);
+	store_close(st);
+
+	st = store_open_readonly(path);
+	CHECK(st != NULL);
+	if (st) {
+		struct mem_sample *sm;
+		size_t n = 0;
+		CHECK_EQ_INT(store_load_samples(st, id, &sm, &n), 0);
+		CHECK(n >= 101);                     /* what was committed stays */
+		CHECK(n > 0 && sm[n - 1].t == 1e6);
+		free(sm);
+		store_close(st);
+	}
+}
+
+static long rss_kib(void)
+{
+	char buf[256];
+	if (read_file_buf("/proc/self/statm", buf, sizeof(buf)) < 0)
+		return -1;
+	long pages_total, pages_rss;
+	if (sscanf(buf, "%ld %ld", &pages_total, &pages_rss) != 2)
+		return -1;
+	return pages_rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* Under AddressSanitizer or valgrind, RSS measures the tool (its
+ * quarantine of freed blocks grows by design), not us. */
+static bool rss_is_meaningful(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+	return false;
+#endif
+#endif
+	static char maps[1 << 16];
+	if (read_file_buf("/proc/self/maps", maps, sizeof(maps)) >= 0 && strstr(maps, "vgpreload"))
+		return false;
+	return true;
+}
+
+/* The writer's memory must not grow with the rows it has written. */
+static void test_memory_flat(void)
+{
+	const char *path = tmp_path("big.db");
+	/* Under valgrind a million rows take minutes, and RSS is not judged
+	 * there: fewer rows still show whether SQLite's heap grows. */
+	const long total = rss_is_meaningful() ? 1000000 : 300000, first = 100000;
+	struct store *st = store_open(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	struct run_begin rb;
+	fill_begin(&rb);
+	int64_t id = store_run_begin(st, &rb);
+	long rss_first = 0, sql_first = 0;
+	int64_t t0 = mono_ns();
+	for (long i = 0; i < total; i++) {
+		struct mem_sample s = mk_sample((double)i / 1000.0, (uint64_t)(i * 4096));
+		s.has_cgroup = i % 2;
+		s.cgroup = (uint64_t)i;
+		if (store_add_sample(st, id, &s) < 0) {
+			CHECK(!"insert failed");
+			break;
+		}
+		if (i % 1000 == 999 && store_flush(st) < 0) {   /* the supervisor: ~1/s at 1 kHz */
+			CHECK(!"flush failed");
+			break;
+		}
+		if (i + 1 == first) {
+			rss_first = rss_kib();
+			sql_first = (long)store_memory_used();
+		}
+	}
+	double secs = (double)(mono_ns() - t0) / 1e9;
+	long rss_last = rss_kib(), sql_last = (long)store_memory_used();
+	printf("# %ld samples: %.2f s (%.2f us/sample, flush included); RSS %ld KiB after %ld, %ld KiB"
+	       " after %ld; SQLite heap %ld -> %ld bytes\n", total, secs, secs * 1e6 / (double)total,
+	       rss_first, first, rss_last, total, sql_first, sql_last);
+	CHECK(rss_first > 0);
+	if (rss_is_meaningful())
+		CHECK(rss_last - rss_first < 4 * 1024);  /* < 4 MiB */
+	else
+		printf("# RSS not judged under a sanitizer or valgrind\n");
+	CHECK(sql_last - sql_first < 1024 * 1024);       /* SQLite's own heap: < 1 MiB */
+	store_close(st);
+	unlink(path);
+}
+
+static void cleanup(void);
+
+/* Runs before main(): a scratch directory, removed at exit. */
+__attribute__((constructor)) static void setup(void)
+{
+	const char *base = getenv("TMPDIR");
+	snprintf(tmpdir, sizeof(tmpdir), "%s/lp-test-store-XXXXXX", base && *base && strlen(base) < 40 ? base : "/tmp");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	atexit(cleanup);
+}
+
+static void cleanup(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", tmpdir);
+}
+
+TEST_MAIN("store",
+	TEST(test_default_path),
+	TEST(test_round_trip),
+	TEST(test_list_runs),
+	TEST(test_batching),
+	TEST(test_migrate_empty_file),
+	TEST(test_unopenable),
+	TEST(test_disk_full),
+	TEST(test_memory_flat))
