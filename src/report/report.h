@@ -16,21 +16,38 @@ enum report_format { REPORT_TEXT = 0, REPORT_MD, REPORT_CSV, REPORT_JSON };
 /* "text", "md" (or "markdown"), "csv", "json"; -1 for unknown. */
 int report_format_parse(const char *name, enum report_format *out);
 
-/* Everything a report says about one run. */
+/* Everything a report says about one run. Owns everything it points to,
+ * freed by run_summary_release(). */
 struct run_summary {
 	struct run_row run;
+	char **argv;                   /* the command, parsed from run.command_json */
+	size_t argc;
 	enum measure measure;          /* what the judgment used */
 	const char *x_unit;            /* "step" or "s" (judged over time: no steps) */
+	double bin_seconds;            /* width of the time bins when x_unit is "s" */
 	struct analysis a;             /* the judgment */
+	char reason[256];              /* the verdict in one sentence, in x_unit's words */
 	size_t steps;                  /* step markers recorded */
 	double steps_per_second;       /* median rate; 0 when no steps */
 	double duration_s;
-	uint64_t peak_bytes;           /* under the measure, over all samples */
+	uint64_t peak_bytes;           /* under the measure, over all samples and steps */
 	double limit_bytes;            /* limit used for the projection; 0 none */
-	const char *limit_source;
+	const char *limit_source;      /* "max-mem", "cgroup", "machine", "" */
 	double warmup_steps;           /* x where the judged window starts */
+	double projected_seconds;      /* time until the limit at this rate; <0 none */
 	struct proc_row top_proc;      /* the process that held the most */
 	int has_top_proc;
+
+	/* The rows behind it. */
+	struct step_rec *step_recs;    /* steps of them */
+	struct mem_sample *samples;
+	size_t nsamples;
+	struct result_row *results;
+	size_t nresults;
+	struct event_row *events;
+	size_t nevents;
+	struct segment_row *segments;
+	size_t nsegments;
 };
 
 /* Build the summary of run_id (0: latest). measure_override < 0 keeps the
@@ -39,7 +56,35 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
                      struct run_summary *out);
 void run_summary_release(struct run_summary *s);
 
-/* Render. Returns 0 or -1. */
+/*
+ * Render. Returns 0, or -1 when writing to out failed (no message printed).
+ *   text  the end-of-run summary (what `leakproof run` prints on stderr)
+ *   md    the same as Markdown tables, for bug reports
+ *   csv   "step,epoch,t,rss,pss,uss,swap,cgroup,gpu" then one row per step
+ *         (per sample, step and epoch empty, when the run marked no steps)
+ *   json  one object; the fields are listed in docs/internals/store.md
+ */
 int report_write(const struct run_summary *s, enum report_format fmt, FILE *out);
+
+/* ---- pieces shared with `leakproof ls` ---------------------------------- */
+
+struct strbuf;
+/* Parse a JSON array of strings (runs.command) into *argv (*argc strings,
+ * NULL-terminated); something else becomes one string, the text itself.
+ * The caller frees it with report_argv_free(). */
+void report_parse_command(const char *json, char ***argv, size_t *argc);
+void report_argv_free(char **argv, size_t argc);
+/* Append argv as a shell would read it ('quoted' where needed), cut with
+ * "..." at about max_chars (0: no cap). */
+void report_add_command_line(struct strbuf *sb, char *const *argv, size_t argc, size_t max_chars);
+/* "42.1 s", "12 min 5 s", "3 h 2 min", "2.5 days". Returns buf. */
+char *report_fmt_duration(char *buf, size_t bufsz, double seconds);
+/* How the run ended: "exited 0", "killed by signal 9 (SIGKILL)", "running",
+ * "failed to start (exit 127)", "interrupted". Returns buf. */
+char *report_fmt_outcome(char *buf, size_t bufsz, const struct run_row *r);
+/* JSON: a string literal (invalid UTF-8 replaced by U+FFFD) and a number
+ * (null when not finite). */
+void report_add_json_str(struct strbuf *sb, const char *s);
+void report_add_json_num(struct strbuf *sb, double v);
 
 #endif

@@ -1,0 +1,156 @@
+/*
+ * report.c — `leakproof report`: show one stored run, judged again from
+ * its stored samples, as text, Markdown, CSV or JSON (src/report/).
+ */
+static const char usage[] =
+"usage: leakproof report [RUN] [options]\n"
+"\n"
+"Show a stored run: its verdict (leak, no-leak or inconclusive) and the\n"
+"evidence, judged again from the samples in the store. RUN is a run id\n"
+"from `leakproof ls`; the latest run when it is left out.\n"
+"\n"
+"options:\n"
+"  -f, --format F         text (default: the end-of-run summary), md (Markdown\n"
+"                         tables for bug reports), csv (one row per step:\n"
+"                         step,epoch,t,rss,pss,uss,swap,cgroup,gpu) or json\n"
+"  -m, --measure M        judge by another measure than the run's: pss, rss,\n"
+"                         uss, cgroup or gpu\n"
+"  -s, --store PATH       the store (default $LEAKPROOF_STORE, else\n"
+"                         ./.leakproof/leakproof.db)\n"
+"  -o, --output FILE      write there instead of stdout\n"
+"  -h, --help             this help\n"
+"\n"
+"exit status: 0; 1 when the store or the run does not exist or cannot be\n"
+"read, or the report cannot be written; 124 for a usage error.\n";
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "report/report.h"
+#include "store/store.h"
+#include "util/util.h"
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("leakproof: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\n\n", stderr);
+	fputs(usage, stderr);
+	return LP_EXIT_USAGE;
+}
+
+/* A run id: a positive integer, or "latest" (0). -1 when it is neither. */
+static int parse_run_id(const char *s, int64_t *out)
+{
+	if (!strcmp(s, "latest")) {
+		*out = 0;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (!*s || *end || errno || v <= 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "measure", required_argument, NULL, 'm' },
+		{ "store", required_argument, NULL, 's' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum report_format fmt = REPORT_TEXT;
+	int measure = -1;
+	const char *store_opt = NULL, *output = NULL, *run_arg = NULL;
+	int64_t run_id = 0;
+	int c;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":f:m:s:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (report_format_parse(optarg, &fmt) < 0)
+				return usage_error("unknown --format '%s' (use text, md, csv or json)", optarg);
+			break;
+		case 'm': {
+			enum measure m;
+			if (measure_parse(optarg, &m) < 0)
+				return usage_error("unknown --measure '%s' (use pss, rss, uss, cgroup or gpu)", optarg);
+			measure = (int)m;
+			break;
+		}
+		case 's':
+			store_opt = optarg;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		case ':':
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc) {
+		run_arg = argv[optind++];
+		if (parse_run_id(run_arg, &run_id) < 0)
+			return usage_error("invalid run '%s': expected a run id such as 7 (see `leakproof ls`)", run_arg);
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+
+	const char *path = store_default_path(store_opt);
+	struct store *st = store_open_readonly(path);
+	if (!st)
+		return 1;
+
+	struct run_summary sum;
+	int rc = run_summary_load(st, run_id, measure, &sum);
+	if (rc) {
+		if (rc > 0 && run_id)
+			error("no run %lld in store '%s'", (long long)run_id, path);
+		else if (rc > 0)
+			error("no runs in store '%s' yet", path);
+		store_close(st);
+		return 1;
+	}
+
+	FILE *out = stdout;
+	if (output && !(out = fopen(output, "w"))) {
+		error_errno("cannot write '%s'", output);
+		run_summary_release(&sum);
+		store_close(st);
+		return 1;
+	}
+	int status = 0;
+	if (report_write(&sum, fmt, out) < 0) {
+		error_errno("cannot write '%s'", output ? output : "standard output");
+		status = 1;
+	}
+	if (output && fclose(out) != 0 && !status) {
+		error_errno("cannot write '%s'", output);
+		status = 1;
+	}
+	run_summary_release(&sum);
+	store_close(st);
+	return status;
+}

@@ -1,0 +1,137 @@
+/*
+ * markdown.c — the summary as Markdown tables, to paste into a bug report:
+ * a heading with the command, a table of findings, and the per-step change
+ * table (Min | Q1 | Median | Q3 | Max | steps/s). Sizes in binary units.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "report/render.h"
+
+#define COMMAND_MAX_CHARS 200
+
+/* Append s for a table cell: pipes escaped, no line breaks. */
+static void add_cell(struct strbuf *sb, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '|')
+			strbuf_addstr(sb, "\\|");
+		else if (*p < 0x20 || *p == 0x7f)
+			strbuf_addch(sb, ' ');
+		else
+			strbuf_addch(sb, *p);
+	}
+}
+
+/* Append s as inline code: backticks would end it, so they become '. */
+static void add_code(struct strbuf *sb, const char *s)
+{
+	strbuf_addch(sb, '`');
+	for (const char *p = s; *p; p++)
+		strbuf_addch(sb, *p == '`' ? '\'' : *p);
+	strbuf_addch(sb, '`');
+}
+
+static void add_row(struct strbuf *sb, const char *key, const char *value)
+{
+	strbuf_addf(sb, "| %s | ", key);
+	add_cell(sb, value);
+	strbuf_addstr(sb, " |\n");
+}
+
+int report_write_md(const struct run_summary *s, FILE *out)
+{
+	struct strbuf sb = STRBUF_INIT, cell = STRBUF_INIT, cmd = STRBUF_INIT;
+	const struct analysis *a = &s->a;
+	bool over_time = !strcmp(s->x_unit, "s");
+	char b1[32], b2[32];
+
+	report_add_command_line(&cmd, s->argv, s->argc, COMMAND_MAX_CHARS);
+	strbuf_addf(&sb, "### leakproof run %lld: ", (long long)s->run.id);
+	add_code(&sb, strbuf_str(&cmd));
+	strbuf_addstr(&sb, "\n\n");
+
+	strbuf_addstr(&sb, "| | |\n|---|---|\n");
+	strbuf_addf(&cell, "**%s** \xe2\x80\x94 %s", verdict_name(a->verdict), s->reason);
+	add_row(&sb, "Verdict", strbuf_str(&cell));
+
+	strbuf_reset(&cell);
+	render_outcome_line(&cell, s);
+	add_row(&sb, "Run", strbuf_str(&cell));
+
+	add_row(&sb, "Measure", measure_name(s->measure));
+	if (render_have_slope(s)) {
+		strbuf_reset(&cell);
+		strbuf_addf(&cell, "%s%s", render_signed_bytes(b1, sizeof(b1), a->slope), render_x_suffix(s));
+		if (isfinite(a->slope_low) && isfinite(a->slope_high)) {
+			strbuf_addstr(&cell, " (95% interval ");
+			render_range(&cell, a->slope_low, a->slope_high);
+			strbuf_addch(&cell, ')');
+		}
+		add_row(&sb, "Growth", strbuf_str(&cell));
+		strbuf_reset(&cell);
+		if (!a->warmup_points)
+			strbuf_addstr(&cell, "none");
+		else if (over_time)
+			strbuf_addf(&cell, "ended at %s", report_fmt_duration(b2, sizeof(b2), s->warmup_steps));
+		else
+			strbuf_addf(&cell, "ended at step %.0f", s->warmup_steps);
+		add_row(&sb, "Warm-up", strbuf_str(&cell));
+	}
+	add_row(&sb, "Peak", fmt_bytes(b1, sizeof(b1), (double)s->peak_bytes));
+	if (s->limit_bytes > 0) {
+		strbuf_reset(&cell);
+		strbuf_addf(&cell, "%s (%s)", fmt_bytes(b2, sizeof(b2), s->limit_bytes),
+		            !strcmp(s->limit_source, "machine") ? "machine memory" : s->limit_source);
+		struct strbuf proj = STRBUF_INIT;
+		if (render_projection(&proj, s))
+			strbuf_addf(&cell, ", reached at this rate %s", strbuf_str(&proj));
+		strbuf_release(&proj);
+		add_row(&sb, "Limit", strbuf_str(&cell));
+	}
+	if (s->has_top_proc) {
+		strbuf_reset(&cell);
+		strbuf_addf(&cell, "pid %d (%s) %s", s->top_proc.pid, s->top_proc.name,
+		            fmt_bytes(b1, sizeof(b1), render_top_proc_bytes(s)));
+		add_row(&sb, "Most memory", strbuf_str(&cell));
+	}
+	if (s->run.bad_lines || s->run.long_lines) {
+		strbuf_reset(&cell);
+		strbuf_addf(&cell, "%lld malformed lines ignored, %lld too long",
+		            (long long)s->run.bad_lines, (long long)s->run.long_lines);
+		add_row(&sb, "Channel", strbuf_str(&cell));
+	}
+	for (size_t i = 0; i < s->nresults; i++) {
+		strbuf_reset(&cell);
+		strbuf_addf(&cell, "%.6g", s->results[i].value);
+		struct strbuf key = STRBUF_INIT;
+		strbuf_addstr(&key, "Result ");
+		add_code(&key, s->results[i].name);
+		add_row(&sb, strbuf_str(&key), strbuf_str(&cell));
+		strbuf_release(&key);
+	}
+
+	bool have_q = render_have_slope(s);
+	for (int i = 0; i < 5; i++)
+		have_q = have_q && isfinite(a->q[i]);
+	if (have_q) {
+		char label[64];
+		render_change_label(label, sizeof(label), s);
+		label[0] = (char)(label[0] == 'p' ? 'P' : label[0] == 'c' ? 'C' : label[0]);
+		strbuf_addf(&sb, "\n%s (%s):\n\n", label, measure_name(s->measure));
+		strbuf_addstr(&sb, "| Min | Q1 | Median | Q3 | Max | steps/s |\n"
+		                   "|---:|---:|---:|---:|---:|---:|\n|");
+		for (int i = 0; i < 5; i++)
+			strbuf_addf(&sb, " %s |", fmt_bytes(b1, sizeof(b1), a->q[i]));
+		if (s->steps_per_second > 0)
+			strbuf_addf(&sb, " %.3g |\n", s->steps_per_second);
+		else
+			strbuf_addstr(&sb, " \xe2\x80\x93 |\n");
+	}
+
+	int rc = render_flush(&sb, out);
+	strbuf_release(&sb);
+	strbuf_release(&cell);
+	strbuf_release(&cmd);
+	return rc;
+}

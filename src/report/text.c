@@ -1,0 +1,156 @@
+/*
+ * text.c — the human summary of a run: what `leakproof run` prints on
+ * stderr at the end and `leakproof report` prints by default. Compact (ten
+ * lines or so), every number with its unit, nothing claimed that the
+ * judgment did not find.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "report/render.h"
+
+#define COMMAND_MAX_CHARS 120
+#define RESULTS_SHOWN 8
+
+void render_range(struct strbuf *sb, double low, double high)
+{
+	static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double big = fmax(fabs(low), fabs(high)), div = 1;
+	int u = 0;
+	while (big >= 1024 && u < 4) {
+		big /= 1024;
+		div *= 1024;
+		u++;
+	}
+	int prec = u == 0 ? 0 : big < 10 ? 2 : big < 100 ? 1 : 0;
+	/* Enough digits that a narrow interval does not read "516–516". */
+	for (char lo[32], hi[32]; prec < 3; prec++) {
+		snprintf(lo, sizeof(lo), "%.*f", prec, low / div);
+		snprintf(hi, sizeof(hi), "%.*f", prec, high / div);
+		if (strcmp(lo, hi) || low == high)
+			break;
+	}
+	strbuf_addf(sb, "%.*f\xe2\x80\x93%.*f %s", prec, low / div, prec, high / div, units[u]);
+}
+
+static void add_head(struct strbuf *sb, const struct run_summary *s)
+{
+	strbuf_addf(sb, "leakproof: run %lld: ", (long long)s->run.id);
+	report_add_command_line(sb, s->argv, s->argc, COMMAND_MAX_CHARS);
+	strbuf_addstr(sb, " \xe2\x80\x94 ");
+	render_outcome_line(sb, s);
+	strbuf_addch(sb, '\n');
+}
+
+static void add_quantiles(struct strbuf *sb, const struct run_summary *s)
+{
+	static const char *heads[5] = { "min", "q1", "median", "q3", "max" };
+	char label[64], v[32];
+	if (!render_have_slope(s))
+		return;
+	for (int i = 0; i < 5; i++)
+		if (!isfinite(s->a.q[i]))
+			return;
+	render_change_label(label, sizeof(label), s);
+	int w = (int)strlen(label) + 3;
+	strbuf_addf(sb, "  %-*s", w, label);
+	for (int i = 0; i < 5; i++)
+		strbuf_addf(sb, "%-10s", heads[i]);
+	while (sb->len && sb->buf[sb->len - 1] == ' ')
+		sb->buf[--sb->len] = '\0';
+	strbuf_addf(sb, "\n  %-*s", w, "");
+	for (int i = 0; i < 5; i++)
+		strbuf_addf(sb, "%-10s", fmt_bytes(v, sizeof(v), s->a.q[i]));
+	while (sb->len && sb->buf[sb->len - 1] == ' ')
+		sb->buf[--sb->len] = '\0';
+	strbuf_addch(sb, '\n');
+}
+
+/* Where the limit is: when the run will reach it, or how far the peak is. */
+static void add_limit(struct strbuf *sb, const struct run_summary *s)
+{
+	struct strbuf proj = STRBUF_INIT;
+	char lim[32];
+	if (s->limit_bytes <= 0)
+		return;
+	fmt_bytes(lim, sizeof(lim), s->limit_bytes);
+	const char *src = !strcmp(s->limit_source, "machine") ? "machine memory" :
+	                  !strcmp(s->limit_source, "max-mem") ? "--max-mem" : s->limit_source;
+	double pct = 100.0 * (double)s->peak_bytes / s->limit_bytes;
+	if (render_projection(&proj, s))
+		strbuf_addf(sb, "  limit     at this rate reaches %s (%s) %s\n", lim, src, strbuf_str(&proj));
+	else if (pct < 1)
+		strbuf_addf(sb, "  limit     %s (%s); the peak is under 1%% of it\n", lim, src);
+	else
+		strbuf_addf(sb, "  limit     %s (%s); the peak is %.0f%% of it\n", lim, src, pct);
+	strbuf_release(&proj);
+}
+
+int report_write_text(const struct run_summary *s, FILE *out)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const struct analysis *a = &s->a;
+	bool over_time = !strcmp(s->x_unit, "s");
+	char b1[32], b2[32];
+
+	add_head(&sb, s);
+	strbuf_addf(&sb, "  verdict   %s \xe2\x80\x94 %s\n", verdict_name(a->verdict), s->reason);
+
+	if (render_have_slope(s)) {
+		strbuf_addf(&sb, "  growth    %s%s", render_signed_bytes(b1, sizeof(b1), a->slope),
+		            render_x_suffix(s));
+		if (isfinite(a->slope_low) && isfinite(a->slope_high)) {
+			strbuf_addstr(&sb, " (95% interval ");
+			render_range(&sb, a->slope_low, a->slope_high);
+			strbuf_addch(&sb, ')');
+		}
+		if (over_time && a->slope > 0)
+			strbuf_addf(&sb, ", %s/h", fmt_bytes(b2, sizeof(b2), a->slope * 3600));
+		strbuf_addf(&sb, ", measure %s\n", measure_name(s->measure));
+		if (!a->warmup_points)
+			strbuf_addstr(&sb, "  warm-up   none\n");
+		else if (over_time)
+			strbuf_addf(&sb, "  warm-up   ended at %s\n", report_fmt_duration(b1, sizeof(b1), s->warmup_steps));
+		else
+			strbuf_addf(&sb, "  warm-up   ended at step %.0f\n", s->warmup_steps);
+	} else {
+		strbuf_addf(&sb, "  measure   %s\n", measure_name(s->measure));
+	}
+
+	if (s->nsamples || s->steps) {
+		strbuf_addf(&sb, "  peak      %-13s", fmt_bytes(b1, sizeof(b1), (double)s->peak_bytes));
+		if (s->steps_per_second > 0)
+			strbuf_addf(&sb, " rate  %.3g steps/s (median)", s->steps_per_second);
+		while (sb.len && sb.buf[sb.len - 1] == ' ')
+			sb.buf[--sb.len] = '\0';
+		strbuf_addch(&sb, '\n');
+		add_limit(&sb, s);
+	}
+
+	add_quantiles(&sb, s);
+
+	if (s->run.bad_lines || s->run.long_lines)
+		strbuf_addf(&sb, "  channel   %lld malformed line%s ignored, %lld too long\n",
+		            (long long)s->run.bad_lines, s->run.bad_lines == 1 ? "" : "s",
+		            (long long)s->run.long_lines);
+	if (s->nresults) {
+		strbuf_addstr(&sb, "  results  ");
+		for (size_t i = 0; i < s->nresults && i < RESULTS_SHOWN; i++) {
+			strbuf_addch(&sb, ' ');
+			render_add_clean(&sb, s->results[i].name);
+			strbuf_addf(&sb, "=%.6g", s->results[i].value);
+		}
+		if (s->nresults > RESULTS_SHOWN)
+			strbuf_addf(&sb, " (and %zu more)", s->nresults - RESULTS_SHOWN);
+		strbuf_addch(&sb, '\n');
+	}
+	if (s->has_top_proc) {
+		strbuf_addf(&sb, "  most memory: pid %d (", s->top_proc.pid);
+		render_add_clean(&sb, s->top_proc.name);
+		strbuf_addf(&sb, ") %s\n", fmt_bytes(b1, sizeof(b1), render_top_proc_bytes(s)));
+	}
+
+	int rc = render_flush(&sb, out);
+	strbuf_release(&sb);
+	return rc;
+}
