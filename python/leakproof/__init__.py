@@ -1,0 +1,343 @@
+"""leakproof — the job-side client of the leakproof supervisor.
+
+Under ``leakproof run``, a training script can say where its steps and
+epochs end, report numbers to plot beside memory, report a sweep trial's
+result and put named events on the timeline::
+
+    import leakproof
+
+    for epoch in range(epochs):
+        for batch in loader:
+            loss = train_step(batch)
+            leakproof.step()
+            leakproof.metric(loss=loss, lr=opt.param_groups[0]["lr"])
+            leakproof.gpu_from_torch()
+        leakproof.epoch()
+    leakproof.result(accuracy=acc)
+
+Pure Python, standard library only: the supervisor puts this package on the
+job's PYTHONPATH, nothing needs installing. Without the supervisor
+(LEAKPROOF_FD unset or not a usable pipe) every call does nothing, and no call
+ever raises into the caller's code.
+
+Protocol (docs/internals/clients.md): one UTF-8 text line per message, at most
+4096 bytes with its newline, written with a single os.write() to the file
+descriptor named by LEAKPROOF_FD. Lines that short are written atomically to
+a pipe (PIPE_BUF), so messages from threads and from forked processes never
+interleave.
+
+Threads: calls are serialised by a lock. Processes: children made with
+fork() (DataLoader workers, multiprocessing's "fork" method) inherit the
+descriptor and their messages count like the parent's: a step() in each of
+four workers is four steps. Children started fresh ("spawn", "forkserver")
+do not inherit it and stay silent: the client checks that the descriptor is
+still the pipe it first saw (LEAKPROOF_FD_INODE) before writing anything.
+"""
+
+import operator
+import os
+import re
+import select
+import signal
+import stat
+import sys
+import threading
+
+__all__ = [
+    "step", "epoch", "metric", "result", "gpu", "gpu_from_torch", "mark",
+    "enabled", "run_id", "restart",
+]
+__version__ = "0.1.0"
+
+MAX_LINE_BYTES = 4096           # a whole line, newline included
+MAX_PAIRS = 32                  # NAME=VALUE pairs per line
+MAX_NAME_BYTES = 63
+MAX_COUNTER = 2 ** 63 - 1       # step and epoch numbers are int64
+
+_NAME_OK = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/-]*\Z")
+_NAME_FIRST_BAD = re.compile(r"[^A-Za-z_]")
+_NAME_REST_BAD = re.compile(r"[^A-Za-z0-9_.:/-]")
+
+_lock = threading.Lock()
+_fd = None          # None: not looked at yet; -1: disabled; else the descriptor
+_fd_id = None       # (st_dev, st_ino) of the pipe, checked before each write
+
+
+def _reset_after_fork():
+    # A lock held by another thread at fork() time stays held in the child.
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def _pin_key():
+    return "%s:%s" % (os.environ.get("LEAKPROOF_RUN", ""), os.environ.get("LEAKPROOF_FD", ""))
+
+
+def _open_channel():
+    """Return the descriptor to write to, or -1. Called once, under _lock."""
+    global _fd_id
+    value = os.environ.get("LEAKPROOF_FD", "").strip()
+    if not (value.isascii() and value.isdigit()):
+        return -1
+    fd = int(value)
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode)):
+            return -1
+        import fcntl
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
+            return -1
+    except (OSError, ValueError, ImportError):
+        return -1
+    ident = "%d:%d" % (st.st_dev, st.st_ino)
+    # The first process of a run pins the pipe's identity in the environment;
+    # processes started later (spawn, forkserver, exec) whose descriptor of
+    # that number is something else stay silent instead of writing into it.
+    key = _pin_key()
+    pin = os.environ.get("LEAKPROOF_FD_INODE", "")
+    if pin.rpartition("=")[0] == key:
+        if pin.rpartition("=")[2] != ident:
+            return -1
+    else:
+        os.environ["LEAKPROOF_FD_INODE"] = "%s=%s" % (key, ident)
+    _fd_id = (st.st_dev, st.st_ino)
+    return fd
+
+
+def _channel():
+    global _fd
+    if _fd is None:
+        _fd = _open_channel()
+    return _fd
+
+
+def _write_all(fd, data):
+    """Write data whole; False when the channel is gone for good."""
+    started = False
+    while data:
+        try:
+            n = os.write(fd, data)
+        except InterruptedError:
+            continue
+        except BlockingIOError:
+            if not started:
+                return True     # a full non-blocking pipe: drop this line
+            # Half a line is out (a socket): finish it, or the next line
+            # would be glued to it.
+            try:
+                if not select.select([], [fd], [], 1.0)[1]:
+                    return False
+            except (OSError, ValueError):
+                return False
+            continue
+        except OSError:
+            return False        # EPIPE, EBADF, EIO, ...
+        started = True
+        data = data[n:]
+    return True
+
+
+def _write_no_sigpipe(fd, data):
+    # Python ignores SIGPIPE by default, so EPIPE comes back as an error.
+    # A program that restored the default action would be killed by it:
+    # block it in this thread around the write and discard it if raised.
+    try:
+        ignored = signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
+    except (AttributeError, ValueError):
+        ignored = True
+    if ignored or not hasattr(signal, "pthread_sigmask"):
+        return _write_all(fd, data)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPIPE})
+    try:
+        ok = _write_all(fd, data)
+        if not ok and hasattr(signal, "sigtimedwait"):
+            signal.sigtimedwait({signal.SIGPIPE}, 0)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    return ok
+
+
+def _send(line):
+    """Send one line (str, without its newline). Never raises."""
+    global _fd
+    try:
+        data = line.encode("utf-8", "replace") + b"\n"
+        if len(data) > MAX_LINE_BYTES:
+            return
+        with _lock:
+            fd = _channel()
+            if fd < 0:
+                return
+            try:
+                st = os.fstat(fd)
+            except OSError:
+                _fd = -1
+                return
+            if (st.st_dev, st.st_ino) != _fd_id:
+                _fd = -1        # closed and reused for something else
+                return
+            if not _write_no_sigpipe(fd, data):
+                _fd = -1
+    except Exception:           # never into the user's code
+        pass
+
+
+def _sanitize_name(name):
+    name = str(name)[:MAX_NAME_BYTES]
+    if _NAME_OK.match(name):
+        return name
+    if not name:
+        return "_"
+    return _NAME_FIRST_BAD.sub("_", name[0]) + _NAME_REST_BAD.sub("_", name[1:])
+
+
+def _format_number(value):
+    """repr() of the value as a float ('nan', 'inf', '-inf' included), or None."""
+    try:
+        return repr(float(value))
+    except Exception:
+        return None
+
+
+def _pairs_lines(kind, values):
+    """['kind a=1.0 b=2.0', ...]: the values that are numbers, in order, at
+    most MAX_PAIRS to a line and lines of at most MAX_LINE_BYTES."""
+    lines = []
+    line, size, npairs = kind, len(kind) + 1, 0     # size counts the newline
+    for name, value in values.items():
+        number = _format_number(value)
+        if number is None:
+            continue
+        pair = " %s=%s" % (_sanitize_name(name), number)   # ASCII, < 100 bytes
+        if npairs == MAX_PAIRS or size + len(pair) > MAX_LINE_BYTES:
+            lines.append(line)
+            line, size, npairs = kind, len(kind) + 1, 0
+        line += pair
+        size += len(pair)
+        npairs += 1
+    if npairs:
+        lines.append(line)
+    return lines
+
+
+def _counter_line(kind, n):
+    if n is None:
+        return kind
+    try:
+        try:
+            value = operator.index(n)
+        except TypeError:
+            f = float(n)
+            value = int(f) if f.is_integer() else None
+    except Exception:
+        value = None
+    if value is None or not 0 <= value <= MAX_COUNTER:
+        return kind                         # still a step; let the supervisor number it
+    return "%s %d" % (kind, value)
+
+
+def enabled():
+    """True when running under leakproof with a usable channel."""
+    try:
+        with _lock:
+            return _channel() >= 0
+    except Exception:
+        return False
+
+
+def run_id():
+    """The supervisor's run id (LEAKPROOF_RUN), or None outside leakproof."""
+    return os.environ.get("LEAKPROOF_RUN") or None
+
+
+def restart():
+    """How many times the supervisor restarted this job (LEAKPROOF_RESTART): 0
+    on the first start, and outside leakproof."""
+    try:
+        return max(0, int(os.environ.get("LEAKPROOF_RESTART", "0")))
+    except ValueError:
+        return 0
+
+
+def step(n=None):
+    """The end of training step n (numbered by the supervisor when None)."""
+    if _fd != -1:
+        _send(_counter_line("step", n))
+
+
+def epoch(n=None):
+    """The end of epoch n (numbered by the supervisor when None)."""
+    if _fd != -1:
+        _send(_counter_line("epoch", n))
+
+
+def metric(**values):
+    """Numbers to plot beside memory: metric(loss=0.31, lr=1e-4). Names outside
+    [A-Za-z_][A-Za-z0-9_.:/-]* have other characters replaced by '_' and are
+    cut to 63 characters; values that float() does not take are left out.
+    More than 32 values go out as several lines."""
+    if _fd != -1:
+        for line in _pairs_lines("metric", values):
+            _send(line)
+
+
+def result(**values):
+    """A trial's outcome, for sweeps: result(accuracy=0.93, loss=0.2)."""
+    if _fd != -1:
+        for line in _pairs_lines("result", values):
+            _send(line)
+
+
+def gpu(allocated=None, reserved=None):
+    """The framework allocator's own view, in bytes: allocated by tensors,
+    reserved by the caching allocator."""
+    if _fd == -1:
+        return
+    parts = ["gpu"]
+    for name, value in (("allocated", allocated), ("reserved", reserved)):
+        if value is None:
+            continue
+        try:
+            parts.append("%s=%d" % (name, max(0, int(value))))
+        except Exception:
+            pass
+    if len(parts) > 1:
+        _send(" ".join(parts))
+
+
+def gpu_from_torch(device=None):
+    """Send PyTorch's torch.cuda.memory_allocated() and memory_reserved() of
+    device (the current one when None) and return them as a pair, or None
+    when PyTorch is not imported or CUDA is not initialised (this never
+    imports torch nor creates a CUDA context)."""
+    try:
+        torch = sys.modules.get("torch")
+        if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+            return None
+        allocated = int(torch.cuda.memory_allocated(device))
+        reserved = int(torch.cuda.memory_reserved(device))
+    except Exception:
+        return None
+    gpu(allocated=allocated, reserved=reserved)
+    return allocated, reserved
+
+
+def mark(text):
+    """A named event on the timeline: mark("eval start"). Newlines (and NUL)
+    become spaces; the line is cut to 4096 bytes at a character boundary."""
+    if _fd == -1:
+        return
+    try:
+        text = str(text)
+        for c in ("\r\n", "\n", "\r", "\0"):
+            text = text.replace(c, " ")
+        data = ("mark " + text).encode("utf-8", "replace")
+        if len(data) > MAX_LINE_BYTES - 1:
+            data = data[:MAX_LINE_BYTES - 1]
+        _send(data.decode("utf-8", "ignore"))
+    except Exception:
+        pass
