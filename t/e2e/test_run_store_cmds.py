@@ -1,0 +1,56 @@
+"""
+After `leakproof run`: `ls` lists the runs of the store, `report` without a
+run shows the latest, and an unknown run is an error that says so.
+"""
+import pytest
+
+pytestmark = pytest.mark.valgrind
+
+
+def two_runs(lp):
+    """Two runs, the second failing with 4; their ids, as the jobs saw them."""
+    first = lp.run(["sh", "-c", 'echo "$LEAKPROOF_RUN"', "first-job"], "-q")
+    second = lp.run(["sh", "-c", 'echo "$LEAKPROOF_RUN"; exit 4', "second-job"], "-q")
+    assert (first.rc, second.rc) == (0, 4), (first, second)
+    return int(first.out), int(second.out)
+
+
+def test_ls_lists_every_run(lp):
+    first, second = two_runs(lp)
+    runs = lp.ls(fmt="json")
+    assert isinstance(runs, list), runs
+    assert sorted(run["id"] for run in runs) == sorted([first, second])
+    text = lp.ls()
+    for run_id in (first, second):
+        assert str(run_id) in text
+    assert "second-job" in text and "first-job" in text
+
+
+def test_report_without_a_run_shows_the_latest(lp):
+    first, second = two_runs(lp)
+    latest = lp.report()
+    assert latest["run"]["id"] == second
+    assert latest["run"]["exit_code"] == 4
+    assert lp.report(first)["run"]["exit_code"] == 0
+
+
+def test_report_formats(lp):
+    lp.run(["sh", "-c", "echo hi"], "-q")
+    assert lp.report(fmt="text").strip()
+    assert lp.report(fmt="md").strip()
+    assert lp.report(fmt="csv").startswith("step,epoch,t,rss,pss,uss,swap,cgroup,gpu\n")
+
+
+def test_report_of_an_unknown_run_fails(lp):
+    lp.run(["true"], "-q")
+    r = lp.cmd(["report", "987654", "--store", lp.store])
+    assert r.rc == 1, r
+    assert "987654" in r.err
+    assert r.stdout == b""
+
+
+def test_ls_of_a_missing_store_fails_with_its_path(lp):
+    missing = lp.dir / "nowhere" / "lp.db"
+    r = lp.cmd(["ls", "--store", str(missing)])
+    assert r.rc != 0, r
+    assert str(missing) in r.err
