@@ -355,20 +355,19 @@ static bool pump(struct sv *sv, int *fdp, int out_fd, bool *broken, struct lineb
 
 static void signal_job(struct sv *sv, int sig)
 {
-	if (!sv->child_exited)
-		kill(-sv->child, sig);
+	/* The job's process group, once; it may outlive the main process. */
+	kill(-sv->child, sig);
+	/* Then what left the group: in the cgroup, or reparented to us. */
 	if (sv->have_cg)
-		cgroup_signal_all(&sv->cg, sig);
-	else if (sv->child_exited)
-		kill(-sv->child, sig);
-	/* Orphans reparented to us that left the process group and cgroup. */
+		cgroup_signal_all(&sv->cg, sig, sv->child);
 	if (sv->child_exited) {
 		struct mem_sample s;
 		const struct proc_mem *pm;
 		sampler_sample(sv->sampler, mono_ns(), false, &s);
 		size_t n = sampler_procs(sv->sampler, &pm);
 		for (size_t i = 0; i < n; i++)
-			kill(pm[i].pid, sig);
+			if (sig == SIGKILL || getpgid(pm[i].pid) != sv->child)
+				kill(pm[i].pid, sig);
 	}
 }
 
@@ -859,7 +858,7 @@ int supervise(const struct supervise_opts *o)
 
 out:
 	if (sv.have_cg) {
-		cgroup_signal_all(&sv.cg, SIGKILL);
+		cgroup_signal_all(&sv.cg, SIGKILL, 0);
 		reap(&sv);
 		cgroup_remove(&sv.cg);
 	}

@@ -917,6 +917,7 @@ int cgroup_nprocs(const struct job_cgroup *cg)
 struct signal_ctx {
 	int sig;
 	pid_t self;
+	pid_t except_pgid;        /* skip this process group (0: none) */
 	pid_t *pids;
 	size_t n, alloc;
 	int listed;               /* pids seen in this round, self excluded */
@@ -927,6 +928,8 @@ static void signal_one(pid_t pid, void *vctx)
 	struct signal_ctx *ctx = vctx;
 	if (pid <= 0 || pid == ctx->self)
 		return;   /* never kill(0, ...) nor the supervisor itself */
+	if (ctx->except_pgid && getpgid(pid) == ctx->except_pgid)
+		return;
 	ctx->listed++;
 	if (kill(pid, ctx->sig) < 0)
 		return;
@@ -942,7 +945,7 @@ static void signal_one(pid_t pid, void *vctx)
 	ctx->pids[ctx->n++] = pid;
 }
 
-int cgroup_signal_all(const struct job_cgroup *cg, int sig)
+int cgroup_signal_all(const struct job_cgroup *cg, int sig, pid_t except_pgid)
 {
 	if (sig == SIGKILL && cg->version == 2) {
 		int n = cgroup_nprocs(cg);
@@ -955,7 +958,8 @@ int cgroup_signal_all(const struct job_cgroup *cg, int sig)
 		/* kernel before 5.14: signal the pids one by one */
 	}
 
-	struct signal_ctx ctx = { .sig = sig, .self = getpid() };
+	struct signal_ctx ctx = { .sig = sig, .self = getpid(),
+	                          .except_pgid = sig == SIGKILL ? 0 : except_pgid };
 	int64_t deadline = mono_ns() + KILL_WAIT_NS;
 	for (;;) {
 		ctx.listed = 0;

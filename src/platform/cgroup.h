@@ -43,8 +43,10 @@ int cgroup_enter(const struct job_cgroup *cg, pid_t pid);
  * controller: -1 quietly, errno ENOTSUP; read errors are printed. */
 int cgroup_usage(const struct job_cgroup *cg, uint64_t *bytes);
 /* Send sig to every process in it (v2 SIGKILL uses cgroup.kill). Returns
- * the number of processes signalled, or -1. */
-int cgroup_signal_all(const struct job_cgroup *cg, int sig);
+ * the number of processes signalled, or -1. Processes in process group
+ * except_pgid (0: none) are left out unless sig is SIGKILL: the caller has
+ * signalled that group itself, and a job trapping SIGINT must get one. */
+int cgroup_signal_all(const struct job_cgroup *cg, int sig, pid_t except_pgid);
 /* Number of processes in it, or -1. */
 int cgroup_nprocs(const struct job_cgroup *cg);
 /* Remove it (retrying for about 1 s while the kernel finishes reaping);

@@ -645,7 +645,7 @@ static void test_real_job(void)
 	} else {
 		printf("# skip: usage (no memory controller)\n");
 	}
-	CHECK_EQ_INT(cgroup_signal_all(&cg, SIGKILL), 1);
+	CHECK_EQ_INT(cgroup_signal_all(&cg, SIGKILL, 0), 1);
 	int status = 0;
 	CHECK_EQ_INT(waitpid(pid, &status, 0), pid);
 	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
@@ -843,7 +843,9 @@ static void test_real_v2(void)
 
 	CHECK_EQ_INT(cgroup_nprocs(&cg), 2);
 	/* SIGCONT goes through the signal loop: both, each counted once */
-	CHECK_EQ_INT(cgroup_signal_all(&cg, SIGCONT), 2);
+	CHECK_EQ_INT(cgroup_signal_all(&cg, SIGCONT, 0), 2);
+	/* leaving out the child's process group: only the setsid() grandchild */
+	CHECK_EQ_INT(cgroup_signal_all(&cg, SIGCONT, getpgid(pid)), 1);
 	/* a populated cgroup cannot be removed: -1 after about a second */
 	fprintf(stderr, "  (one error message expected)\n");
 	int64_t t0 = mono_ns();
@@ -851,7 +853,7 @@ static void test_real_v2(void)
 	CHECK(mono_ns() - t0 >= 900000000LL);
 	CHECK(is_dir(cg.dir));
 
-	CHECK_EQ_INT(cgroup_signal_all(&cg, SIGKILL), 2);
+	CHECK_EQ_INT(cgroup_signal_all(&cg, SIGKILL, 0), 2);
 	int reaped = 0, killed = 0, status;
 	pid_t w;
 	while (reaped < 2 && (w = waitpid(-1, &status, 0)) > 0) {
