@@ -527,7 +527,10 @@ static void read_rollup(struct sampler *s, struct member *m, int64_t now_ns)
 	m->have_exact = m->exact_now = true;
 	m->exact_ns = now_ns;
 	m->stale = false;
-	m->rss_at_exact = m->rss;
+	/* the reference RSS from the same read as the PSS, not from this
+	 * tick's statm: memory touched in between would otherwise be counted
+	 * twice (or not at all) by every later estimate */
+	m->rss_at_exact = sm.rss_bytes ? sm.rss_bytes : m->rss;
 	m->minflt_at_exact = m->minflt;
 	m->pss_exact = sm.pss_bytes;
 	m->uss_exact = proc_smaps_uss(&sm);
