@@ -139,6 +139,10 @@ static const char *const migrations[] = {
 	"  value REAL,"
 	"  PRIMARY KEY (run_id, name)"
 	");",
+	/* 2: what each segment ended on, and why the next one started */
+	"ALTER TABLE segments ADD COLUMN end_step INTEGER;"      /* last step marked; NULL: none */
+	"ALTER TABLE segments ADD COLUMN memory_bytes INTEGER;"  /* the measure at the end */
+	"ALTER TABLE segments ADD COLUMN restart TEXT;",         /* why it was restarted; NULL: it was not */
 };
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -753,13 +757,20 @@ static void bind_segment_end(sqlite3_stmt *s, const void *arg)
 	sqlite3_bind_int(s, 5, a->se->exit_signal);
 	bind_text_or_null(s, 6, a->se->cause);
 	bind_text_or_null(s, 7, a->se->evidence);
+	if (a->se->has_step)
+		sqlite3_bind_int64(s, 8, a->se->step);
+	else
+		sqlite3_bind_null(s, 8);
+	sqlite3_bind_int64(s, 9, u64_to_db(a->se->memory_bytes));
+	bind_text_or_null(s, 10, a->se->restart);
 }
 
 int store_segment_end(struct store *st, int64_t run_id, int64_t seq, const struct segment_end *se)
 {
 	struct segment_end_args a = { run_id, seq, se };
 	return run_once(st, "UPDATE segments SET ended_at = ?3, exit_code = ?4, exit_signal = ?5,"
-	                " cause = ?6, evidence = ?7 WHERE run_id = ?1 AND seq = ?2",
+	                " cause = ?6, evidence = ?7, end_step = ?8, memory_bytes = ?9, restart = ?10"
+	                " WHERE run_id = ?1 AND seq = ?2",
 	                "the end of a segment", bind_segment_end, &a);
 }
 
@@ -1211,7 +1222,8 @@ int store_load_segments(struct store *st, int64_t run_id, struct segment_row **o
 	*out = NULL;
 	*n = 0;
 	if (prepare_read(st, "SELECT seq, coalesce(pid, 0), started_at, coalesce(ended_at, 0),"
-	                 " coalesce(exit_code, -1), coalesce(exit_signal, 0), cause, evidence"
+	                 " coalesce(exit_code, -1), coalesce(exit_signal, 0), cause, evidence,"
+	                 " end_step, coalesce(memory_bytes, 0), restart"
 	                 " FROM segments WHERE run_id = ?1 ORDER BY seq", run_id, &s) < 0)
 		return -1;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -1224,6 +1236,10 @@ int store_load_segments(struct store *st, int64_t run_id, struct segment_row **o
 		v[len].exit_signal = sqlite3_column_int(s, 5);
 		v[len].cause = col_strdup(s, 6);
 		v[len].evidence = col_strdup(s, 7);
+		v[len].has_step = sqlite3_column_type(s, 8) != SQLITE_NULL;
+		v[len].end_step = sqlite3_column_int64(s, 8);
+		v[len].memory_bytes = db_to_u64(sqlite3_column_int64(s, 9));
+		v[len].restart = col_strdup(s, 10);
 		len++;
 	}
 	sqlite3_finalize(s);
@@ -1241,6 +1257,7 @@ void segment_rows_free(struct segment_row *rows, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		free(rows[i].cause);
 		free(rows[i].evidence);
+		free(rows[i].restart);
 	}
 	free(rows);
 }

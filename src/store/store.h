@@ -91,8 +91,12 @@ struct segment_end {
 	double ended_at;
 	int exit_code;              /* -1 when killed by a signal */
 	int exit_signal;            /* 0 when it exited */
-	const char *cause;          /* "exit", "signal", "oom", ...; may be NULL */
+	const char *cause;          /* cause_name() of core/cause.h; may be NULL */
 	const char *evidence;       /* free text backing the cause; may be NULL */
+	bool has_step;              /* a step was marked before the end */
+	int64_t step;               /* the last step marked */
+	uint64_t memory_bytes;      /* the run's measure at the end */
+	const char *restart;        /* why the job was started again; NULL: it was not */
 };
 int store_segment_end(struct store *st, int64_t run_id, int64_t seq, const struct segment_end *se);
 
@@ -161,6 +165,10 @@ struct segment_row {
 	double started_at, ended_at;     /* ended_at 0 while running */
 	int exit_code, exit_signal;
 	char *cause, *evidence;          /* "" when unknown */
+	bool has_step;
+	int64_t end_step;                /* the last step marked in it */
+	uint64_t memory_bytes;           /* the measure at its end; 0 unknown */
+	char *restart;                   /* why the next segment started; "" none */
 };
 /* Segments of a run in order; freed with segment_rows_free(). */
 int store_load_segments(struct store *st, int64_t run_id, struct segment_row **out, size_t *n);
