@@ -22,9 +22,39 @@ static const char usage[] =
 "                         Overrides step messages from the client.\n"
 "  -s, --store PATH       the store (default $LEAKPROOF_STORE, else\n"
 "                         ./.leakproof/leakproof.db)\n"
-"      --max-mem SIZE     the job's memory limit, for \"reaches its limit in N\n"
-"                         steps\": 512M, 12G, 80%% (of the machine). Default:\n"
-"                         the cgroup's limit, else the machine's memory\n"
+"\n"
+"budgets and restarts:\n"
+"      --max-mem SIZE     the job's memory budget: 512M, 12G, 80%% (of the\n"
+"                         enclosing cgroup's limit, else of the machine).\n"
+"                         Enforced by the kernel in the job's cgroup (v2\n"
+"                         memory.max with memory.high 5%% below; v1\n"
+"                         memory.limit_in_bytes), else by leakproof at each\n"
+"                         sample (SIGKILL: cause budget-kill). leakproof says\n"
+"                         which at the start. Without it, projections use the\n"
+"                         cgroup's limit, else the machine's memory\n"
+"      --max-gpu SIZE     GPU memory budget of the job's processes, enforced by\n"
+"                         leakproof through NVML\n"
+"      --soft-limit SIZE  where --restart at-limit stops the job: 90%% of the\n"
+"                         budget by default; SIZE or a percentage of --max-mem.\n"
+"                         Without at-limit, crossing it is a warning. Memory\n"
+"                         here is the tree's PSS (page cache not included)\n"
+"      --restart POLICY   start the job again (same run, LEAKPROOF_RESTART=N\n"
+"                         in its environment, step numbers continuing) after:\n"
+"                           at-limit  the soft limit: stop signal, --grace,\n"
+"                                     SIGKILL; also after an OOM kill\n"
+"                           every=N   N steps in one process (with\n"
+"                                     --step-regex, N matched lines after the\n"
+"                                     first: progress lines announce a step)\n"
+"                           on-oom    an out-of-memory end: oom-kill,\n"
+"                                     budget-kill, cuda-oom, host-alloc-fail\n"
+"                         comma-separated to combine; never (default)\n"
+"      --max-restarts N   at most N restarts (default 10). A job that ends\n"
+"                         within 10 s of starting waits 1 s, 2 s, 4 s ... (at\n"
+"                         most 30 s) before it is started again\n"
+"      --stop-signal SIG  what asks the job's main process to stop: TERM\n"
+"                         (default), INT, USR1, ... (LEAKPROOF_STOP_SIGNAL)\n"
+"      --grace DUR        from the stop signal to SIGKILL (default 30s)\n"
+"\n"
 "      --no-cgroup        do not put the job in a cgroup of its own\n"
 "      --status-line      draw the live status line even when stderr is not a\n"
 "                         terminal; --no-status-line never draws it\n"
@@ -35,15 +65,19 @@ static const char usage[] =
 "include/leakproof.h in C), from --step-regex, or from neither: then growth\n"
 "is judged per second.\n"
 "\n"
-"exit status: the job's own; 128+N when it was killed by signal N; 124 for a\n"
-"usage error; 125 when leakproof itself fails; 126 when COMMAND cannot be\n"
-"executed; 127 when it is not found.\n"
+"exit status: the job's own (its last start's, with restarts); 128+N when it\n"
+"was killed by signal N; 124 for a usage error; 125 when leakproof itself\n"
+"fails; 126 when COMMAND cannot be executed; 127 when it is not found.\n"
 "\n"
 "environment of the job: LEAKPROOF_FD (the client channel), LEAKPROOF_RUN\n"
-"(the run id), LEAKPROOF_RESTART (0), PYTHONPATH (with the Python client\n"
+"(the run id), LEAKPROOF_RESTART (0, then 1, 2, ... at each restart),\n"
+"LEAKPROOF_STOP_SIGNAL (SIGTERM), PYTHONPATH (with the Python client\n"
 "first), PYTHONUNBUFFERED=1 unless it is set.\n";
 
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
+#include <strings.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,10 +86,14 @@ static const char usage[] =
 
 #include "cmd/cmd.h"
 #include "core/supervise.h"
+#include "platform/cgroup.h"
 #include "store/store.h"
 #include "util/util.h"
 
-enum { OPT_MAX_MEM = 256, OPT_NO_CGROUP, OPT_STATUS_LINE, OPT_NO_STATUS_LINE };
+enum {
+	OPT_MAX_MEM = 256, OPT_NO_CGROUP, OPT_STATUS_LINE, OPT_NO_STATUS_LINE, OPT_MAX_GPU,
+	OPT_SOFT_LIMIT, OPT_RESTART, OPT_MAX_RESTARTS, OPT_STOP_SIGNAL, OPT_GRACE,
+};
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
@@ -69,6 +107,53 @@ static int usage_error(const char *fmt, ...)
 	return LP_EXIT_USAGE;
 }
 
+/* "TERM", "SIGTERM", "15": the number, or -1. */
+static int parse_signal(const char *s)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (end != s && !*end)
+		return v > 0 && v < NSIG ? (int)v : -1;
+	if (!strncasecmp(s, "SIG", 3))
+		s += 3;
+	for (int i = 1; i < NSIG; i++) {
+		const char *name = sigabbrev_np(i);
+		if (name && !strcasecmp(name, s))
+			return i;
+	}
+	return -1;
+}
+
+/* "at-limit", "every=N", "on-oom", "never", comma-separated. */
+static int parse_restart(const char *arg, struct supervise_opts *o)
+{
+	char buf[256];
+	if (strlen(arg) >= sizeof(buf))
+		return usage_error("--restart '%.40s...' is too long", arg);
+	strcpy(buf, arg);
+	o->restart = 0;
+	for (char *save, *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(p, "at-limit")) {
+			o->restart |= RESTART_AT_LIMIT;
+		} else if (!strcmp(p, "on-oom")) {
+			o->restart |= RESTART_ON_OOM;
+		} else if (!strcmp(p, "never")) {
+			o->restart = 0;
+		} else if (!strncmp(p, "every=", 6)) {
+			char *end;
+			errno = 0;
+			long long n = strtoll(p + 6, &end, 10);
+			if (errno || end == p + 6 || *end || n < 1)
+				return usage_error("--restart '%s': every=N needs a whole number of steps, at least 1", p);
+			o->restart |= RESTART_EVERY;
+			o->restart_every = n;
+		} else {
+			return usage_error("unknown --restart policy '%s' (use at-limit, every=N, on-oom or never)", p);
+		}
+	}
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -77,6 +162,12 @@ int cmd_run(int argc, char **argv)
 		{ "step-regex", required_argument, NULL, 'r' },
 		{ "store", required_argument, NULL, 's' },
 		{ "max-mem", required_argument, NULL, OPT_MAX_MEM },
+		{ "max-gpu", required_argument, NULL, OPT_MAX_GPU },
+		{ "soft-limit", required_argument, NULL, OPT_SOFT_LIMIT },
+		{ "restart", required_argument, NULL, OPT_RESTART },
+		{ "max-restarts", required_argument, NULL, OPT_MAX_RESTARTS },
+		{ "stop-signal", required_argument, NULL, OPT_STOP_SIGNAL },
+		{ "grace", required_argument, NULL, OPT_GRACE },
 		{ "no-cgroup", no_argument, NULL, OPT_NO_CGROUP },
 		{ "status-line", no_argument, NULL, OPT_STATUS_LINE },
 		{ "no-status-line", no_argument, NULL, OPT_NO_STATUS_LINE },
@@ -85,7 +176,7 @@ int cmd_run(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct supervise_opts o;
-	const char *store_opt = NULL, *max_mem = NULL;
+	const char *store_opt = NULL, *max_mem = NULL, *soft = NULL;
 	int c;
 
 	supervise_opts_init(&o);
@@ -113,6 +204,36 @@ int cmd_run(int argc, char **argv)
 		case OPT_MAX_MEM:
 			max_mem = optarg;
 			break;
+		case OPT_MAX_GPU:
+			if (parse_size(optarg, 0, &o.max_gpu_bytes) < 0)
+				return LP_EXIT_USAGE;
+			if (!o.max_gpu_bytes)
+				return usage_error("--max-gpu '%s' must be more than zero", optarg);
+			break;
+		case OPT_SOFT_LIMIT:
+			soft = optarg;
+			break;
+		case OPT_RESTART:
+			if (parse_restart(optarg, &o) < 0)
+				return LP_EXIT_USAGE;
+			break;
+		case OPT_MAX_RESTARTS: {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 0 || v > 1000000)
+				return usage_error("--max-restarts '%s' is not a number from 0 to 1000000", optarg);
+			o.max_restarts = (int)v;
+			break;
+		}
+		case OPT_STOP_SIGNAL:
+			if ((o.stop_signal = parse_signal(optarg)) <= 0)
+				return usage_error("--stop-signal '%s' is not a signal name (TERM, INT, USR1, ...) or number", optarg);
+			break;
+		case OPT_GRACE:
+			if (parse_duration_ns(optarg, &o.grace_ns) < 0)
+				return LP_EXIT_USAGE;
+			break;
 		case OPT_NO_CGROUP:
 			o.use_cgroup = false;
 			break;
@@ -137,13 +258,28 @@ int cmd_run(int argc, char **argv)
 	if (optind >= argc)
 		return usage_error("%s", "no command given: leakproof run [options] -- COMMAND [ARGS...]");
 	if (max_mem) {
-		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-		uint64_t total = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-		if (parse_size(max_mem, total, &o.max_mem_bytes) < 0)
+		/* a percentage of what the job can have: the enclosing cgroup's
+		 * limit where there is one, else the machine's memory */
+		uint64_t whole = cgroup_self_limit();
+		if (!whole) {
+			long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+			whole = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+		}
+		if (parse_size(max_mem, whole, &o.max_mem_bytes) < 0)
 			return LP_EXIT_USAGE;
 		if (!o.max_mem_bytes)
 			return usage_error("--max-mem '%s' must be more than zero", max_mem);
 	}
+	if (soft) {
+		if (strchr(soft, '%') && !o.max_mem_bytes)
+			return usage_error("--soft-limit '%s' is a percentage of --max-mem, which is not set", soft);
+		if (parse_size(soft, o.max_mem_bytes, &o.soft_limit_bytes) < 0)
+			return LP_EXIT_USAGE;
+		if (!o.soft_limit_bytes || (o.max_mem_bytes && o.soft_limit_bytes > o.max_mem_bytes))
+			return usage_error("--soft-limit '%s' must be more than zero and at most --max-mem", soft);
+	}
+	if ((o.restart & RESTART_AT_LIMIT) && !o.max_mem_bytes && !o.soft_limit_bytes && !o.max_gpu_bytes)
+		return usage_error("%s", "--restart at-limit needs a budget: --max-mem, --soft-limit or --max-gpu");
 	o.store_path = store_default_path(store_opt);
 	o.argv = argv + optind;
 	return supervise(&o);

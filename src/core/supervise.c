@@ -28,6 +28,7 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@
 #include <unistd.h>
 
 #include "core/analyze.h"
+#include "core/cause.h"
 #include "core/channel.h"
 #include "core/sampler.h"
 #include "core/scan.h"
@@ -58,6 +60,9 @@ extern char **environ;
 #define STEP_RESAMPLE_NS 200000LL          /* steps closer than this share a sample */
 #define READ_CHUNK 65536
 #define LIVE_RING 64                       /* steps kept for the live growth estimate */
+#define QUICK_DEATH_NS (10 * NS_PER_S)     /* a process that ends sooner was "right after starting" */
+#define BACKOFF_FIRST_NS NS_PER_S          /* then wait this long before starting it again, */
+#define BACKOFF_MAX_NS (30 * NS_PER_S)     /* doubling up to this */
 
 enum sv_state { SV_RUNNING, SV_ENDING, SV_KILLING, SV_DONE };
 
@@ -77,6 +82,24 @@ struct sv {
 	pid_t child;
 	bool child_exited;
 	int exit_code, exit_signal;
+	bool core_dumped;
+
+	/* the current segment: one start of the job's main process */
+	int64_t seg;                           /* its seq in the store */
+	int64_t seg_start_ns;
+	int64_t seg_steps;                     /* step markers in it */
+	struct cause_scan scan;                /* out-of-memory lines in its output */
+	uint64_t oom_kills_at_start;           /* the cgroup's counter when it started */
+	bool stop_sent, budget_killed;
+	int64_t stop_deadline_ns;              /* SIGKILL then; 0: no stop pending */
+	const char *restart_why;               /* the policy that stopped it, to start it again */
+	bool soft_warned;
+
+	/* across segments */
+	int restarts;
+	bool interrupted;                      /* leakproof was told to stop: no restart */
+	bool kernel_budget;                    /* --max-mem is the cgroup's limit */
+	uint64_t soft_bytes, soft_gpu_bytes;
 
 	int64_t t0_ns;
 	int sigfd, timerfd, outfd, errfd, chanfd;
@@ -94,6 +117,7 @@ struct sv {
 	double peak;
 
 	int64_t last_flush_ns, last_proc_ns, last_status_ns;
+	double proc_level;                     /* the measure at the last per-process rows */
 	bool tty, status_drawn;
 	double ring_x[LIVE_RING], ring_y[LIVE_RING];
 	size_t ring_n;
@@ -108,6 +132,9 @@ void supervise_opts_init(struct supervise_opts *o)
 	o->use_cgroup = true;
 	o->status_line = -1;
 	o->leftover_grace_ns = NS_PER_S;
+	o->stop_signal = SIGTERM;
+	o->grace_ns = 30 * NS_PER_S;
+	o->max_restarts = 10;
 }
 
 static double sv_now_t(const struct sv *sv, int64_t now_ns)
@@ -182,6 +209,87 @@ static void status_draw(struct sv *sv, int64_t now_ns)
 	sv->status_drawn = true;
 }
 
+/* ---- budgets and requested stops -------------------------------------- */
+
+static void signal_job(struct sv *sv, int sig);
+
+static void say(struct sv *sv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A line from leakproof on stderr (unless --quiet), clear of the status line. */
+static void say(struct sv *sv, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (!sv->o->quiet) {
+		status_clear(sv);
+		fprintf(stderr, "leakproof: %s\n", line);
+	}
+}
+
+/*
+ * Ask the job to stop: the stop signal to its main process only (as a
+ * container runtime does: the main process is the one that checkpoints and
+ * shuts its workers down), SIGKILL to everything after the grace period.
+ */
+static void request_stop(struct sv *sv, int64_t now, const char *restart_why, const char *reason)
+{
+	if (sv->stop_sent || sv->child_exited)
+		return;
+	sv->stop_sent = true;
+	sv->restart_why = restart_why;
+	sv->stop_deadline_ns = now + sv->o->grace_ns;
+	kill(sv->child, sv->o->stop_signal);
+	store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "stop-requested", reason);
+	char grace[32];
+	report_fmt_duration(grace, sizeof(grace), (double)sv->o->grace_ns / 1e9);
+	say(sv, "%s: sending SIG%s to the job (SIGKILL in %s if it is still running)",
+	    reason, sigabbrev_np(sv->o->stop_signal), grace);
+}
+
+static void budget_kill(struct sv *sv, int64_t now, const char *what, uint64_t used, uint64_t max)
+{
+	char u[32], m[32], d[160];
+	snprintf(d, sizeof(d), "%s %s over the budget of %s", what, fmt_bytes(u, sizeof(u), (double)used),
+	         fmt_bytes(m, sizeof(m), (double)max));
+	sv->budget_killed = true;
+	signal_job(sv, SIGKILL);
+	store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "budget-kill", d);
+	say(sv, "%s: killing the job", d);
+}
+
+/* One budget: soft limit (stop and restart, or a warning), hard (polled). */
+static void check_one(struct sv *sv, int64_t now, const char *what, uint64_t used, uint64_t soft,
+                      uint64_t max, bool polled)
+{
+	char u[32], l[32], reason[160];
+	if (max && polled && used > max) {
+		budget_kill(sv, now, what, used, max);
+		return;
+	}
+	if (!soft || used < soft || sv->stop_sent)
+		return;
+	snprintf(reason, sizeof(reason), "%s %s reached the soft limit of %s", what,
+	         fmt_bytes(u, sizeof(u), (double)used), fmt_bytes(l, sizeof(l), (double)soft));
+	if (sv->o->restart & RESTART_AT_LIMIT) {
+		request_stop(sv, now, "at-limit", reason);
+	} else if (!sv->soft_warned) {
+		sv->soft_warned = true;
+		store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "soft-limit", reason);
+		say(sv, "warning: %s (--restart at-limit would restart the job here)", reason);
+	}
+}
+
+static void check_budgets(struct sv *sv, const struct mem_sample *s, int64_t now)
+{
+	if (sv->child_exited || sv->budget_killed)
+		return;
+	check_one(sv, now, "memory", s->pss, sv->soft_bytes, sv->o->max_mem_bytes, !sv->kernel_budget);
+	if (s->has_gpu && !sv->budget_killed)
+		check_one(sv, now, "GPU memory", s->gpu, sv->soft_gpu_bytes, sv->o->max_gpu_bytes, true);
+}
+
 /* ---- sampling -------------------------------------------------------- */
 
 static void take_sample(struct sv *sv, int64_t now_ns)
@@ -198,8 +306,12 @@ static void take_sample(struct sv *sv, int64_t now_ns)
 	if (v > sv->peak)
 		sv->peak = v;
 	store_add_sample(sv->st, sv->run_id, &s);
+	check_budgets(sv, &s, now_ns);
 
-	if (now_ns - sv->last_proc_ns >= PROC_SAMPLE_EVERY_NS) {
+	/* per-process rows once a second, and sooner while memory climbs, so
+	 * that "which process held the most" sees a job that dies fast */
+	if (now_ns - sv->last_proc_ns >= PROC_SAMPLE_EVERY_NS || v > sv->proc_level * 1.1) {
+		sv->proc_level = v;
 		const struct proc_mem *pm;
 		size_t n = sampler_procs(sv->sampler, &pm);
 		for (size_t i = 0; i < n; i++)
@@ -247,6 +359,19 @@ static void on_step(struct sv *sv, bool has_n, int64_t n, enum step_source src)
 	sv->ring_x[sv->ring_n] = (double)rec.step;
 	sv->ring_y[sv->ring_n] = mem_sample_value(&rec.mem, sv->o->measure);
 	sv->ring_n++;
+
+	/* The schedule. A client marks the end of a step; a matched line is
+	 * usually a progress line that announces the next one (Keras prints
+	 * "Epoch 2/10" as epoch 2 starts), so the first line a process prints
+	 * opens its count rather than closing a step. */
+	sv->seg_steps++;
+	int64_t done = src == STEP_SOURCE_REGEX ? sv->seg_steps - 1 : sv->seg_steps;
+	if ((sv->o->restart & RESTART_EVERY) && done >= sv->o->restart_every) {
+		char reason[96];
+		snprintf(reason, sizeof(reason), "%lld step%s done in this process (--restart every=%lld)",
+		         (long long)done, done == 1 ? "" : "s", (long long)sv->o->restart_every);
+		request_stop(sv, now, "every", reason);
+	}
 }
 
 /* ---- the channel ----------------------------------------------------- */
@@ -315,6 +440,7 @@ static void on_output_line(void *ctx, const char *line, size_t len, bool truncat
 	bool has_n;
 	int64_t n;
 	(void)truncated;   /* a cut line is matched on its first CHANNEL_LINE_MAX bytes */
+	cause_scan_line(&sv->scan, line, len);
 	if (sv->re && step_regex_match(sv->re, line, len, &has_n, &n))
 		on_step(sv, has_n, n, STEP_SOURCE_REGEX);
 }
@@ -386,6 +512,7 @@ static bool reap(struct sv *sv)
 			if (WIFSIGNALED(status)) {
 				sv->exit_code = -1;
 				sv->exit_signal = WTERMSIG(status);
+				sv->core_dumped = WCOREDUMP(status);
 			} else {
 				sv->exit_code = WEXITSTATUS(status);
 				sv->exit_signal = 0;
@@ -415,6 +542,7 @@ static void on_signal(struct sv *sv, int64_t now)
 			continue;
 		/* Forward to the whole job; a second one while ending kills. */
 		if (sv->state == SV_RUNNING) {
+			sv->interrupted = true;   /* the user's stop: no restart after it */
 			signal_job(sv, sig);
 			char d[32];
 			snprintf(d, sizeof(d), "%s forwarded", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
@@ -473,26 +601,30 @@ static const char *python_client_dir(void)
 
 /* The job's environment: ours plus LEAKPROOF_*, PYTHONPATH, PYTHONUNBUFFERED.
  * The caller frees the array and its strings with free_env(). */
-static char **build_env(int chan_fd, int64_t run_id)
+static char **build_env(const struct sv *sv, int chan_fd)
 {
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **env = xcalloc(n + 8, sizeof(char *));
+	char **env = xcalloc(n + 9, sizeof(char *));
 	size_t k = 0;
 	const char *pypath = getenv("PYTHONPATH");
 	for (size_t i = 0; i < n; i++) {
 		if (!strncmp(environ[i], "LEAKPROOF_FD=", 13) || !strncmp(environ[i], "LEAKPROOF_RUN=", 14) ||
-		    !strncmp(environ[i], "LEAKPROOF_RESTART=", 18) || !strncmp(environ[i], "PYTHONPATH=", 11))
+		    !strncmp(environ[i], "LEAKPROOF_RESTART=", 18) || !strncmp(environ[i], "PYTHONPATH=", 11) ||
+		    !strncmp(environ[i], "LEAKPROOF_STOP_SIGNAL=", 22))
 			continue;
 		env[k++] = xstrdup(environ[i]);
 	}
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addf(&sb, "LEAKPROOF_FD=%d", chan_fd);
 	env[k++] = strbuf_detach(&sb, NULL);
-	strbuf_addf(&sb, "LEAKPROOF_RUN=%lld", (long long)run_id);
+	strbuf_addf(&sb, "LEAKPROOF_RUN=%lld", (long long)sv->run_id);
 	env[k++] = strbuf_detach(&sb, NULL);
-	env[k++] = xstrdup("LEAKPROOF_RESTART=0");
+	strbuf_addf(&sb, "LEAKPROOF_RESTART=%d", sv->restarts);
+	env[k++] = strbuf_detach(&sb, NULL);
+	strbuf_addf(&sb, "LEAKPROOF_STOP_SIGNAL=SIG%s", sigabbrev_np(sv->o->stop_signal));
+	env[k++] = strbuf_detach(&sb, NULL);
 	const char *client = python_client_dir();
 	if (client || pypath) {
 		strbuf_addstr(&sb, "PYTHONPATH=");
@@ -551,7 +683,7 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 	if (pipe2(outp, O_CLOEXEC) || pipe2(errp, O_CLOEXEC) || pipe2(chanp, O_CLOEXEC) || pipe2(execp, O_CLOEXEC))
 		return error_errno("cannot create pipes"), LP_EXIT_FAILURE;
 
-	char **env = build_env(chanp[1], sv->run_id);
+	char **env = build_env(sv, chanp[1]);
 	char *const *argv = sv->o->argv;
 
 	pid_t pid = fork();
@@ -624,6 +756,12 @@ static void loop(struct sv *sv)
 {
 	for (;;) {
 		int64_t now = mono_ns();
+		if (sv->state == SV_RUNNING && sv->stop_deadline_ns && now >= sv->stop_deadline_ns) {
+			sv->stop_deadline_ns = 0;
+			store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "stop-timeout", "grace period over: SIGKILL");
+			say(sv, "the job did not stop within the grace period: SIGKILL");
+			signal_job(sv, SIGKILL);
+		}
 		if (sv->state != SV_RUNNING) {
 			bool none_left = reap(sv);
 			bool drained = sv->outfd < 0 && sv->errfd < 0 && sv->chanfd < 0;
@@ -645,6 +783,10 @@ static void loop(struct sv *sv)
 		pfd[nfd++] = (struct pollfd){ .fd = sv->errfd, .events = POLLIN };
 		pfd[nfd++] = (struct pollfd){ .fd = sv->chanfd, .events = POLLIN };
 		int timeout = -1;
+		if (sv->state == SV_RUNNING && sv->stop_deadline_ns) {
+			int64_t left = sv->stop_deadline_ns - now;
+			timeout = left <= 0 ? 0 : (int)(left / 1000000) + 1;
+		}
 		if (sv->state != SV_RUNNING) {
 			int64_t left = sv->state_deadline_ns - now;
 			timeout = left <= 0 ? 0 : (int)(left / 1000000) + 1;
@@ -710,6 +852,177 @@ static int setup_timer(struct sv *sv)
 	if (timerfd_settime(sv->timerfd, 0, &its, NULL) < 0)
 		return error_errno("cannot start timer");
 	return 0;
+}
+
+/* ---- budgets ----------------------------------------------------------- */
+
+/*
+ * --max-mem goes to the kernel where the job has a memory cgroup (v2
+ * memory.max with memory.high 5% below it, so the job is slowed and
+ * reclaimed before it is killed; v1 memory.limit_in_bytes), else the
+ * sampler enforces it. Say which at the start.
+ */
+static void announce_budgets(struct sv *sv, const char *no_cg_why)
+{
+	const struct supervise_opts *o = sv->o;
+	char max[32], soft[32], how[200];
+	if (o->max_mem_bytes) {
+		if (sv->have_cg && sv->cg.has_memory &&
+		    cgroup_set_limit(&sv->cg, o->max_mem_bytes,
+		                     sv->cg.version == 2 ? o->max_mem_bytes - o->max_mem_bytes / 20 : 0) == 0) {
+			sv->kernel_budget = true;
+			snprintf(how, sizeof(how), "by the kernel (cgroup %s)",
+			         sv->cg.version == 2 ? "v2 memory.max, memory.high 5% below" : "v1 memory.limit_in_bytes");
+		} else {
+			snprintf(how, sizeof(how), "by leakproof every %.0f ms (%s)", (double)o->interval_ns / 1e6,
+			         !sv->have_cg || !sv->cg.has_memory ? (no_cg_why[0] ? no_cg_why : "no memory cgroup")
+			                                            : "the cgroup refused the limit");
+		}
+		sv->soft_bytes = o->soft_limit_bytes ? o->soft_limit_bytes : o->max_mem_bytes / 10 * 9;
+		fmt_bytes(max, sizeof(max), (double)o->max_mem_bytes);
+		fmt_bytes(soft, sizeof(soft), (double)sv->soft_bytes);
+		say(sv, "memory budget %s, enforced %s; soft limit %s%s", max, how, soft,
+		    o->restart & RESTART_AT_LIMIT ? " (stop and restart there)" : "");
+		store_add_event(sv->st, sv->run_id, 0, "budget", how);
+	} else if (o->soft_limit_bytes) {
+		sv->soft_bytes = o->soft_limit_bytes;
+	}
+	if (o->max_gpu_bytes) {
+		sv->soft_gpu_bytes = o->soft_gpu_bytes ? o->soft_gpu_bytes : o->max_gpu_bytes / 10 * 9;
+		fmt_bytes(max, sizeof(max), (double)o->max_gpu_bytes);
+		fmt_bytes(soft, sizeof(soft), (double)sv->soft_gpu_bytes);
+		say(sv, "GPU memory budget %s, enforced by leakproof through NVML%s; soft limit %s", max,
+		    sv->nvml ? "" : " (which is not available: not enforced)", soft);
+	}
+}
+
+/* ---- segments ---------------------------------------------------------- */
+
+static uint64_t oom_kills_now(const struct sv *sv)
+{
+	struct cgroup_events ev;
+	if (!sv->have_cg || !sv->cg.has_memory || cgroup_read_events(&sv->cg, &ev) < 0)
+		return 0;
+	return ev.oom_kill;
+}
+
+/* Start the job (again): a new segment in the store, fresh per-process
+ * state. Returns 0, or the exit status of a job that could not start. */
+static int begin_segment(struct sv *sv, sigset_t *oldmask)
+{
+	int64_t now = mono_ns();
+	if (sv->restarts) {
+		sv->seg = store_segment_begin(sv->st, sv->run_id, wall_seconds(), 0);
+		if (sv->seg < 0)
+			return LP_EXIT_FAILURE;
+	}
+	sv->state = SV_RUNNING;
+	sv->child_exited = sv->core_dumped = false;
+	sv->exit_code = sv->exit_signal = 0;
+	sv->seg_start_ns = now;
+	sv->seg_steps = 0;
+	cause_scan_init(&sv->scan);
+	sv->oom_kills_at_start = oom_kills_now(sv);
+	sv->stop_sent = sv->budget_killed = sv->soft_warned = false;
+	sv->stop_deadline_ns = 0;
+	sv->restart_why = NULL;
+	int rc = start_job(sv, oldmask);
+	if (rc)
+		return rc;
+	store_segment_set_pid(sv->st, sv->run_id, sv->seg, sv->child);
+	take_sample(sv, mono_ns());
+	return 0;
+}
+
+/* Why the job should start again after this end, or NULL. */
+static const char *restart_policy(const struct sv *sv, enum end_cause c)
+{
+	unsigned p = sv->o->restart;
+	if (sv->interrupted)
+		return NULL;
+	if (c == CAUSE_STOP_REQUESTED)
+		return sv->restart_why;
+	if ((c == CAUSE_OOM_KILL || c == CAUSE_BUDGET_KILL) && (p & (RESTART_ON_OOM | RESTART_AT_LIMIT)))
+		return p & RESTART_ON_OOM ? "on-oom" : "at-limit";
+	if ((c == CAUSE_CUDA_OOM || c == CAUSE_HOST_ALLOC_FAIL) && (p & RESTART_ON_OOM))
+		return "on-oom";
+	return NULL;
+}
+
+/* The main process and its leftovers are gone: name the cause, record the
+ * segment's end, say it. Returns why to start the job again, or NULL. */
+static const char *end_segment(struct sv *sv)
+{
+	struct cause_input in = {
+		.exited = !sv->exit_signal,
+		.exit_code = sv->exit_code,
+		.signal = sv->exit_signal,
+		.core_dumped = sv->core_dumped,
+		.budget_killed = sv->budget_killed,
+		.stop_requested = sv->stop_sent,
+		.scan = &sv->scan,
+	};
+	uint64_t ooms = oom_kills_now(sv);
+	in.oom_kills = ooms > sv->oom_kills_at_start ? ooms - sv->oom_kills_at_start : 0;
+	char evidence[CAUSE_LINE_MAX + 64];
+	enum end_cause c = cause_classify(&in, evidence, sizeof(evidence));
+	const char *again = restart_policy(sv, c);
+	if (again && sv->restarts >= sv->o->max_restarts) {
+		say(sv, "not restarting the job after %s: it was restarted %d times already (--max-restarts %d)",
+		    cause_name(c), sv->restarts, sv->o->max_restarts);
+		store_add_event(sv->st, sv->run_id, sv_now_t(sv, mono_ns()), "max-restarts", cause_name(c));
+		again = NULL;
+	}
+	struct segment_end se = {
+		.ended_at = wall_seconds(),
+		.exit_code = sv->exit_signal ? -1 : sv->exit_code,
+		.exit_signal = sv->exit_signal,
+		.cause = cause_name(c),
+		.evidence = evidence,
+		.has_step = sv->seg_steps > 0,
+		.step = sv->last_step,
+		.memory_bytes = sv->have_last ? (uint64_t)fmax(0, mem_sample_value(&sv->last, sv->o->measure)) : 0,
+		.restart = again,
+	};
+	store_segment_end(sv->st, sv->run_id, sv->seg, &se);
+	store_flush(sv->st);
+	if (again || c != CAUSE_EXIT) {
+		char mem[32] = "?";
+		if (sv->have_last)
+			fmt_bytes(mem, sizeof(mem), (double)se.memory_bytes);
+		say(sv, "the job ended (%s: %s) at step %lld with %s%s%s", cause_name(c), evidence,
+		    (long long)sv->last_step, mem, again ? "; restarting it: " : "", again ? again : "");
+	}
+	return again;
+}
+
+/* Wait ns before a restart, passing signals on: one to stop leakproof ends
+ * the wait and the run. Returns 0, or -1 when told to stop. */
+static int wait_backoff(struct sv *sv, int64_t ns)
+{
+	int64_t end = mono_ns() + ns;
+	for (;;) {
+		int64_t left = end - mono_ns();
+		if (left <= 0)
+			return 0;
+		struct pollfd pfd = { .fd = sv->sigfd, .events = POLLIN };
+		if (poll(&pfd, 1, (int)(left / 1000000) + 1) <= 0)
+			continue;
+		struct signalfd_siginfo si;
+		while (read(sv->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			if (si.ssi_signo == SIGCHLD) {
+				reap(sv);
+				continue;
+			}
+			sv->interrupted = true;
+			sv->exit_code = -1;
+			sv->exit_signal = (int)si.ssi_signo;
+			store_add_event(sv->st, sv->run_id, sv_now_t(sv, mono_ns()), "signal",
+			                "stopped while waiting to restart");
+			say(sv, "stopped by SIG%s while waiting to restart the job", sigabbrev_np((int)si.ssi_signo));
+			return -1;
+		}
+	}
 }
 
 int supervise(const struct supervise_opts *o)
@@ -787,6 +1100,7 @@ int supervise(const struct supervise_opts *o)
 		snprintf(d, sizeof(d), "job not in a cgroup of its own: %s", why);
 		store_add_event(sv.st, sv.run_id, 0, "warning", d);
 	}
+	announce_budgets(&sv, why);
 	store_flush(sv.st);
 
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
@@ -808,7 +1122,7 @@ int supervise(const struct supervise_opts *o)
 	sv.t0_ns = mono_ns();
 	sv.last_flush_ns = sv.t0_ns;
 	sv.last_proc_ns = sv.t0_ns - PROC_SAMPLE_EVERY_NS;   /* per-process rows from the first sample */
-	int rc = start_job(&sv, &oldmask);
+	int rc = begin_segment(&sv, &oldmask);
 	if (rc) {
 		struct run_end re = { .ended_at = wall_seconds(), .exit_code = rc, .status = "failed-to-start",
 		                      .verdict = "inconclusive" };
@@ -816,9 +1130,36 @@ int supervise(const struct supervise_opts *o)
 		status = rc;
 		goto out;
 	}
-	take_sample(&sv, mono_ns());
-	loop(&sv);
-	status_clear(&sv);
+	int64_t backoff_ns = 0;
+	for (;;) {
+		loop(&sv);
+		status_clear(&sv);
+		const char *again = end_segment(&sv);
+		if (!again)
+			break;
+		/* A process that dies right after starting is not started again at
+		 * once: 1 s, 2 s, 4 s ... up to 30 s, until one lives longer. */
+		if (!sv.stop_sent && mono_ns() - sv.seg_start_ns < QUICK_DEATH_NS)
+			backoff_ns = backoff_ns ? (2 * backoff_ns > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : 2 * backoff_ns)
+			                        : BACKOFF_FIRST_NS;
+		else
+			backoff_ns = 0;
+		if (backoff_ns) {
+			char d[32];
+			report_fmt_duration(d, sizeof(d), (double)backoff_ns / 1e9);
+			say(&sv, "the job ended %.1f s after it started; waiting %s before restarting it",
+			    (double)(mono_ns() - sv.seg_start_ns) / 1e9, d);
+			if (wait_backoff(&sv, backoff_ns) < 0)
+				break;
+		}
+		sv.restarts++;
+		rc = begin_segment(&sv, &oldmask);
+		if (rc) {
+			sv.exit_code = rc;
+			sv.exit_signal = 0;
+			break;
+		}
+	}
 
 	/* Whatever is still unreported in the pipes is lost only if something
 	 * we could not kill holds them open; say so. */

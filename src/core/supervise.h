@@ -18,11 +18,26 @@ struct supervise_opts {
 	enum measure measure;      /* what the verdict judges */
 	const char *step_regex;    /* PCRE2 pattern or NULL */
 	const char *store_path;
-	uint64_t max_mem_bytes;    /* the limit for projections; 0: cgroup's or machine's */
+	uint64_t max_mem_bytes;    /* --max-mem: the budget (kernel-enforced where the
+	                            * job has a memory cgroup, else polled); 0: none,
+	                            * the cgroup's or machine's limit for projections */
+	uint64_t max_gpu_bytes;    /* --max-gpu: polled through NVML; 0: none */
+	uint64_t soft_limit_bytes; /* --soft-limit; 0: 90% of max_mem_bytes */
+	uint64_t soft_gpu_bytes;   /* 90% of max_gpu_bytes unless set */
+	int stop_signal;           /* sent to the main process at a requested stop */
+	int64_t grace_ns;          /* from the stop signal to SIGKILL */
+	unsigned restart;          /* RESTART_* bits */
+	int64_t restart_every;     /* steps per process with RESTART_EVERY */
+	int max_restarts;
 	bool use_cgroup;           /* put the job in a cgroup of its own when possible */
 	bool quiet;                /* no end-of-run summary */
 	int status_line;           /* 1 on, 0 off, -1 auto (stderr is a terminal) */
 	int64_t leftover_grace_ns; /* SIGTERM to SIGKILL for processes left behind */
+};
+enum {
+	RESTART_AT_LIMIT = 1,      /* stop at the soft limit, start again */
+	RESTART_EVERY = 2,         /* stop after restart_every steps, start again */
+	RESTART_ON_OOM = 4,        /* start again after an out-of-memory end */
 };
 void supervise_opts_init(struct supervise_opts *o);
 

@@ -123,6 +123,15 @@ static void add_run(struct strbuf *sb, const struct run_summary *s)
 			report_add_json_str(sb, g->evidence);
 		else
 			strbuf_addstr(sb, "null");
+		inner(sb, "step", false);
+		report_add_json_num(sb, g->has_step ? (double)g->end_step : NAN);
+		inner(sb, "memory_bytes", false);
+		report_add_json_num(sb, g->memory_bytes ? (double)g->memory_bytes : NAN);
+		inner(sb, "restart", false);
+		if (g->restart[0])
+			report_add_json_str(sb, g->restart);
+		else
+			strbuf_addstr(sb, "null");
 		strbuf_addch(sb, '}');
 	}
 	strbuf_addstr(sb, s->nsegments ? "\n    ]\n  }" : "]\n  }");

@@ -577,6 +577,33 @@ static double median_step_rate(const struct step_rec *st, size_t n)
 	return span > 0 ? (double)(n - 1) / span : 0;
 }
 
+/* Steps [*first, *end) of the segment that marked the most, when the run
+ * has more than one; s->judged_seq says which (-1: the whole run). */
+static void judged_segment(struct run_summary *s, size_t *first, size_t *end)
+{
+	s->judged_seq = -1;
+	if (s->nsegments < 2)
+		return;
+	size_t best = 0, best_first = 0, best_end = 0, i = 0;
+	for (size_t k = 0; k < s->nsegments; k++) {
+		/* segment k holds the steps before segment k+1 started */
+		double next = k + 1 < s->nsegments ? s->segments[k + 1].started_at - s->run.started_at : INFINITY;
+		size_t from = i;
+		while (i < s->steps && s->step_recs[i].mem.t < next)
+			i++;
+		if (i - from > best) {
+			best = i - from;
+			best_first = from;
+			best_end = i;
+			s->judged_seq = s->segments[k].seq;
+		}
+	}
+	if (best) {
+		*first = best_first;
+		*end = best_end;
+	}
+}
+
 int run_summary_load(struct store *st, int64_t run_id, int measure_override,
                      struct run_summary *s)
 {
@@ -584,6 +611,7 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 	s->x_unit = "step";
 	s->limit_source = "";
 	s->projected_seconds = -1;
+	s->judged_seq = -1;
 	int rc = store_get_run(st, run_id, &s->run);
 	if (rc)
 		return rc;
@@ -614,15 +642,19 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 	double *y = xmalloc((cap ? cap : 1) * sizeof(double));
 	size_t n = 0;
 	if (s->steps) {
+		/* With restarts, memory starts afresh in each process: judge the
+		 * process that marked the most steps, on its own. */
+		size_t first = 0, end = s->steps;
+		judged_segment(s, &first, &end);
 		bool increasing = true;
-		for (size_t i = 1; i < s->steps; i++)
+		for (size_t i = first + 1; i < end; i++)
 			if (s->step_recs[i].step <= s->step_recs[i - 1].step)
 				increasing = false;
-		for (size_t i = 0; i < s->steps; i++) {
+		for (size_t i = first; i < end; i++) {
 			double v = mem_sample_value(&s->step_recs[i].mem, s->measure);
 			if (v < 0)
 				continue;
-			x[n] = increasing ? (double)s->step_recs[i].step : (double)(i + 1);
+			x[n] = increasing ? (double)s->step_recs[i].step : (double)(i - first + 1);
 			y[n++] = v;
 		}
 		s->steps_per_second = median_step_rate(s->step_recs, s->steps);

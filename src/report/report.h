@@ -35,6 +35,8 @@ struct run_summary {
 	const char *limit_source;      /* "max-mem", "cgroup", "machine", "" */
 	double warmup_steps;           /* x where the judged window starts */
 	double projected_seconds;      /* time until the limit at this rate; <0 none */
+	int64_t judged_seq;            /* with restarts: the segment judged (the one
+	                                * with the most steps); -1: the whole run */
 	struct proc_row top_proc;      /* the process that held the most */
 	int has_top_proc;
 

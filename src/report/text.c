@@ -86,6 +86,48 @@ static void add_limit(struct strbuf *sb, const struct run_summary *s)
 	strbuf_release(&proj);
 }
 
+/* How each process ended, when that is news: a restart, or an end that
+ * was not a clean exit. At most SEGMENTS_SHOWN lines, the last ones. */
+#define SEGMENTS_SHOWN 12
+static void add_segments(struct strbuf *sb, const struct run_summary *s)
+{
+	char mem[32];
+	if (!s->nsegments || (s->nsegments == 1 && (!s->segments[0].cause[0] ||
+	                                             !strcmp(s->segments[0].cause, "exit"))))
+		return;
+	size_t from = s->nsegments > SEGMENTS_SHOWN ? s->nsegments - SEGMENTS_SHOWN : 0;
+	if (from)
+		strbuf_addf(sb, "  ends      (%zu earlier not shown)\n", from);
+	for (size_t i = from; i < s->nsegments; i++) {
+		const struct segment_row *g = &s->segments[i];
+		strbuf_addstr(sb, i == from && !from ? "  ends      " : "            ");
+		if (s->nsegments > 1)
+			strbuf_addf(sb, "#%lld ", (long long)g->seq);
+		if (!g->cause[0]) {
+			strbuf_addstr(sb, "still running\n");
+			continue;
+		}
+		render_add_clean(sb, g->cause);
+		if (g->has_step)
+			strbuf_addf(sb, " at step %lld", (long long)g->end_step);
+		if (g->memory_bytes)
+			strbuf_addf(sb, " with %s", fmt_bytes(mem, sizeof(mem), (double)g->memory_bytes));
+		if (g->evidence[0]) {
+			strbuf_addstr(sb, ": ");
+			render_add_clean(sb, g->evidence);
+		}
+		if (g->restart[0]) {
+			strbuf_addstr(sb, " \xe2\x86\x92 restarted (");
+			render_add_clean(sb, g->restart);
+			strbuf_addch(sb, ')');
+		}
+		strbuf_addch(sb, '\n');
+	}
+	if (s->judged_seq >= 0)
+		strbuf_addf(sb, "  judged    on process #%lld alone, the one with the most steps\n",
+		            (long long)s->judged_seq);
+}
+
 int report_write_text(const struct run_summary *s, FILE *out)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -128,6 +170,8 @@ int report_write_text(const struct run_summary *s, FILE *out)
 	}
 
 	add_quantiles(&sb, s);
+
+	add_segments(&sb, s);
 
 	if (s->run.bad_lines || s->run.long_lines)
 		strbuf_addf(&sb, "  channel   %lld malformed line%s ignored, %lld too long\n",
