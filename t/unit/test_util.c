@@ -1,0 +1,138 @@
+/*
+ * test_util.c — sizes and durations as users type them (--max-mem,
+ * --soft-limit, --max-gpu, --interval, --grace): what is accepted, what it
+ * means, and that a bad value is refused with a message naming it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "util/util.h"
+
+#define MIB (1024.0 * 1024.0)
+#define GIB (1024.0 * MIB)
+
+/* stderr of one call, captured through a temporary file. */
+static char captured[1024];
+static int saved_fd = -1;
+static FILE *cap_file;
+
+static void capture_begin(void)
+{
+	fflush(stderr);
+	cap_file = tmpfile();
+	saved_fd = dup(STDERR_FILENO);
+	dup2(fileno(cap_file), STDERR_FILENO);
+}
+
+static const char *capture_end(void)
+{
+	fflush(stderr);
+	dup2(saved_fd, STDERR_FILENO);
+	close(saved_fd);
+	rewind(cap_file);
+	size_t n = fread(captured, 1, sizeof(captured) - 1, cap_file);
+	captured[n] = '\0';
+	fclose(cap_file);
+	return captured;
+}
+
+static uint64_t size_ok(const char *s, uint64_t whole)
+{
+	uint64_t v = 12345;
+	capture_begin();
+	int rc = parse_size(s, whole, &v);
+	const char *msg = capture_end();
+	CHECK_EQ_INT(rc, 0);
+	CHECK_STR(msg, "");
+	return v;
+}
+
+/* Refused, with a message that quotes the value and says what is wrong. */
+static void size_bad(const char *s, uint64_t whole, const char *why)
+{
+	uint64_t v = 12345;
+	capture_begin();
+	int rc = parse_size(s, whole, &v);
+	const char *msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	CHECK_EQ_INT(v, 12345);   /* untouched */
+	char quoted[128];
+	snprintf(quoted, sizeof(quoted), "'%s'", s);
+	if (!strstr(msg, quoted) || !strstr(msg, why) || strncmp(msg, "leakproof: ", 11))
+		fprintf(stderr, "  message for %s: %s", quoted, msg);
+	CHECK(strncmp(msg, "leakproof: ", 11) == 0);
+	CHECK(strstr(msg, quoted) != NULL);
+	CHECK(strstr(msg, why) != NULL);
+}
+
+static void test_sizes(void)
+{
+	CHECK_EQ_INT(size_ok("4096", 0), 4096);
+	CHECK_EQ_INT(size_ok("512M", 0), 512 * MIB);
+	CHECK_EQ_INT(size_ok("512m", 0), 512 * MIB);
+	CHECK_EQ_INT(size_ok("512MiB", 0), 512 * MIB);
+	CHECK_EQ_INT(size_ok("512MB", 0), 512 * MIB);   /* binary units, as free -h and cgroups */
+	CHECK_EQ_INT(size_ok("12G", 0), 12 * GIB);
+	CHECK_EQ_INT(size_ok("1.5GiB", 0), 1.5 * GIB);
+	CHECK_EQ_INT(size_ok("400 M", 0), 400 * MIB);
+	CHECK_EQ_INT(size_ok("2T", 0), 2048 * GIB);
+	CHECK_EQ_INT(size_ok("64k", 0), 65536);
+	CHECK_EQ_INT(size_ok("0", 0), 0);              /* the caller decides whether 0 is allowed */
+}
+
+static void test_percentages(void)
+{
+	uint64_t machine = (uint64_t)(24 * GIB);
+	CHECK_EQ_INT(size_ok("80%", machine), (uint64_t)(0.8 * 24 * GIB));
+	CHECK_EQ_INT(size_ok("100%", machine), machine);
+	CHECK_EQ_INT(size_ok("12.5%", 8 * GIB), GIB);
+	size_bad("80%", 0, "no total is known");
+	size_bad("0%", machine, "(0, 100]");
+	size_bad("150%", machine, "(0, 100]");
+	size_bad("80%M", machine, "nothing may follow");
+}
+
+static void test_bad_sizes(void)
+{
+	size_bad("", 0, "expected a number");
+	size_bad("lots", 0, "expected a number");
+	size_bad("-1G", 0, "expected a number");
+	size_bad("12Q", 0, "unknown unit 'Q'");
+	size_bad("12 GB extra", 0, "unknown unit");
+	size_bad("1e30", 0, "too large");
+	size_bad("nan", 0, "expected a number");
+	size_bad("inf", 0, "expected a number");
+}
+
+static void test_durations(void)
+{
+	int64_t ns = 0;
+	CHECK_EQ_INT(parse_duration_ns("100ms", &ns), 0);
+	CHECK_EQ_INT(ns, 100000000);
+	CHECK_EQ_INT(parse_duration_ns("1ms", &ns), 0);
+	CHECK_EQ_INT(ns, 1000000);
+	CHECK_EQ_INT(parse_duration_ns("0.5s", &ns), 0);
+	CHECK_EQ_INT(ns, 500000000);
+	CHECK_EQ_INT(parse_duration_ns("30", &ns), 0);    /* bare: seconds */
+	CHECK_EQ_INT(ns, 30000000000LL);
+	CHECK_EQ_INT(parse_duration_ns("2m", &ns), 0);
+	CHECK_EQ_INT(ns, 120000000000LL);
+	CHECK_EQ_INT(parse_duration_ns("250us", &ns), 0);
+	CHECK_EQ_INT(ns, 250000);
+
+	capture_begin();
+	int rc = parse_duration_ns("soon", &ns);
+	const char *msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	CHECK(strstr(msg, "'soon'") != NULL);
+	capture_begin();
+	rc = parse_duration_ns("5 parsecs", &ns);
+	msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	CHECK(strstr(msg, "'5 parsecs'") != NULL);
+}
+
+TEST_MAIN("util", TEST(test_sizes), TEST(test_percentages), TEST(test_bad_sizes), TEST(test_durations))
