@@ -24,11 +24,22 @@ VERSION   = 0.1.0
 
 WARN      = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \
             -Wmissing-prototypes -Wformat=2 -Wvla
+# CFLAGS is the user's (optimisation, sanitizers: `make CFLAGS=...` works);
+# what the build needs is added to it, never replaced.
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=c11 -D_GNU_SOURCE $(WARN) -Isrc -Iinclude \
+LP_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -Isrc -Iinclude \
             $(shell pkg-config --cflags $(PKGS)) \
-            -DLP_VERSION='"$(VERSION)"' -DLP_PYDIR='"$(PYDIR)"'
+            -DLP_VERSION='"$(VERSION)"' -DLP_PYDIR='"$(PYDIR)"' $(CFLAGS)
 LDLIBS   += $(shell pkg-config --libs $(PKGS)) -ldl -lm
+
+# `make V=1` shows the commands.
+ifeq ($(V),1)
+Q =
+say = @true
+else
+Q = @
+say = @echo "  $(1)	$@"
+endif
 
 SRC = $(wildcard src/util/*.c src/platform/*.c src/core/*.c src/store/*.c \
                  src/report/*.c src/cmd/*.c)
@@ -41,20 +52,24 @@ UNIT_BIN = $(UNIT_SRC:t/unit/%.c=$(B)/t/%)
 all: $(B)/leakproof $(UNIT_BIN) $(B)/t/libnvidia-ml.so.1
 
 $(B)/leakproof: $(B)/src/main.o $(LIBOBJ)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LINK)
+	$(Q)$(CC) $(LP_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(call say,CC)
+	$(Q)$(CC) $(LP_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(B)/t/test_%: t/unit/test_%.c $(LIBOBJ) t/unit/tap.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -It/unit $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
+	$(call say,TEST)
+	$(Q)$(CC) $(LP_CFLAGS) -It/unit $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
 
 # A stand-in for NVIDIA's library, for machines without a GPU (see t/fake-nvml).
 $(B)/t/libnvidia-ml.so.1: t/fake-nvml/fake_nvml.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
+	$(call say,LIB)
+	$(Q)$(CC) $(LP_CFLAGS) -fPIC -shared -o $@ $<
 
 unit: all
 	@fail=0; for t in $(UNIT_BIN); do $$t || fail=1; done; exit $$fail

@@ -214,7 +214,7 @@ int cmd_run(int argc, char **argv)
 			soft = optarg;
 			break;
 		case OPT_RESTART:
-			if (parse_restart(optarg, &o) < 0)
+			if (parse_restart(optarg, &o) != 0)
 				return LP_EXIT_USAGE;
 			break;
 		case OPT_MAX_RESTARTS: {

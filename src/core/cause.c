@@ -101,11 +101,12 @@ static const struct msg_def msgs[MSG_COUNT] = {
 #undef M
 
 /*
- * Boyer–Moore–Horspool over the six four-byte keys at once: for the byte
- * that ends the four-byte window, 4 minus how far the window may move. A 4
- * marks a byte that ends a key (y, c, s): the window is compared. Any other
- * byte lets it move 4. So a line without those letters is crossed in
- * n / 4 steps, and an ordinary one in a few more.
+ * Boyer–Moore–Horspool over the six four-byte keys at once. Indexed by the
+ * byte that ends the current four-byte window: 4 minus how far the window
+ * may move on. 4 marks a byte that ends a key (y, c, s in either case):
+ * the window is compared, then moves 4, as these bytes occur nowhere else
+ * in a key. A byte in no key (0) moves it 4. So a line without these
+ * letters is crossed in n / 4 steps, ordinary text in well under n.
  */
 static const unsigned char near_key[256] = {
 	['m'] = 1, ['M'] = 1, ['h'] = 1, ['H'] = 1,                         /* move 3 */
@@ -175,8 +176,8 @@ static void check_window(const char *s, size_t n, size_t w, struct hits *h)
 	}
 }
 
-/* One pass over the line; false when it holds no key at all (nearly every
- * line), and then h is all that was looked at. */
+/* One pass over the line, the messages found into h; false when the line
+ * holds no key at all (nearly every line). */
 static bool find_messages(const char *s, size_t n, struct hits *h)
 {
 	bool any_key = false;

@@ -93,6 +93,7 @@ struct sv {
 	bool stop_sent, budget_killed;
 	int64_t stop_deadline_ns;              /* SIGKILL then; 0: no stop pending */
 	const char *restart_why;               /* the policy that stopped it, to start it again */
+	char why_stopped[160];                 /* what leakproof saw when it stopped or killed it */
 	bool soft_warned;
 
 	/* across segments */
@@ -240,6 +241,7 @@ static void request_stop(struct sv *sv, int64_t now, const char *restart_why, co
 	sv->stop_sent = true;
 	sv->restart_why = restart_why;
 	sv->stop_deadline_ns = now + sv->o->grace_ns;
+	snprintf(sv->why_stopped, sizeof(sv->why_stopped), "%s", reason);
 	kill(sv->child, sv->o->stop_signal);
 	store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "stop-requested", reason);
 	char grace[32];
@@ -254,6 +256,7 @@ static void budget_kill(struct sv *sv, int64_t now, const char *what, uint64_t u
 	snprintf(d, sizeof(d), "%s %s over the budget of %s", what, fmt_bytes(u, sizeof(u), (double)used),
 	         fmt_bytes(m, sizeof(m), (double)max));
 	sv->budget_killed = true;
+	snprintf(sv->why_stopped, sizeof(sv->why_stopped), "%s", d);
 	signal_job(sv, SIGKILL);
 	store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "budget-kill", d);
 	say(sv, "%s: killing the job", d);
@@ -874,7 +877,7 @@ static void announce_budgets(struct sv *sv, const char *no_cg_why)
 			snprintf(how, sizeof(how), "by the kernel (cgroup %s)",
 			         sv->cg.version == 2 ? "v2 memory.max, memory.high 5% below" : "v1 memory.limit_in_bytes");
 		} else {
-			snprintf(how, sizeof(how), "by leakproof every %.0f ms (%s)", (double)o->interval_ns / 1e6,
+			snprintf(how, sizeof(how), "by leakproof every %.3g ms (%.150s)", (double)o->interval_ns / 1e6,
 			         !sv->have_cg || !sv->cg.has_memory ? (no_cg_why[0] ? no_cg_why : "no memory cgroup")
 			                                            : "the cgroup refused the limit");
 		}
@@ -926,6 +929,7 @@ static int begin_segment(struct sv *sv, sigset_t *oldmask)
 	sv->stop_sent = sv->budget_killed = sv->soft_warned = false;
 	sv->stop_deadline_ns = 0;
 	sv->restart_why = NULL;
+	sv->why_stopped[0] = '\0';
 	int rc = start_job(sv, oldmask);
 	if (rc)
 		return rc;
@@ -966,6 +970,13 @@ static const char *end_segment(struct sv *sv)
 	in.oom_kills = ooms > sv->oom_kills_at_start ? ooms - sv->oom_kills_at_start : 0;
 	char evidence[CAUSE_LINE_MAX + 64];
 	enum end_cause c = cause_classify(&in, evidence, sizeof(evidence));
+	if (c == CAUSE_BUDGET_KILL || c == CAUSE_STOP_REQUESTED) {
+		/* what leakproof saw is better evidence than that it acted */
+		const char *how = strrchr(evidence, ';');
+		char tail[96];
+		snprintf(tail, sizeof(tail), "%s", how ? how : "");
+		snprintf(evidence, sizeof(evidence), "%s%s", sv->why_stopped, tail);
+	}
 	const char *again = restart_policy(sv, c);
 	if (again && sv->restarts >= sv->o->max_restarts) {
 		say(sv, "not restarting the job after %s: it was restarted %d times already (--max-restarts %d)",

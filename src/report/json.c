@@ -91,13 +91,18 @@ static void add_run(struct strbuf *sb, const struct run_summary *s)
 	report_add_json_num(sb, (double)r->interval_ns / 1e9);
 	inner(sb, "cgroup_mode", false);
 	report_add_json_str(sb, r->cgroup_mode);
-	strbuf_addstr(sb, ",\n    ");
-	inner(sb, "segments", true);
+	strbuf_addstr(sb, "}");
+}
+
+/* One object per start of the job's main process: how and why it ended. */
+static void add_segments(struct strbuf *sb, const struct run_summary *s)
+{
+	key(sb, "segments");
 	strbuf_addch(sb, '[');
 	for (size_t i = 0; i < s->nsegments; i++) {
 		const struct segment_row *g = &s->segments[i];
 		bool g_ended = g->ended_at > 0;
-		strbuf_addstr(sb, i ? ",\n      {" : "\n      {");
+		strbuf_addstr(sb, i ? ",\n    {" : "\n    {");
 		inner(sb, "seq", true);
 		strbuf_addf(sb, "%lld", (long long)g->seq);
 		inner(sb, "pid", false);
@@ -134,7 +139,9 @@ static void add_run(struct strbuf *sb, const struct run_summary *s)
 			strbuf_addstr(sb, "null");
 		strbuf_addch(sb, '}');
 	}
-	strbuf_addstr(sb, s->nsegments ? "\n    ]\n  }" : "]\n  }");
+	strbuf_addstr(sb, s->nsegments ? "\n  ]" : "]");
+	key_num(sb, "restarts", s->nsegments ? (double)(s->nsegments - 1) : 0);
+	key_num(sb, "judged_segment", s->judged_seq >= 0 ? (double)s->judged_seq : NAN);
 }
 
 static void add_num_array(struct strbuf *sb, const double *v, size_t n)
@@ -191,6 +198,7 @@ int report_write_json(const struct run_summary *s, FILE *out)
 	key_num(&sb, "duration_seconds", s->duration_s);
 	key_num(&sb, "channel_bad_lines", (double)s->run.bad_lines);
 	key_num(&sb, "channel_long_lines", (double)s->run.long_lines);
+	add_segments(&sb, s);
 
 	key(&sb, "top_process");
 	if (s->has_top_proc) {

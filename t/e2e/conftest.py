@@ -45,7 +45,7 @@ MIB = 1 << 20
 
 # Variables of an enclosing leakproof run (the suite may itself be run under
 # leakproof) that must not leak into the runs the tests make.
-_OUTER_VARS = ("LEAKPROOF_FD", "LEAKPROOF_RUN", "LEAKPROOF_RESTART", "LEAKPROOF_STORE",
+_OUTER_VARS = ("LEAKPROOF_FD", "LEAKPROOF_RUN", "LEAKPROOF_RESTART", "LEAKPROOF_STORE", "LEAKPROOF_STOP_SIGNAL",
                "LEAKPROOF_FD_INODE", "LEAKPROOF_TRIAL")
 
 

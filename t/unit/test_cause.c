@@ -151,6 +151,37 @@ static void test_host_messages(void)
 	CHECK_STR(cs.seen[CAUSE_CLASS_HOST_ALLOC].text, "MemoryError");
 }
 
+/* Each message on its own, so that each is found by itself (not only
+ * beside another in a longer line). */
+static void test_bare_messages(void)
+{
+	static const char *const cuda[] = {
+		"CUDA out of memory", "torch.cuda.OutOfMemoryError", "torch.OutOfMemoryError",
+		"cupy.cuda.memory.OutOfMemoryError", "of device memory (out of memory)", "CUBLAS_STATUS_ALLOC_FAILED",
+		"cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY", "CUDA error: out of memory",
+		"OOM when allocating tensor", "ResourceExhaustedError", "RESOURCE_EXHAUSTED: memory",
+	};
+	static const char *const host[] = {
+		"MemoryError", "_ArrayMemoryError:", "Cannot allocate memory", "std::bad_alloc",
+		"DefaultCPUAllocator: memory",
+	};
+	struct cause_scan cs;
+	for (size_t i = 0; i < sizeof(cuda) / sizeof(cuda[0]); i++) {
+		CHECK_EQ_INT(class_str(cuda[i], &cs), CAUSE_CLASS_CUDA_OOM);
+		CHECK_STR(cs.seen[CAUSE_CLASS_CUDA_OOM].text, cuda[i]);
+		/* and one byte short of it is nothing */
+		CHECK_EQ_INT(class_of(cuda[i] + 1, strlen(cuda[i]) - 1, &cs), -1);
+		CHECK_EQ_INT(class_of(cuda[i], strlen(cuda[i]) - 1, &cs), -1);
+	}
+	for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++) {
+		CHECK_EQ_INT(class_str(host[i], &cs), CAUSE_CLASS_HOST_ALLOC);
+		CHECK_STR(cs.seen[CAUSE_CLASS_HOST_ALLOC].text, host[i]);
+		CHECK_EQ_INT(class_of(host[i] + 1, strlen(host[i]) - 1, &cs), -1);
+	}
+	/* Keys in other cases are not messages. */
+	CHECK_EQ_INT(class_str("cuda OUT OF MEMORY, MemOrY, Alloc, EXHAUSTed", &cs), -1);
+}
+
 static void test_non_matches(void)
 {
 	static const char *const plain[] = {
@@ -458,5 +489,6 @@ static void test_truncation(void)
 	free(line);
 }
 
-TEST_MAIN("cause", TEST(test_names), TEST(test_cuda_messages), TEST(test_host_messages), TEST(test_non_matches),
+TEST_MAIN("cause", TEST(test_names), TEST(test_cuda_messages), TEST(test_host_messages), TEST(test_bare_messages),
+          TEST(test_non_matches),
           TEST(test_ansi), TEST(test_last_wins), TEST(test_precedence), TEST(test_truncation))
