@@ -15,6 +15,29 @@ result and put named events on the timeline::
         leakproof.epoch()
     leakproof.result(accuracy=acc)
 
+Stopping on request: leakproof may ask a job to stop (a soft memory limit, a
+restart schedule) by sending its main process the signal named in
+LEAKPROOF_STOP_SIGNAL (SIGTERM by default), then start it again with
+LEAKPROOF_RESTART one higher. A job that wants to survive that polls at a
+step boundary, saves a checkpoint and exits 0 (examples/resume_train.py)::
+
+    start = load_checkpoint()                # steps done; 0 on the first start
+    for step in range(start, total):
+        train_step(step)
+        leakproof.step(step + 1)
+        if leakproof.stop_requested():
+            save_checkpoint(step + 1)        # atomically: temp file, fsync, os.replace
+            sys.exit(0)                      # "stopped as asked", not a failure
+
+    leakproof.on_stop(lambda: leakproof.mark("stopping"))   # short cleanup only
+
+The handler for that signal is installed by the first stop_requested() or
+on_stop() called in the main thread, never on import: a job that never asks
+keeps the signal's usual effect (SIGTERM kills it). It chains to a handler
+the program installed earlier; forked children get the previous handling
+back. Without leakproof, or without LEAKPROOF_STOP_SIGNAL, stop_requested()
+is always False and on_stop() registers nothing.
+
 Pure Python, standard library only: the supervisor puts this package on the
 job's PYTHONPATH, nothing needs installing. Without the supervisor
 (LEAKPROOF_FD unset or not a usable pipe) every call does nothing, and no call
@@ -34,6 +57,7 @@ do not inherit it and stay silent: the client checks that the descriptor is
 still the pipe it first saw (LEAKPROOF_FD_INODE) before writing anything.
 """
 
+import collections
 import operator
 import os
 import re
@@ -45,7 +69,7 @@ import threading
 
 __all__ = [
     "step", "epoch", "metric", "result", "gpu", "gpu_from_torch", "mark",
-    "enabled", "run_id", "restart",
+    "enabled", "run_id", "restart", "stop_requested", "on_stop",
 ]
 __version__ = "0.1.0"
 
@@ -58,7 +82,9 @@ _NAME_OK = re.compile(r"[A-Za-z_][A-Za-z0-9_.:/-]*\Z")
 _NAME_FIRST_BAD = re.compile(r"[^A-Za-z_]")
 _NAME_REST_BAD = re.compile(r"[^A-Za-z0-9_.:/-]")
 
-_lock = threading.Lock()
+# Reentrant: an on_stop() callback runs in the main thread between two
+# bytecodes, possibly inside this thread's own _send(); it may send too.
+_lock = threading.RLock()
 _fd = None          # None: not looked at yet; -1: disabled; else the descriptor
 _fd_id = None       # (st_dev, st_ino) of the pipe, checked before each write
 
@@ -66,7 +92,8 @@ _fd_id = None       # (st_dev, st_ino) of the pipe, checked before each write
 def _reset_after_fork():
     # A lock held by another thread at fork() time stays held in the child.
     global _lock
-    _lock = threading.Lock()
+    _lock = threading.RLock()
+    _stop_after_fork()
 
 
 if hasattr(os, "register_at_fork"):
@@ -261,6 +288,189 @@ def restart():
         return max(0, int(os.environ.get("LEAKPROOF_RESTART", "0")))
     except ValueError:
         return 0
+
+
+# ---- stopping on request ----
+#
+# State, all touched from the main thread's signal handler too: only simple
+# assignments and deque operations, which are atomic, and no lock that the
+# interrupted code could be holding.
+_stop_flag = False              # the stop signal has arrived
+_stop_callbacks = collections.deque()
+_stop_state = None              # None: to try; "on": handler installed; "off": not here
+_stop_signum = None
+_stop_prev = None               # the handler ours replaced (getsignal's value)
+_stop_pid = None                # the process that installed it
+
+
+def _parse_signal(text):
+    """A signal number from "SIGTERM", "TERM", "sigterm", "15", "SIGRTMIN+2"
+    or "RTMAX-1"; None when it names none."""
+    text = str(text).strip().upper()
+    if not text:
+        return None
+    if text.isascii() and text.isdigit():
+        n = int(text)
+        return n if 0 < n < getattr(signal, "NSIG", 65) else None
+    name = text if text.startswith("SIG") else "SIG" + text
+    m = re.match(r"SIGRT(MIN|MAX)(?:([+-])([0-9]{1,2}))?\Z", name)
+    if m:
+        try:
+            lo, hi = int(signal.SIGRTMIN), int(signal.SIGRTMAX)
+        except AttributeError:
+            return None
+        n = lo if m.group(1) == "MIN" else hi
+        if m.group(2):
+            n += int(m.group(3)) if m.group(2) == "+" else -int(m.group(3))
+        return n if lo <= n <= hi else None
+    try:
+        return int(signal.Signals[name])
+    except (KeyError, AttributeError):
+        return None
+
+
+def _report_callback_error(callback):
+    try:
+        import traceback
+        sys.stderr.write("leakproof: on_stop callback %r raised:\n%s"
+                         % (callback, traceback.format_exc()))
+        sys.stderr.flush()
+    except Exception:           # e.g. stderr busy in the interrupted code
+        pass
+
+
+def _run_stop_callbacks():
+    """Run each pending callback once, in order. Exceptions are reported on
+    stderr and go no further; the first BaseException that is not an
+    Exception (SystemExit from sys.exit(), KeyboardInterrupt) is returned,
+    to be raised once every callback has run."""
+    deferred = None
+    while True:
+        try:
+            callback = _stop_callbacks.popleft()     # each one taken once
+        except IndexError:
+            return deferred
+        try:
+            callback()
+        except Exception:
+            _report_callback_error(callback)
+        except BaseException as e:
+            if deferred is None:
+                deferred = e
+
+
+def _act_as_previous(signum, frame):
+    """What the signal did before our handler: in a forked child that
+    could not get the previous handler back."""
+    prev = _stop_prev
+    if callable(prev):
+        return prev(signum, frame)
+    if prev == signal.SIG_IGN:
+        return None
+    signal.signal(signum, signal.SIG_DFL)   # default, or a handler outside Python
+    os.kill(os.getpid(), signum)
+    return None
+
+
+def _stop_handler(signum, frame):
+    global _stop_flag
+    if os.getpid() != _stop_pid:
+        return _act_as_previous(signum, frame)
+    _stop_flag = True
+    deferred = _run_stop_callbacks()
+    prev = _stop_prev
+    # Chain to a handler the program installed; not to Python's own SIGINT
+    # handler, whose KeyboardInterrupt would defeat the graceful stop.
+    if callable(prev) and prev is not getattr(signal, "default_int_handler", None):
+        prev(signum, frame)
+    if deferred is not None:
+        raise deferred
+    return None
+
+
+def _stop_setup():
+    """Install the stop handler the first time it can be: under leakproof,
+    with LEAKPROOF_STOP_SIGNAL naming a signal, in the main thread."""
+    global _stop_state, _stop_signum, _stop_prev, _stop_pid
+    if _stop_state is not None:
+        return
+    if not enabled():
+        _stop_state = "off"
+        return
+    signum = _parse_signal(os.environ.get("LEAKPROOF_STOP_SIGNAL", ""))
+    if signum is None:
+        _stop_state = "off"
+        return
+    if threading.current_thread() is not threading.main_thread():
+        return                  # only the main thread may set handlers: later
+    try:
+        prev = signal.getsignal(signum)
+        _stop_signum, _stop_prev, _stop_pid = signum, prev, os.getpid()
+        signal.signal(signum, _stop_handler)
+    except (ValueError, OSError, RuntimeError, TypeError):
+        _stop_state = "off"     # SIGKILL, SIGSTOP, an unknown number
+        return
+    _stop_state = "on"
+
+
+def _stop_after_fork():
+    # A forked child (a DataLoader or Pool worker) gets the signal's previous
+    # handling back: it must still die of the SIGTERM that ends leftover
+    # processes. If it calls stop_requested() itself, it gets its own.
+    global _stop_state, _stop_flag
+    if _stop_state == "on":
+        try:
+            prev = _stop_prev
+            signal.signal(_stop_signum, prev if prev is not None else signal.SIG_DFL)
+        except Exception:
+            pass                # the handler checks the pid and acts as before
+    _stop_state = None
+    _stop_flag = False
+    _stop_callbacks.clear()
+
+
+def stop_requested():
+    """True once leakproof has asked the job to stop (a soft memory limit,
+    a restart schedule): it sent the stop signal named by
+    LEAKPROOF_STOP_SIGNAL. Poll it at a step boundary, then save a checkpoint
+    and exit 0.
+
+    The first call (or on_stop()) made in the main thread installs a handler
+    for that signal, chaining to a handler the program installed before;
+    until then the signal keeps its usual effect (SIGTERM kills). Always
+    False without leakproof, or when LEAKPROOF_STOP_SIGNAL is unset."""
+    try:
+        _stop_setup()
+    except Exception:
+        pass
+    return _stop_flag
+
+
+def on_stop(callback):
+    """Call callback() once when leakproof asks the job to stop (see
+    stop_requested()), and return it, so this works as a decorator.
+
+    Callbacks run in registration order, in the main thread, from the
+    signal handler: between two bytecodes of whatever the main thread was
+    doing, in the middle of a training step. Keep them short (flush a log,
+    leakproof.mark(), set a flag) and save checkpoints at a step boundary
+    after stop_requested() instead. An exception from one is printed on
+    stderr and goes no further; sys.exit() in one ends the job once every
+    callback has run. A callback registered after the stop request runs at
+    once. Without leakproof nothing is registered; a non-callable is
+    ignored."""
+    try:
+        _stop_setup()
+        if _stop_state == "off" or not callable(callback):
+            return callback
+        _stop_callbacks.append(callback)
+        if _stop_flag:
+            deferred = _run_stop_callbacks()
+            if deferred is not None:
+                raise deferred
+    except Exception:
+        pass
+    return callback
 
 
 def step(n=None):

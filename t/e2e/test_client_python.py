@@ -344,12 +344,17 @@ def test_nonblocking_socket_lines_whole_or_dropped():
 
 def test_forked_children_report_too():
     lines, _, proc = run_py("""
-        import os, threading, leakproof
+        import os, threading, time, leakproof
         leakproof.step(1)
-        # A lock held at fork time must not deadlock the child.
-        leakproof._lock.acquire()
-        t = threading.Timer(0.2, leakproof._lock.release)
+        # A lock held by another thread at fork time must not deadlock the child.
+        held = threading.Event()
+        def hold():
+            with leakproof._lock:
+                held.set()
+                time.sleep(0.2)
+        t = threading.Thread(target=hold)
         t.start()
+        held.wait()
         pid = os.fork()
         if pid == 0:
             leakproof.mark("child")
