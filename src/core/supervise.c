@@ -60,8 +60,8 @@ extern char **environ;
 #define STEP_RESAMPLE_NS 200000LL          /* steps closer than this share a sample */
 #define READ_CHUNK 65536
 #define LIVE_RING 64                       /* steps kept for the live growth estimate */
-#define QUICK_DEATH_NS (10 * NS_PER_S)     /* a process that ends sooner was "right after starting" */
-#define BACKOFF_FIRST_NS NS_PER_S          /* then wait this long before starting it again, */
+#define QUICK_DEATH_NS (10 * NS_PER_S)     /* a process that ends sooner, before a step, */
+#define BACKOFF_FIRST_NS NS_PER_S          /* made no progress: wait before starting it again, */
 #define BACKOFF_MAX_NS (30 * NS_PER_S)     /* doubling up to this */
 
 enum sv_state { SV_RUNNING, SV_ENDING, SV_KILLING, SV_DONE };
@@ -328,23 +328,11 @@ static void take_sample(struct sv *sv, int64_t now_ns)
 	}
 }
 
-/* A step ended: measure now and record it. */
-static void on_step(struct sv *sv, bool has_n, int64_t n, enum step_source src)
+/* Store step `step`, ended now, with the memory just sampled. */
+static void record_step(struct sv *sv, int64_t step, int64_t now)
 {
-	int64_t now = mono_ns();
-
-	if (sv->o->step_regex && src == STEP_SOURCE_CHANNEL) {
-		sv->ignored_channel_steps++;   /* --step-regex chooses the source */
-		return;
-	}
-	sv->step_source = src;
-	if (!sv->have_last || now - sv->last_sample_ns >= STEP_RESAMPLE_NS)
-		take_sample(sv, now);
-	if (!sv->have_last)
-		return;
-
 	struct step_rec rec;
-	rec.step = has_n ? n : sv->last_step + 1;
+	rec.step = step;
 	rec.epoch = sv->epoch;
 	rec.mem = sv->last;
 	rec.mem.t = sv_now_t(sv, now);
@@ -362,6 +350,27 @@ static void on_step(struct sv *sv, bool has_n, int64_t n, enum step_source src)
 	sv->ring_x[sv->ring_n] = (double)rec.step;
 	sv->ring_y[sv->ring_n] = mem_sample_value(&rec.mem, sv->o->measure);
 	sv->ring_n++;
+}
+
+/* A step ended: measure now and record it. */
+static void on_step(struct sv *sv, bool has_n, int64_t n, enum step_source src)
+{
+	int64_t now = mono_ns();
+
+	if (sv->o->step_regex && src == STEP_SOURCE_CHANNEL) {
+		sv->ignored_channel_steps++;   /* --step-regex chooses the source */
+		return;
+	}
+	sv->step_source = src;
+	if (!sv->have_last || now - sv->last_sample_ns >= STEP_RESAMPLE_NS)
+		take_sample(sv, now);
+	if (!sv->have_last)
+		return;
+
+	/* A step announced again with the number it had (a restarted job
+	 * printing "Epoch 3/10" once more as it resumes) is not a new step. */
+	if (!(has_n && sv->steps > 0 && n == sv->last_step))
+		record_step(sv, has_n ? n : sv->last_step + 1, now);
 
 	/* The schedule. A client marks the end of a step; a matched line is
 	 * usually a progress line that announces the next one (Keras prints
@@ -1150,7 +1159,8 @@ int supervise(const struct supervise_opts *o)
 			break;
 		/* A process that dies right after starting is not started again at
 		 * once: 1 s, 2 s, 4 s ... up to 30 s, until one lives longer. */
-		if (!sv.stop_sent && mono_ns() - sv.seg_start_ns < QUICK_DEATH_NS)
+		bool progress = sv.seg_steps > 0 || mono_ns() - sv.seg_start_ns >= QUICK_DEATH_NS;
+		if (!sv.stop_sent && !progress)
 			backoff_ns = backoff_ns ? (2 * backoff_ns > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : 2 * backoff_ns)
 			                        : BACKOFF_FIRST_NS;
 		else
@@ -1158,7 +1168,7 @@ int supervise(const struct supervise_opts *o)
 		if (backoff_ns) {
 			char d[32];
 			report_fmt_duration(d, sizeof(d), (double)backoff_ns / 1e9);
-			say(&sv, "the job ended %.1f s after it started; waiting %s before restarting it",
+			say(&sv, "the job ended %.1f s after it started, before its first step; waiting %s before restarting it",
 			    (double)(mono_ns() - sv.seg_start_ns) / 1e9, d);
 			if (wait_backoff(&sv, backoff_ns) < 0)
 				break;

@@ -130,6 +130,8 @@ static void add_segments(struct strbuf *sb, const struct run_summary *s)
 			strbuf_addstr(sb, "null");
 		inner(sb, "step", false);
 		report_add_json_num(sb, g->has_step ? (double)g->end_step : NAN);
+		inner(sb, "memory_start_bytes", false);
+		report_add_json_num(sb, s->segment_start_bytes[i] >= 0 ? s->segment_start_bytes[i] : NAN);
 		inner(sb, "memory_bytes", false);
 		report_add_json_num(sb, g->memory_bytes ? (double)g->memory_bytes : NAN);
 		inner(sb, "restart", false);

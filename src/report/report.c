@@ -636,6 +636,15 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 	}
 	free(top);
 
+	/* Where each segment's memory started: after a restart, afresh. */
+	s->segment_start_bytes = xmalloc((s->nsegments ? s->nsegments : 1) * sizeof(double));
+	for (size_t k = 0, i = 0; k < s->nsegments; k++) {
+		double from = s->segments[k].started_at - s->run.started_at;
+		while (i < s->nsamples && s->samples[i].t < from)
+			i++;
+		s->segment_start_bytes[k] = i < s->nsamples ? mem_sample_value(&s->samples[i], s->measure) : -1;
+	}
+
 	/* The series. */
 	size_t cap = s->steps > s->nsamples ? s->steps : s->nsamples;
 	double *x = xmalloc((cap ? cap : 1) * sizeof(double));
@@ -719,6 +728,7 @@ void run_summary_release(struct run_summary *s)
 	free(s->results);
 	event_rows_free(s->events, s->nevents);
 	segment_rows_free(s->segments, s->nsegments);
+	free(s->segment_start_bytes);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -50,6 +50,8 @@ struct run_summary {
 	size_t nevents;
 	struct segment_row *segments;
 	size_t nsegments;
+	double *segment_start_bytes;   /* per segment: the measure at its first
+	                                * sample (-1: none), to show the reset */
 };
 
 /* Build the summary of run_id (0: latest). measure_override < 0 keeps the

@@ -91,7 +91,7 @@ static void add_limit(struct strbuf *sb, const struct run_summary *s)
 #define SEGMENTS_SHOWN 12
 static void add_segments(struct strbuf *sb, const struct run_summary *s)
 {
-	char mem[32];
+	char mem[32], mem2[32];
 	if (!s->nsegments || (s->nsegments == 1 && (!s->segments[0].cause[0] ||
 	                                             !strcmp(s->segments[0].cause, "exit"))))
 		return;
@@ -110,7 +110,10 @@ static void add_segments(struct strbuf *sb, const struct run_summary *s)
 		render_add_clean(sb, g->cause);
 		if (g->has_step)
 			strbuf_addf(sb, " at step %lld", (long long)g->end_step);
-		if (g->memory_bytes)
+		if (g->memory_bytes && s->nsegments > 1 && s->segment_start_bytes[i] >= 0)
+			strbuf_addf(sb, " with %s (started at %s)", fmt_bytes(mem, sizeof(mem), (double)g->memory_bytes),
+			            fmt_bytes(mem2, sizeof(mem2), s->segment_start_bytes[i]));
+		else if (g->memory_bytes)
 			strbuf_addf(sb, " with %s", fmt_bytes(mem, sizeof(mem), (double)g->memory_bytes));
 		if (g->evidence[0]) {
 			strbuf_addstr(sb, ": ");
