@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -95,6 +96,9 @@ struct sv {
 	const char *restart_why;               /* the policy that stopped it, to start it again */
 	char why_stopped[160];                 /* what leakproof saw when it stopped or killed it */
 	bool soft_warned;
+
+	struct rlimit nofile;                  /* the job's own limit on open files */
+	bool raised_nofile;
 
 	/* across segments */
 	int restarts;
@@ -709,6 +713,8 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 		if (sv->have_cg)
 			cgroup_enter(&sv->cg, 0);
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (sv->raised_nofile)
+			setrlimit(RLIMIT_NOFILE, &sv->nofile);   /* the job gets the limit it had */
 		signal(SIGPIPE, SIG_DFL);
 		sigprocmask(SIG_SETMASK, oldmask, NULL);
 		dup2(outp[1], STDOUT_FILENO);
@@ -1123,6 +1129,13 @@ int supervise(const struct supervise_opts *o)
 	announce_budgets(&sv, why);
 	store_flush(sv.st);
 
+	/* The sampler keeps a file open per process of the tree: a job with
+	 * hundreds of workers must not run leakproof out of descriptors. */
+	if (getrlimit(RLIMIT_NOFILE, &sv.nofile) == 0 && sv.nofile.rlim_cur < sv.nofile.rlim_max) {
+		struct rlimit more = sv.nofile;
+		more.rlim_cur = more.rlim_max > 65536 ? 65536 : more.rlim_max;
+		sv.raised_nofile = more.rlim_cur > sv.nofile.rlim_cur && setrlimit(RLIMIT_NOFILE, &more) == 0;
+	}
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		warning("cannot become a child subreaper: orphaned workers may escape");
 	if (setup_signals(&sv, &oldmask) < 0 || setup_timer(&sv) < 0)

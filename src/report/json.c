@@ -184,6 +184,7 @@ int report_write_json(const struct run_summary *s, FILE *out)
 	key_num(&sb, "steps_per_second", s->steps_per_second > 0 ? s->steps_per_second : NAN);
 	key_num(&sb, "samples", (double)s->nsamples);
 	key_num(&sb, "peak_bytes", (double)s->peak_bytes);
+	key_num(&sb, "max_processes", s->nsamples ? (double)s->max_processes : NAN);
 	key(&sb, "step_change_quantiles_bytes");
 	double q[5];
 	for (int i = 0; i < 5; i++)

@@ -700,8 +700,11 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 
 	/* Peak over everything measured. */
 	double peak = 0;
-	for (size_t i = 0; i < s->nsamples; i++)
+	for (size_t i = 0; i < s->nsamples; i++) {
 		peak = fmax(peak, mem_sample_value(&s->samples[i], s->measure));
+		if (s->samples[i].nprocs > s->max_processes)
+			s->max_processes = s->samples[i].nprocs;
+	}
 	for (size_t i = 0; i < s->steps; i++)
 		peak = fmax(peak, mem_sample_value(&s->step_recs[i].mem, s->measure));
 	s->peak_bytes = (uint64_t)peak;

@@ -31,6 +31,7 @@ struct run_summary {
 	double steps_per_second;       /* median rate; 0 when no steps */
 	double duration_s;
 	uint64_t peak_bytes;           /* under the measure, over all samples and steps */
+	int max_processes;             /* the most processes in the tree at one sample */
 	double limit_bytes;            /* limit used for the projection; 0 none */
 	const char *limit_source;      /* "max-mem", "cgroup", "machine", "" */
 	double warmup_steps;           /* x where the judged window starts */

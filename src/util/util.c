@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 static void vreport(const char *prefix, const char *fmt, va_list ap, const char *suffix)
+	__attribute__((format(printf, 2, 0)));
+static void vreport(const char *prefix, const char *fmt, va_list ap, const char *suffix)
 {
 	char msg[4096];
 	vsnprintf(msg, sizeof(msg), fmt, ap);

@@ -127,3 +127,15 @@ def test_no_orphans_remain(lp, options, worker_args, status):
     finally:
         for pid in lp.procs_with(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_job_keeps_its_own_open_file_limit(lp):
+    # leakproof raises its own soft limit on open files (it keeps one open
+    # per process of the tree), but the job starts with the limit it was given
+    r = lp.cmd(["run", "--store", lp.store, "-q", "--", "sh", "-c", "ulimit -Sn 64 && ulimit -Sn"],
+               timeout=60)
+    assert r.rc == 0 and r.out.strip() == "64", r
+    shell = f"ulimit -Sn 64 && exec {lp.binary} run --store {lp.store} -q -- sh -c 'ulimit -Sn'"
+    r = lp.cmd(["run", "--store", lp.store, "-q", "--", "sh", "-c", shell], timeout=60)
+    assert r.rc == 0, r
+    assert r.out.strip() == "64", r

@@ -38,3 +38,5 @@ def test_forked_workers_sharing_a_buffer_count_it_once(lp, options):
     procs = [int(n) for n in re.findall(r"\| (\d+) procs", r.err)]
     assert procs, f"no status line with a process count on stderr:\n{r.err[-2000:]}"
     assert max(procs) == WORKERS + 1, procs
+    # ... and the store knows it too
+    assert pss["max_processes"] == WORKERS + 1, pss["max_processes"]
