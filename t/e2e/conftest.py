@@ -51,7 +51,7 @@ _OUTER_VARS = ("LEAKPROOF_FD", "LEAKPROOF_RUN", "LEAKPROOF_RESTART", "LEAKPROOF_
 
 def binary_path():
     if os.environ.get("LEAKPROOF_BIN"):
-        return Path(os.environ["LEAKPROOF_BIN"])
+        return Path(os.environ["LEAKPROOF_BIN"]).resolve()   # the tests run jobs elsewhere
     return REPO / os.environ.get("LEAKPROOF_BUILD", "build") / "leakproof"
 
 
