@@ -42,6 +42,7 @@ def test_kernel_oom_kill_under_max_mem(lp):
     assert rep["top_process"]["pss_bytes"] > 100 * lp.MIB, rep["top_process"]
 
 
+@pytest.mark.valgrind
 def test_budget_enforced_by_polling_without_cgroup(lp):
     r = lp.run([lp.py, lp.workload(ENDS), "hog", "8"], "--max-mem", "200M", "--no-cgroup",
                "--interval", "10ms", timeout=60)
@@ -72,6 +73,7 @@ OOM_LINES = {
 }
 
 
+@pytest.mark.valgrind
 @pytest.mark.parametrize("name", sorted(OOM_LINES))
 def test_framework_out_of_memory_messages(lp, name):
     cause, line = OOM_LINES[name]
@@ -92,6 +94,7 @@ def test_message_then_clean_exit_is_an_exit(lp):
     assert segment(lp.report())["cause"] == "exit"
 
 
+@pytest.mark.valgrind
 def test_plain_error_and_segfault(lp):
     r = lp.run([lp.py, lp.workload(ENDS), "say", "3", "ValueError: bad config"], timeout=60)
     assert r.rc == 3, r

@@ -118,6 +118,7 @@ def test_on_oom_resumes_after_kernel_kills(lp):
     assert segs[-1]["cause"] == "exit"
 
 
+@pytest.mark.valgrind
 def test_crash_loop_stops_at_max_restarts(lp):
     t0 = time.monotonic()
     r = lp.run([lp.py, lp.workload("ends.py"), "say", "1", "MemoryError"], "--restart", "on-oom",

@@ -4,7 +4,9 @@ vocabulary of docs/internals/causes.md). Standard library only.
 
     ends.py say CODE LINE...   prints each LINE on stderr (as a framework
                                prints its error), marks a step, exits CODE
-    ends.py segv               marks a step, then dereferences NULL (SIGSEGV)
+    ends.py segv               marks a step, works half a second (so there are
+                               samples, even under valgrind), then dereferences
+                               NULL (SIGSEGV)
     ends.py hog MIB            marks a step per MIB MiB it keeps (touched),
                                every 20 ms, until something stops it
 """
@@ -24,6 +26,9 @@ def say(code, lines):
 
 def segv():
     leakproof.step()
+    end = time.monotonic() + 0.5
+    while time.monotonic() < end:
+        pass
     ctypes.string_at(0)
 
 
