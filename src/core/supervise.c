@@ -1148,6 +1148,11 @@ int supervise(const struct supervise_opts *o)
 	sc.cgroup_dir = sv.have_cg ? sv.cg.dir : NULL;
 	sc.cgroup_version = sv.cg.version;
 	sc.nvml = sv.nvml;
+	/* NVML is slow (a query can take a millisecond): twice a second unless
+	 * GPU memory is what is judged or enforced, then at the sampling
+	 * interval, but not more than 100 times a second */
+	if (o->measure == MEASURE_GPU || o->max_gpu_bytes)
+		sc.gpu_interval_ns = o->interval_ns > 10000000 ? o->interval_ns : 10000000;
 	sv.sampler = sampler_new(&sc);
 	if (!sv.sampler)
 		goto out;

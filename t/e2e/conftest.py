@@ -181,6 +181,7 @@ class Leakproof:
 
     def __init__(self, binary, scratch):
         self.binary = str(binary)
+        self.binary_dir = Path(binary).parent
         self.dir = scratch
         self.store = str(scratch / "lp.db")
         self._started = []
