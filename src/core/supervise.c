@@ -219,7 +219,8 @@ static void status_draw(struct sv *sv, int64_t now_ns)
 static void signal_job(struct sv *sv, int sig);
 
 static void say(struct sv *sv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A line from leakproof on stderr (unless --quiet), clear of the status line. */
+/* A line from leakproof on stderr, clear of the status line. --quiet
+ * silences the summary, not these: they say what leakproof did to the job. */
 static void say(struct sv *sv, const char *fmt, ...)
 {
 	char line[512];
@@ -227,10 +228,8 @@ static void say(struct sv *sv, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (!sv->o->quiet) {
-		status_clear(sv);
-		fprintf(stderr, "leakproof: %s\n", line);
-	}
+	status_clear(sv);
+	fprintf(stderr, "leakproof: %s\n", line);
 }
 
 /*
@@ -993,6 +992,11 @@ static const char *end_segment(struct sv *sv)
 		snprintf(evidence, sizeof(evidence), "%s%s", sv->why_stopped, tail);
 	}
 	const char *again = restart_policy(sv, c);
+	if (again && !strcmp(again, "at-limit") && sv->seg_steps == 0) {
+		/* it would only reach the limit again before doing anything */
+		say(sv, "not restarting the job: it reached the soft limit before its first step (raise --max-mem or --soft-limit)");
+		again = NULL;
+	}
 	if (again && sv->restarts >= sv->o->max_restarts) {
 		say(sv, "not restarting the job after %s: it was restarted %d times already (--max-restarts %d)",
 		    cause_name(c), sv->restarts, sv->o->max_restarts);
@@ -1012,12 +1016,16 @@ static const char *end_segment(struct sv *sv)
 	};
 	store_segment_end(sv->st, sv->run_id, sv->seg, &se);
 	store_flush(sv->st);
-	if (again || c != CAUSE_EXIT) {
-		char mem[32] = "?";
+	/* With a restart policy, each end is news as it happens; without one
+	 * the summary tells it. */
+	if (sv->o->restart && (again || c != CAUSE_EXIT)) {
+		char mem[32] = "?", at[48] = "before its first step";
 		if (sv->have_last)
 			fmt_bytes(mem, sizeof(mem), (double)se.memory_bytes);
-		say(sv, "the job ended (%s: %s) at step %lld with %s%s%s", cause_name(c), evidence,
-		    (long long)sv->last_step, mem, again ? "; restarting it: " : "", again ? again : "");
+		if (sv->seg_steps)
+			snprintf(at, sizeof(at), "at step %lld", (long long)sv->last_step);
+		say(sv, "the job ended (%s: %s) %s with %s%s%s", cause_name(c), evidence, at, mem,
+		    again ? "; restarting it: " : "", again ? again : "");
 	}
 	return again;
 }

@@ -153,3 +153,13 @@ def test_sigint_while_waiting_to_restart_leaves_nothing(lp):
     assert left == [], f"job cgroups left behind: {left}"
     segs = lp.report()["segments"]
     assert len(segs) == 2 and all(g["cause"] == "host-alloc-fail" for g in segs), segs
+
+
+def test_at_limit_gives_up_when_the_limit_comes_before_the_first_step(lp):
+    job = [lp.py, "-c", "import time; x = bytearray(60 << 20); time.sleep(30)"]
+    r = lp.run(job, "--max-mem", "200M", "--soft-limit", "30M", "--restart", "at-limit", "--grace", "5s",
+               timeout=60)
+    assert r.rc == 128 + 15, r   # it did not handle SIGTERM
+    assert "reached the soft limit before its first step" in r.err, r
+    segs = lp.report()["segments"]
+    assert len(segs) == 1 and segs[0]["cause"] == "stop-requested", segs
