@@ -19,7 +19,7 @@ PYDIR    ?= $(LIBDIR)/leakproof/python
 
 B        ?= build
 CC       ?= cc
-PKGS      = sqlite3 libpcre2-8
+PKGS      = sqlite3 libpcre2-8 yaml-0.1
 VERSION   = 0.1.0
 
 WARN      = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \
@@ -41,7 +41,7 @@ Q = @
 say = @echo "  $(1)	$@"
 endif
 
-SRC = $(wildcard src/util/*.c src/platform/*.c src/core/*.c src/store/*.c \
+SRC = $(wildcard src/util/*.c src/platform/*.c src/core/*.c src/store/*.c src/sweep/*.c \
                  src/report/*.c src/cmd/*.c)
 OBJ = $(SRC:%.c=$(B)/%.o)
 LIBOBJ = $(filter-out $(B)/src/main.o,$(OBJ))
