@@ -16,7 +16,8 @@ static const char usage[] =
 "\n"
 "commands:\n"
 "  run      supervise a job: sample its memory, mark steps, judge leak vs plateau\n"
-"  report   show a stored run: text, md, csv or json\n"
+"  sweep    run every trial of a search in its own supervised process\n"
+"  report   show a stored run or sweep: text, md, csv or json\n"
 "  ls       list the runs in the store\n"
 "  help     show the help of a command\n"
 "\n"
@@ -29,6 +30,7 @@ static const struct cmd_entry {
 	{ "run", cmd_run },
 	{ "report", cmd_report },
 	{ "ls", cmd_ls },
+	{ "sweep", cmd_sweep },
 };
 
 static const struct cmd_entry *find_command(const char *name)

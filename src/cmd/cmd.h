@@ -9,5 +9,6 @@
 int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
 
 #endif

@@ -20,6 +20,10 @@ static const char usage[] =
 "                         '^Epoch (\\d+)') ends a step; group 1, if any, is\n"
 "                         the step number. Carriage returns end lines too.\n"
 "                         Overrides step messages from the client.\n"
+"      --result-regex RE  a matching line of output reports a result: group 1\n"
+"                         (or the whole match) as a number, e.g.\n"
+"                         'val_loss=(\\S+)'; as the client's result() does\n"
+"      --result-name NAME the name of that result (default \"result\")\n"
 "  -s, --store PATH       the store (default $LEAKPROOF_STORE, else\n"
 "                         ./.leakproof/leakproof.db)\n"
 "\n"
@@ -95,6 +99,7 @@ static const char usage[] =
 enum {
 	OPT_MAX_MEM = 256, OPT_NO_CGROUP, OPT_STATUS_LINE, OPT_NO_STATUS_LINE, OPT_MAX_GPU,
 	OPT_SOFT_LIMIT, OPT_RESTART, OPT_MAX_RESTARTS, OPT_STOP_SIGNAL, OPT_GRACE,
+	OPT_RESULT_REGEX, OPT_RESULT_NAME, OPT_TRIAL,
 };
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -170,6 +175,9 @@ int cmd_run(int argc, char **argv)
 		{ "max-restarts", required_argument, NULL, OPT_MAX_RESTARTS },
 		{ "stop-signal", required_argument, NULL, OPT_STOP_SIGNAL },
 		{ "grace", required_argument, NULL, OPT_GRACE },
+		{ "result-regex", required_argument, NULL, OPT_RESULT_REGEX },
+		{ "result-name", required_argument, NULL, OPT_RESULT_NAME },
+		{ "trial", required_argument, NULL, OPT_TRIAL },   /* set by `leakproof sweep` */
 		{ "no-cgroup", no_argument, NULL, OPT_NO_CGROUP },
 		{ "status-line", no_argument, NULL, OPT_STATUS_LINE },
 		{ "no-status-line", no_argument, NULL, OPT_NO_STATUS_LINE },
@@ -236,6 +244,20 @@ int cmd_run(int argc, char **argv)
 			if (parse_duration_ns(optarg, &o.grace_ns) < 0)
 				return LP_EXIT_USAGE;
 			break;
+		case OPT_RESULT_REGEX:
+			o.result_regex = optarg;
+			break;
+		case OPT_RESULT_NAME:
+			o.result_name = optarg;
+			break;
+		case OPT_TRIAL: {
+			long long a, b, k;
+			int used = 0;
+			if (sscanf(optarg, "%lld:%lld:%lld%n", &a, &b, &k, &used) != 3 || optarg[used] || a < 1 || b < 0 || k < 0)
+				return usage_error("--trial '%s' is not SWEEP:INDEX:ATTEMPT", optarg);
+			o.trial[0] = a, o.trial[1] = b, o.trial[2] = k;
+			break;
+		}
 		case OPT_NO_CGROUP:
 			o.use_cgroup = false;
 			break;

@@ -18,7 +18,7 @@ struct step_regex {
 	bool has_group;
 };
 
-struct step_regex *step_regex_new(const char *pattern)
+struct step_regex *step_regex_new(const char *pattern, const char *what)
 {
 	int errcode;
 	PCRE2_SIZE erroff;
@@ -27,7 +27,7 @@ struct step_regex *step_regex_new(const char *pattern)
 	if (!code) {
 		PCRE2_UCHAR msg[256];
 		pcre2_get_error_message(errcode, msg, sizeof(msg));
-		error("invalid --step-regex '%s' at offset %zu: %s", pattern, (size_t)erroff, (char *)msg);
+		error("invalid %s '%s' at offset %zu: %s", what, pattern, (size_t)erroff, (char *)msg);
 		return NULL;
 	}
 	uint32_t groups = 0;
@@ -38,7 +38,7 @@ struct step_regex *step_regex_new(const char *pattern)
 	if (!re->md) {
 		pcre2_code_free(code);
 		free(re);
-		error("out of memory compiling --step-regex");
+		error("out of memory compiling %s", what);
 		return NULL;
 	}
 	re->has_group = groups >= 1;
@@ -75,5 +75,20 @@ int step_regex_match(struct step_regex *re, const char *line, size_t len, bool *
 			}
 		}
 	}
+	return 1;
+}
+
+int step_regex_capture(struct step_regex *re, const char *line, size_t len, char *buf, size_t cap)
+{
+	int rc = pcre2_match(re->code, (PCRE2_SPTR)line, len, 0, 0, re->md, NULL);
+	if (rc < 0 || !cap)
+		return 0;
+	PCRE2_SIZE *ov = pcre2_get_ovector_pointer(re->md);
+	int g = re->has_group && rc >= 2 && ov[2] != PCRE2_UNSET ? 1 : 0;
+	size_t k = ov[2 * g + 1] - ov[2 * g];
+	if (k >= cap)
+		k = cap - 1;
+	memcpy(buf, line + ov[2 * g], k);
+	buf[k] = '\0';
 	return 1;
 }

@@ -12,11 +12,14 @@
 
 struct step_regex;
 
-/* Compile pattern. NULL with a message naming the pattern and the error
- * position on failure. */
-struct step_regex *step_regex_new(const char *pattern);
+/* Compile pattern. NULL with a message naming the option (what, e.g.
+ * "--step-regex"), the pattern and the error position on failure. */
+struct step_regex *step_regex_new(const char *pattern, const char *what);
 void step_regex_free(struct step_regex *re);
 /* 1 when line matches (with *has_n and *n from group 1), else 0. */
 int step_regex_match(struct step_regex *re, const char *line, size_t len, bool *has_n, int64_t *n);
+/* 1 when line matches, with group 1 (or the whole match when there is no
+ * group) in buf, cut to cap - 1 bytes; else 0. */
+int step_regex_capture(struct step_regex *re, const char *line, size_t len, char *buf, size_t cap);
 
 #endif

@@ -50,6 +50,7 @@
 #include "platform/nvml.h"
 #include "report/report.h"
 #include "store/store.h"
+#include "store/sweeps.h"
 #include "util/util.h"
 
 extern char **environ;
@@ -79,6 +80,7 @@ struct sv {
 	struct job_cgroup cg;
 	bool have_cg;
 	struct step_regex *re;
+	struct step_regex *result_re;
 
 	pid_t child;
 	bool child_exited;
@@ -455,7 +457,14 @@ static void on_output_line(void *ctx, const char *line, size_t len, bool truncat
 	bool has_n;
 	int64_t n;
 	(void)truncated;   /* a cut line is matched on its first CHANNEL_LINE_MAX bytes */
+	char value[64];
 	cause_scan_line(&sv->scan, line, len);
+	if (sv->result_re && step_regex_capture(sv->result_re, line, len, value, sizeof(value))) {
+		char *end;
+		double v = strtod(value, &end);
+		if (end != value && isfinite(v))
+			store_add_result(sv->st, sv->run_id, sv->o->result_name ? sv->o->result_name : "result", v);
+	}
 	if (sv->re && step_regex_match(sv->re, line, len, &has_n, &n))
 		on_step(sv, has_n, n, STEP_SOURCE_REGEX);
 }
@@ -621,13 +630,13 @@ static char **build_env(const struct sv *sv, int chan_fd)
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **env = xcalloc(n + 9, sizeof(char *));
+	char **env = xcalloc(n + 10, sizeof(char *));
 	size_t k = 0;
 	const char *pypath = getenv("PYTHONPATH");
 	for (size_t i = 0; i < n; i++) {
 		if (!strncmp(environ[i], "LEAKPROOF_FD=", 13) || !strncmp(environ[i], "LEAKPROOF_RUN=", 14) ||
 		    !strncmp(environ[i], "LEAKPROOF_RESTART=", 18) || !strncmp(environ[i], "PYTHONPATH=", 11) ||
-		    !strncmp(environ[i], "LEAKPROOF_STOP_SIGNAL=", 22))
+		    !strncmp(environ[i], "LEAKPROOF_STOP_SIGNAL=", 22) || !strncmp(environ[i], "LEAKPROOF_TRIAL=", 16))
 			continue;
 		env[k++] = xstrdup(environ[i]);
 	}
@@ -640,6 +649,11 @@ static char **build_env(const struct sv *sv, int chan_fd)
 	env[k++] = strbuf_detach(&sb, NULL);
 	strbuf_addf(&sb, "LEAKPROOF_STOP_SIGNAL=SIG%s", sigabbrev_np(sv->o->stop_signal));
 	env[k++] = strbuf_detach(&sb, NULL);
+	if (sv->o->trial[0]) {
+		strbuf_addf(&sb, "LEAKPROOF_TRIAL=%lld:%lld:%lld", (long long)sv->o->trial[0],
+		            (long long)sv->o->trial[1], (long long)sv->o->trial[2]);
+		env[k++] = strbuf_detach(&sb, NULL);
+	}
 	const char *client = python_client_dir();
 	if (client || pypath) {
 		strbuf_addstr(&sb, "PYTHONPATH=");
@@ -1077,8 +1091,12 @@ int supervise(const struct supervise_opts *o)
 	sv.tty = o->status_line == 1 || (o->status_line < 0 && isatty(STDERR_FILENO));
 	ensure_std_fds();
 
-	if (o->step_regex && !(sv.re = step_regex_new(o->step_regex)))
+	if (o->step_regex && !(sv.re = step_regex_new(o->step_regex, "--step-regex")))
 		return LP_EXIT_USAGE;
+	if (o->result_regex && !(sv.result_re = step_regex_new(o->result_regex, "--result-regex"))) {
+		step_regex_free(sv.re);
+		return LP_EXIT_USAGE;
+	}
 	sv.st = store_open(o->store_path);
 	if (!sv.st)
 		goto out;
@@ -1128,6 +1146,8 @@ int supervise(const struct supervise_opts *o)
 	sv.run_id = store_run_begin(sv.st, &rb);
 	strbuf_release(&cmd);
 	if (sv.run_id < 0)
+		goto out;
+	if (o->trial[0] && store_run_set_trial(sv.st, sv.run_id, o->trial[0], o->trial[1], o->trial[2]) < 0)
 		goto out;
 	if (!sv.have_cg) {
 		char d[300];
@@ -1233,6 +1253,10 @@ int supervise(const struct supervise_opts *o)
 		re.verdict = verdict_name(sum.a.verdict);
 		re.growth_bytes_per_step = sum.a.slope;
 		store_run_end(sv.st, sv.run_id, &re);
+		double q[5];
+		for (int i = 0; i < 5; i++)
+			q[i] = sum.a.points >= 2 ? sum.a.q[i] : NAN;
+		store_run_set_summary(sv.st, sv.run_id, q, sum.steps_per_second);
 		store_flush(sv.st);
 		run_summary_release(&sum);
 		if (!o->quiet && run_summary_load(sv.st, sv.run_id, -1, &sum) == 0) {
@@ -1253,6 +1277,7 @@ out:
 	sampler_free(sv.sampler);
 	nvml_close(sv.nvml);
 	step_regex_free(sv.re);
+	step_regex_free(sv.result_re);
 	if (sv.st)
 		store_close(sv.st);
 	int fds[] = { sv.sigfd, sv.timerfd, sv.outfd, sv.errfd, sv.chanfd };

@@ -17,6 +17,9 @@ struct supervise_opts {
 	int64_t interval_ns;       /* sampling interval */
 	enum measure measure;      /* what the verdict judges */
 	const char *step_regex;    /* PCRE2 pattern or NULL */
+	const char *result_regex;  /* PCRE2: group 1 of a matching line is a result */
+	const char *result_name;   /* ... named this ("result" by default) */
+	int64_t trial[3];          /* sweep id, trial index, attempt; trial[0] 0: none */
 	const char *store_path;
 	uint64_t max_mem_bytes;    /* --max-mem: the budget (kernel-enforced where the
 	                            * job has a memory cgroup, else polled); 0: none,

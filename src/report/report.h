@@ -71,6 +71,11 @@ void run_summary_release(struct run_summary *s);
  */
 int report_write(const struct run_summary *s, enum report_format fmt, FILE *out);
 
+/* The table of sweep sweep_id (0: the latest): one row per trial attempt,
+ * or per group of trials with equal values of the comma-separated
+ * dimensions in by (NULL: no grouping). 0, or -1 after a message. */
+int sweep_report_write(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by, FILE *out);
+
 /* ---- pieces shared with `leakproof ls` ---------------------------------- */
 
 struct strbuf;

@@ -1,20 +1,28 @@
 /*
  * store.c — the run store in SQLite; the only file that includes sqlite3.h.
  *
- * One connection per process. The writer (the supervisor) stages the
- * frequent rows (samples, per-process samples, steps, metrics, events,
- * results) in TEMP tables of its own connection: a sample costs one
- * sqlite3_step() on a cached prepared statement (a microsecond or two) and
- * takes no lock on the store. store_flush() moves what is staged into the
- * store in one short transaction (BEGIN IMMEDIATE ... COMMIT, milliseconds),
- * so the disk sees one commit a second and two runs writing to the same
- * store never wait for each other longer than a flush. Rare writes (a run's
- * beginning and end, segments) go straight to the store. The database is in
- * WAL mode: `leakproof report` reads while a run writes.
+ * One connection per process. The writer (the supervisor) holds its
+ * samples and per-process samples (one sample per tick, up to 1 kHz) in
+ * plain C arrays until the next flush: a sample costs a struct copy, no
+ * SQLite call and no lock. (A statement of its own at every 10 ms tick finds
+ * SQLite's pages and the CPU's caches cold: it cost 15-30 us of CPU a
+ * sample on the development VM, as much as the supervisor's whole wake-up.)
+ * The other frequent rows (steps, metrics, events, results) are staged in
+ * TEMP tables of its own connection, one sqlite3_step() each on a cached
+ * prepared statement, no lock on the store. store_flush() moves the arrays
+ * and what is staged into the store in one short transaction (BEGIN
+ * IMMEDIATE ... COMMIT, a few hundred microseconds; samples go PUT_ROWS to
+ * a statement), so the disk sees one commit a second and two runs writing
+ * to the same store never wait for each other longer than a flush. Rare
+ * writes (a run's beginning and end, segments) go straight to the store.
+ * The database is in WAL mode: `leakproof report` reads while a run writes.
  *
- * Memory stays flat however many rows are written: the staging tables are
- * emptied at every flush, and SQLite's page caches are bounded (2 MB each by
- * default) and spill to files.
+ * Memory stays flat however many rows are written: the arrays hold at most
+ * SAMPLE_BUF_ROWS and PROC_BUF_ROWS rows (beyond that, and when a flush
+ * must wait for another writer, their rows move to the staging tables,
+ * after the older rows there), the staging tables are emptied at every
+ * flush, and SQLite's page caches are bounded (2 MB each by default) and
+ * spill to files.
  *
  * The schema is versioned with PRAGMA user_version; migrations[] holds the
  * SQL that takes version i to i + 1 and is only ever appended to. Layout and
@@ -43,6 +51,11 @@
 #define BUSY_TIMEOUT_MS 5000
 /* 'LKPF': marks the file as a leakproof store (PRAGMA application_id). */
 #define APPLICATION_ID 0x4c4b5046
+/* Samples held in memory between flushes (80 bytes each): two seconds at
+ * 1 kHz. Beyond that they move to temp.stage_samples. */
+#define SAMPLE_BUF_ROWS 2048
+#define PUT_ROWS 50              /* samples per INSERT in a flush (500 variables, under 999) */
+#define PROC_BUF_ROWS 1024       /* per-process samples (96 bytes each) */
 
 /* ---- schema ------------------------------------------------------------ */
 
@@ -143,6 +156,47 @@ static const char *const migrations[] = {
 	"ALTER TABLE segments ADD COLUMN end_step INTEGER;"      /* last step marked; NULL: none */
 	"ALTER TABLE segments ADD COLUMN memory_bytes INTEGER;"  /* the measure at the end */
 	"ALTER TABLE segments ADD COLUMN restart TEXT;",         /* why it was restarted; NULL: it was not */
+	/* 3: sweeps, their trials, and what a sweep's table needs of each run */
+	"CREATE TABLE sweeps ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  started_at REAL NOT NULL,"
+	"  ended_at REAL,"
+	"  file TEXT NOT NULL,"                  /* the sweep file, as given */
+	"  spec TEXT NOT NULL,"                  /* its text when the sweep began */
+	"  method TEXT NOT NULL,"
+	"  metric TEXT,"                         /* NULL: none */
+	"  maximize INTEGER NOT NULL DEFAULT 0,"
+	"  status TEXT NOT NULL DEFAULT 'running',"  /* running, done, interrupted */
+	"  pid INTEGER,"                         /* the sweep process while running */
+	"  optuna_storage TEXT, optuna_study TEXT"
+	");"
+	"CREATE TABLE trials ("
+	"  sweep_id INTEGER NOT NULL REFERENCES sweeps(id),"
+	"  idx INTEGER NOT NULL,"                /* the trial's number in the sweep */
+	"  attempt INTEGER NOT NULL,"            /* 0; more for retries and re-runs */
+	"  params TEXT NOT NULL,"                /* JSON object */
+	"  vals TEXT NOT NULL DEFAULT '',"       /* the values in the spec's order, 0x1f-separated */
+	"  env TEXT NOT NULL,"                   /* JSON object */
+	"  argv TEXT NOT NULL,"                  /* JSON array */
+	"  status TEXT NOT NULL,"                /* running, ok, failed, oom, interrupted, skipped */
+	"  run_id INTEGER,"
+	"  cause TEXT,"
+	"  metric REAL,"
+	"  optuna_number INTEGER,"
+	"  started_at REAL, ended_at REAL,"
+	"  note TEXT,"
+	"  PRIMARY KEY (sweep_id, idx, attempt)"
+	");"
+	"ALTER TABLE runs ADD COLUMN sweep_id INTEGER;"
+	"ALTER TABLE runs ADD COLUMN trial_idx INTEGER;"
+	"ALTER TABLE runs ADD COLUMN trial_attempt INTEGER;"
+	"ALTER TABLE runs ADD COLUMN step_q0 REAL;"       /* per-step change quantiles, */
+	"ALTER TABLE runs ADD COLUMN step_q1 REAL;"       /* kept at the end of the run */
+	"ALTER TABLE runs ADD COLUMN step_q2 REAL;"       /* so a sweep's table needs */
+	"ALTER TABLE runs ADD COLUMN step_q3 REAL;"       /* no re-analysis */
+	"ALTER TABLE runs ADD COLUMN step_q4 REAL;"
+	"ALTER TABLE runs ADD COLUMN steps_per_second REAL;"
+	"CREATE INDEX runs_trial ON runs(sweep_id, trial_idx, trial_attempt);",
 };
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -157,11 +211,14 @@ enum stmt_id {
 	STMT_COUNT
 };
 
+#define SAMPLE_COLUMNS "(run_id, t, nprocs, rss, pss, uss, swap, cgroup, gpu, pss_exact)" \
+                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+#define PROC_SAMPLE_COLUMNS "(run_id, t, pid, ppid, name, rss, pss, uss, swap, gpu)" \
+                            " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+
 static const char *const stmt_sql[STMT_COUNT] = {
-	[STMT_SAMPLE] = "INSERT INTO temp.stage_samples (run_id, t, nprocs, rss, pss, uss, swap, cgroup, gpu, pss_exact)"
-	                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-	[STMT_PROC_SAMPLE] = "INSERT INTO temp.stage_proc_samples (run_id, t, pid, ppid, name, rss, pss, uss, swap, gpu)"
-	                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	[STMT_SAMPLE] = "INSERT INTO temp.stage_samples " SAMPLE_COLUMNS,
+	[STMT_PROC_SAMPLE] = "INSERT INTO temp.stage_proc_samples " PROC_SAMPLE_COLUMNS,
 	[STMT_STEP] = "INSERT INTO temp.stage_steps (run_id, step, epoch, t, nprocs, rss, pss, uss, swap, cgroup, gpu, pss_exact)"
 	              " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 	[STMT_METRIC] = "INSERT INTO temp.stage_metrics (run_id, step, t, name, value) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -184,15 +241,38 @@ static const struct { enum stmt_id stmt; const char *table; const char *verb; } 
 };
 #define NSTAGED (sizeof(staged) / sizeof(staged[0]))
 
+/* A sample waiting in memory for the next flush. */
+struct held_sample {
+	int64_t run_id;
+	struct mem_sample m;
+};
+
+/* A per-process sample, the same way (a longer name is staged instead). */
+struct held_proc {
+	int64_t run_id;
+	double t;
+	int pid, ppid;
+	char name[32];
+	uint64_t rss, pss, uss, swap, gpu;
+};
+
 struct store {
 	sqlite3 *db;
 	char *path;
 	bool readonly;
-	bool pending;         /* rows are staged, waiting for store_flush() */
+	unsigned pending;     /* bit i: temp.stage_<staged[i].table> holds rows for store_flush() */
 	bool write_failed;    /* a write error was reported; quiet until a clean flush */
 	bool batch_failed;    /* a write failed since the last flush */
 	sqlite3_stmt *stmt[STMT_COUNT];
 	sqlite3_stmt *copy[NSTAGED], *clear[NSTAGED];
+	sqlite3_stmt *begin, *commit, *rollback;   /* a flush's transaction */
+	struct held_sample *held;   /* samples since the last flush, oldest first; */
+	size_t nheld;               /* SAMPLE_BUF_ROWS of room, allocated at the first */
+	sqlite3_stmt *put_sample;   /* INSERT INTO main.samples, inside a flush: */
+	sqlite3_stmt *put_samples;  /* one row; PUT_ROWS rows */
+	struct held_proc *held_procs;  /* likewise for per-process samples, */
+	size_t nheld_procs;            /* PROC_BUF_ROWS of room */
+	sqlite3_stmt *put_proc;        /* INSERT INTO main.proc_samples */
 };
 
 /* ---- small helpers ----------------------------------------------------- */
@@ -324,7 +404,9 @@ static int step_insert(struct store *st, sqlite3_stmt *s, const char *what)
 	sqlite3_clear_bindings(s);
 	if (rc != SQLITE_DONE)
 		return write_error(st, what);
-	st->pending = true;
+	for (size_t i = 0; i < NSTAGED; i++)
+		if (st->stmt[staged[i].stmt] == s)
+			st->pending |= 1u << i;
 	return 0;
 }
 
@@ -350,7 +432,15 @@ static void store_free(struct store *st)
 		sqlite3_finalize(st->copy[i]);
 		sqlite3_finalize(st->clear[i]);
 	}
+	sqlite3_finalize(st->put_sample);
+	sqlite3_finalize(st->put_samples);
+	sqlite3_finalize(st->put_proc);
+	sqlite3_finalize(st->begin);
+	sqlite3_finalize(st->commit);
+	sqlite3_finalize(st->rollback);
 	sqlite3_close(st->db);
+	free(st->held);
+	free(st->held_procs);
 	free(st->path);
 	free(st);
 }
@@ -408,22 +498,66 @@ static int check_schema(struct store *st, int *version, char *why, size_t whysz)
 
 /* The staging tables and the statements that move their rows to the store.
  * 0, or -1 with why. */
+static int make_stage_table(struct store *st, size_t i)
+{
+	char sql[256];
+	const char *t = staged[i].table;
+	if (st->copy[i])
+		return 0;
+	snprintf(sql, sizeof(sql), "CREATE TEMP TABLE stage_%s AS SELECT * FROM main.%s WHERE 0", t, t);
+	if (exec_sql(st, sql) != SQLITE_OK)
+		return -1;
+	snprintf(sql, sizeof(sql), "%s INTO main.%s SELECT * FROM temp.stage_%s ORDER BY rowid",
+	         staged[i].verb, t, t);
+	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->copy[i], NULL) != SQLITE_OK)
+		return -1;
+	snprintf(sql, sizeof(sql), "DELETE FROM temp.stage_%s", t);
+	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->clear[i], NULL) != SQLITE_OK) {
+		sqlite3_finalize(st->copy[i]);
+		st->copy[i] = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* The stage of a table whose rows are held in memory (samples and
+ * per-process samples), made when they first need it; or NULL after the
+ * message. */
+static sqlite3_stmt *held_stage_stmt(struct store *st, enum stmt_id id, const char *what)
+{
+	for (size_t i = 0; i < NSTAGED; i++)
+		if (staged[i].stmt == id && make_stage_table(st, i) < 0) {
+			write_error(st, what);
+			return NULL;
+		}
+	return cached_stmt(st, id);
+}
+
 static int make_stage(struct store *st, char *why, size_t whysz)
 {
-	for (size_t i = 0; i < NSTAGED; i++) {
-		char sql[256];
-		const char *t = staged[i].table;
-		snprintf(sql, sizeof(sql), "CREATE TEMP TABLE stage_%s AS SELECT * FROM main.%s WHERE 0", t, t);
-		if (exec_sql(st, sql) != SQLITE_OK)
+	/* the held tables' stages only when needed (creating a table costs) */
+	for (size_t i = 0; i < NSTAGED; i++)
+		if (staged[i].stmt != STMT_SAMPLE && staged[i].stmt != STMT_PROC_SAMPLE &&
+		    make_stage_table(st, i) < 0)
 			goto fail;
-		snprintf(sql, sizeof(sql), "%s INTO main.%s SELECT * FROM temp.stage_%s ORDER BY rowid",
-		         staged[i].verb, t, t);
-		if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->copy[i], NULL) != SQLITE_OK)
-			goto fail;
-		snprintf(sql, sizeof(sql), "DELETE FROM temp.stage_%s", t);
-		if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->clear[i], NULL) != SQLITE_OK)
-			goto fail;
-	}
+	if (sqlite3_prepare_v3(st->db, "INSERT INTO main.samples " SAMPLE_COLUMNS, -1,
+	                       SQLITE_PREPARE_PERSISTENT, &st->put_sample, NULL) != SQLITE_OK)
+		goto fail;
+	/* the same for PUT_ROWS rows at once: one statement step instead of
+	 * PUT_ROWS (a flush runs on cold caches, each step costs) */
+	char many[PUT_ROWS * 48 + 128];
+	size_t len = (size_t)snprintf(many, sizeof(many), "INSERT INTO main.samples %.*s",
+	                              (int)(strchr(SAMPLE_COLUMNS, 'V') - SAMPLE_COLUMNS), SAMPLE_COLUMNS);
+	for (int r = 0; r < PUT_ROWS; r++)
+		len += (size_t)snprintf(many + len, sizeof(many) - len, "%s(?,?,?,?,?,?,?,?,?,?)",
+		                        r ? "," : "VALUES ");
+	if (sqlite3_prepare_v3(st->db, many, -1, SQLITE_PREPARE_PERSISTENT, &st->put_samples, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v3(st->db, "INSERT INTO main.proc_samples " PROC_SAMPLE_COLUMNS, -1,
+	                       SQLITE_PREPARE_PERSISTENT, &st->put_proc, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v3(st->db, "BEGIN IMMEDIATE", -1, SQLITE_PREPARE_PERSISTENT, &st->begin, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v3(st->db, "COMMIT", -1, SQLITE_PREPARE_PERSISTENT, &st->commit, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v3(st->db, "ROLLBACK", -1, SQLITE_PREPARE_PERSISTENT, &st->rollback, NULL) != SQLITE_OK)
+		goto fail;
 	return 0;
 fail:
 	snprintf(why, whysz, "cannot make the staging tables: %s", sqlite3_errmsg(st->db));
@@ -514,33 +648,52 @@ static int step_done(sqlite3_stmt *s)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+static int put_held_samples(struct store *st);
+static int stage_held_samples(struct store *st);
+static int put_held_procs(struct store *st);
+static int stage_held_procs(struct store *st);
+
 int store_flush(struct store *st)
 {
 	if (!st || st->readonly)
 		return 0;
 	bool ok = !st->batch_failed;
-	if (st->pending) {
-		bool copied = exec_sql(st, "BEGIN IMMEDIATE") == SQLITE_OK;
+	if (st->pending || st->nheld || st->nheld_procs) {
+		/* Each stage that holds rows is copied and emptied inside the
+		 * transaction (a rollback restores it), then the held samples
+		 * go in after the staged ones, which are older. The flush runs
+		 * on cold caches once a second: every statement counts. */
+		bool copied = step_done(st->begin) == SQLITE_OK;
 		for (size_t i = 0; copied && i < NSTAGED; i++)
-			copied = step_done(st->copy[i]) == SQLITE_OK;
-		bool busy = false;
-		if (copied && exec_sql(st, "COMMIT") == SQLITE_OK) {
+			if (st->pending >> i & 1)
+				copied = step_done(st->copy[i]) == SQLITE_OK && step_done(st->clear[i]) == SQLITE_OK;
+		if (copied)
+			copied = put_held_samples(st) == 0 && put_held_procs(st) == 0;
+		if (copied && step_done(st->commit) == SQLITE_OK) {
 			st->batch_failed = false;
+			st->pending = 0;
+			st->nheld = st->nheld_procs = 0;
 		} else {
 			int rc = sqlite3_errcode(st->db);
-			busy = rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
+			bool busy = rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
 			write_error(st, "a batch of rows");
 			if (!sqlite3_get_autocommit(st->db))
-				exec_sql(st, "ROLLBACK");
+				step_done(st->rollback);
 			ok = false;
-		}
-		/* Another writer held the store longer than busy_timeout: keep
-		 * the batch for the next flush. Anything else (a full disk):
-		 * drop it, the stage must not grow. */
-		if (!busy) {
-			for (size_t i = 0; i < NSTAGED; i++)
-				step_done(st->clear[i]);
-			st->pending = false;
+			/* Another writer held the store longer than busy_timeout:
+			 * keep the batch for the next flush (the held samples go
+			 * to the stage). Anything else (a full disk): drop it, the
+			 * stage must not grow. */
+			if (busy) {
+				stage_held_samples(st);
+				stage_held_procs(st);
+			} else {
+				for (size_t i = 0; i < NSTAGED; i++)
+					if (st->pending >> i & 1)
+						step_done(st->clear[i]);
+				st->pending = 0;
+				st->nheld = st->nheld_procs = 0;
+			}
 		}
 	}
 	if (ok)
@@ -569,6 +722,11 @@ int store_set_size_limit(struct store *st, uint64_t max_bytes)
 	if (pragma_int(st, sql, &pages) != SQLITE_OK)
 		return error("store '%s': %s", st->path, sqlite3_errmsg(st->db));
 	return 0;
+}
+
+sqlite3 *store_handle(struct store *st)
+{
+	return st->db;
 }
 
 size_t store_memory_used(void)
@@ -794,35 +952,132 @@ static void bind_mem(sqlite3_stmt *s, int first, const struct mem_sample *m)
 	sqlite3_bind_int(s, first + 7, m->pss_exact ? 1 : 0);
 }
 
+/* Bind a sample's 10 columns from index first. */
+static void bind_sample(sqlite3_stmt *s, int first, const struct held_sample *h)
+{
+	sqlite3_bind_int64(s, first, h->run_id);
+	sqlite3_bind_double(s, first + 1, h->m.t);
+	bind_mem(s, first + 2, &h->m);
+}
+
+/* The held samples into main.samples, inside the flush's transaction.
+ * 0, or the failing step's SQLite code (the array is kept). */
+static int put_held_samples(struct store *st)
+{
+	size_t i = 0;
+	for (; i + PUT_ROWS <= st->nheld; i += PUT_ROWS) {
+		for (int r = 0; r < PUT_ROWS; r++)
+			bind_sample(st->put_samples, 1 + 10 * r, &st->held[i + (size_t)r]);
+		int rc = step_done(st->put_samples);
+		if (rc != SQLITE_OK)
+			return rc;
+	}
+	for (; i < st->nheld; i++) {
+		bind_sample(st->put_sample, 1, &st->held[i]);
+		int rc = step_done(st->put_sample);
+		if (rc != SQLITE_OK)
+			return rc;
+	}
+	return 0;
+}
+
+/* The held samples into temp.stage_samples, in one transaction of the temp
+ * database alone (no lock on the store), after those staged before them;
+ * the array is emptied whatever happens. 0, or -1 after the message. */
+static int stage_held_samples(struct store *st)
+{
+	sqlite3_stmt *s = held_stage_stmt(st, STMT_SAMPLE, "a sample");
+	int r = s && exec_sql(st, "SAVEPOINT stage_samples") == SQLITE_OK ? 0 : write_error(st, "a sample");
+	for (size_t i = 0; r == 0 && i < st->nheld; i++) {
+		bind_sample(s, 1, &st->held[i]);
+		r = step_insert(st, s, "a sample");
+	}
+	if (s)
+		exec_sql(st, "RELEASE stage_samples");   /* what went in stays */
+	st->nheld = 0;
+	return r;
+}
+
 int store_add_sample(struct store *st, int64_t run_id, const struct mem_sample *m)
 {
-	sqlite3_stmt *s;
-	if (check_writable(st) < 0 || !(s = cached_stmt(st, STMT_SAMPLE)))
+	if (check_writable(st) < 0)
 		return -1;
-	sqlite3_bind_int64(s, 1, run_id);
-	sqlite3_bind_double(s, 2, m->t);
-	bind_mem(s, 3, m);
-	return step_insert(st, s, "a sample");
+	int r = 0;
+	if (!st->held)
+		st->held = xmalloc(SAMPLE_BUF_ROWS * sizeof(*st->held));
+	else if (st->nheld == SAMPLE_BUF_ROWS)
+		r = stage_held_samples(st);  /* no flush for a long while */
+	st->held[st->nheld].run_id = run_id;
+	st->held[st->nheld].m = *m;
+	st->nheld++;
+	return r;
+}
+
+static void bind_proc(sqlite3_stmt *s, const struct held_proc *h, const char *name)
+{
+	sqlite3_bind_int64(s, 1, h->run_id);
+	sqlite3_bind_double(s, 2, h->t);
+	sqlite3_bind_int(s, 3, h->pid);
+	sqlite3_bind_int(s, 4, h->ppid);
+	sqlite3_bind_text(s, 5, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 6, u64_to_db(h->rss));
+	sqlite3_bind_int64(s, 7, u64_to_db(h->pss));
+	sqlite3_bind_int64(s, 8, u64_to_db(h->uss));
+	sqlite3_bind_int64(s, 9, u64_to_db(h->swap));
+	sqlite3_bind_int64(s, 10, u64_to_db(h->gpu));
+}
+
+/* As put_held_samples(), for the held per-process samples. */
+static int put_held_procs(struct store *st)
+{
+	for (size_t i = 0; i < st->nheld_procs; i++) {
+		bind_proc(st->put_proc, &st->held_procs[i], st->held_procs[i].name);
+		int rc = step_done(st->put_proc);
+		if (rc != SQLITE_OK)
+			return rc;
+	}
+	return 0;
+}
+
+/* As stage_held_samples(), for the held per-process samples. */
+static int stage_held_procs(struct store *st)
+{
+	sqlite3_stmt *s = held_stage_stmt(st, STMT_PROC_SAMPLE, "a process sample");
+	int r = s && exec_sql(st, "SAVEPOINT stage_procs") == SQLITE_OK ? 0 : write_error(st, "a process sample");
+	for (size_t i = 0; r == 0 && i < st->nheld_procs; i++) {
+		bind_proc(s, &st->held_procs[i], st->held_procs[i].name);
+		r = step_insert(st, s, "a process sample");
+	}
+	if (s)
+		exec_sql(st, "RELEASE stage_procs");
+	st->nheld_procs = 0;
+	return r;
 }
 
 int store_add_proc_sample(struct store *st, int64_t run_id, double t, int pid, int ppid,
                           const char *name, uint64_t rss, uint64_t pss, uint64_t uss,
                           uint64_t swap, uint64_t gpu)
 {
-	sqlite3_stmt *s;
-	if (check_writable(st) < 0 || !(s = cached_stmt(st, STMT_PROC_SAMPLE)))
+	if (check_writable(st) < 0)
 		return -1;
-	sqlite3_bind_int64(s, 1, run_id);
-	sqlite3_bind_double(s, 2, t);
-	sqlite3_bind_int(s, 3, pid);
-	sqlite3_bind_int(s, 4, ppid);
-	sqlite3_bind_text(s, 5, name ? name : "", -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(s, 6, u64_to_db(rss));
-	sqlite3_bind_int64(s, 7, u64_to_db(pss));
-	sqlite3_bind_int64(s, 8, u64_to_db(uss));
-	sqlite3_bind_int64(s, 9, u64_to_db(swap));
-	sqlite3_bind_int64(s, 10, u64_to_db(gpu));
-	return step_insert(st, s, "a process sample");
+	struct held_proc h = { run_id, t, pid, ppid, "", rss, pss, uss, swap, gpu };
+	size_t len = name ? strlen(name) : 0;
+	int r = 0;
+	if (len >= sizeof(h.name) || st->nheld_procs == PROC_BUF_ROWS)
+		r = stage_held_procs(st);   /* what is held goes first */
+	if (len >= sizeof(h.name)) {
+		sqlite3_stmt *s = held_stage_stmt(st, STMT_PROC_SAMPLE, "a process sample");
+		if (!s)
+			return -1;
+		bind_proc(s, &h, name);
+		int r2 = step_insert(st, s, "a process sample");
+		return r < 0 ? r : r2;
+	}
+	memcpy(h.name, name ? name : "", len + 1);
+	if (!st->held_procs)
+		st->held_procs = xmalloc(PROC_BUF_ROWS * sizeof(*st->held_procs));
+	st->held_procs[st->nheld_procs++] = h;
+	return r;
 }
 
 int store_add_step(struct store *st, int64_t run_id, const struct step_rec *r)

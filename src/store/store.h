@@ -179,6 +179,9 @@ void segment_rows_free(struct segment_row *rows, size_t n);
 /* Make the store refuse to grow past max_bytes, as a full disk would: the
  * next write that needs more space fails with "database or disk is full". */
 int store_set_size_limit(struct store *st, uint64_t max_bytes);
+/* The connection, for the other parts of the store (sweeps.c). */
+struct sqlite3;
+struct sqlite3 *store_handle(struct store *st);
 /* Bytes of heap SQLite holds in this process (all connections). */
 size_t store_memory_used(void);
 

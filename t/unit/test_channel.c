@@ -147,14 +147,14 @@ static void test_regex(void)
 {
 	bool has_n;
 	int64_t n;
-	struct step_regex *re = step_regex_new("^Epoch (\\d+)");
+	struct step_regex *re = step_regex_new("^Epoch (\\d+)", "--step-regex");
 	CHECK(re != NULL);
 	CHECK_EQ_INT(step_regex_match(re, "Epoch 12/30 loss 0.1", 20, &has_n, &n), 1);
 	CHECK(has_n && n == 12);
 	CHECK_EQ_INT(step_regex_match(re, "  Epoch 12", 10, &has_n, &n), 0);
 	step_regex_free(re);
 
-	re = step_regex_new("loss=");
+	re = step_regex_new("loss=", "--step-regex");
 	CHECK_EQ_INT(step_regex_match(re, "step loss=0.1", 13, &has_n, &n), 1);
 	CHECK(!has_n);
 	/* Invalid UTF-8 in the job's output must not break matching. */
@@ -162,7 +162,21 @@ static void test_regex(void)
 	step_regex_free(re);
 
 	fprintf(stderr, "  (an error message about '(unclosed' is expected here)\n");
-	CHECK(step_regex_new("(unclosed") == NULL);
+	CHECK(step_regex_new("(unclosed", "--step-regex") == NULL);
+
+	/* results: group 1, or the whole match */
+	char buf[16];
+	re = step_regex_new("val_loss=(\\S+)", "--result-regex");
+	CHECK_EQ_INT(step_regex_capture(re, "epoch 3 val_loss=0.125 acc=1", 28, buf, sizeof(buf)), 1);
+	CHECK_STR(buf, "0.125");
+	CHECK_EQ_INT(step_regex_capture(re, "loss=1", 6, buf, sizeof(buf)), 0);
+	CHECK_EQ_INT(step_regex_capture(re, "val_loss=0.12345678901234567890", 31, buf, sizeof(buf)), 1);
+	CHECK_EQ_INT(strlen(buf), sizeof(buf) - 1);   /* cut, terminated */
+	step_regex_free(re);
+	re = step_regex_new("[0-9]+", "--result-regex");
+	CHECK_EQ_INT(step_regex_capture(re, "best 42!", 8, buf, sizeof(buf)), 1);
+	CHECK_STR(buf, "42");
+	step_regex_free(re);
 }
 
 TEST_MAIN("channel", TEST(test_step_epoch), TEST(test_kv), TEST(test_mark), TEST(test_linebuf), TEST(test_regex))

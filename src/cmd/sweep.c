@@ -1,0 +1,138 @@
+/*
+ * sweep.c — `leakproof sweep FILE`: every trial of a search in its own
+ * supervised process (src/sweep/runner.c).
+ */
+static const char usage[] =
+"usage: leakproof sweep FILE [options]\n"
+"\n"
+"Run every trial of the search described in FILE (YAML, W&B sweep style:\n"
+"command, method grid|random|optuna, metric, parameters, env, run_cap,\n"
+"parallel, memory, on_oom) as a `leakproof run` of its own: memory sampled,\n"
+"steps marked, leak judged, budgets enforced, and a trial that runs out of\n"
+"memory recorded as `oom`, never the end of the sweep. Parameter values\n"
+"reach the program as arguments of their own, never through a shell.\n"
+"Each trial's output goes to a log beside the store\n"
+"(.leakproof/sweeps/ID/trial-N.ATTEMPT.log). At the end, the table.\n"
+"\n"
+"options:\n"
+"  -j, --parallel N       trials at a time (default: the file's `parallel`, 1);\n"
+"                         a trial starts only when the memory it is expected\n"
+"                         to need (memory.expect, else the peak of the most\n"
+"                         similar finished trial) is available\n"
+"      --resume[=ID]      finish the latest sweep of FILE (or sweep ID) after\n"
+"                         it was stopped or killed: finished trials are kept,\n"
+"                         interrupted ones run again (recorded as such)\n"
+"  -r, --result-regex RE  a trial's output line matching RE gives its metric\n"
+"                         (group 1); default: the file's, else the client's\n"
+"                         leakproof.result(NAME=value)\n"
+"  -n, --dry-run          list the trials and their commands; run nothing\n"
+"  -s, --store PATH       the store (default $LEAKPROOF_STORE, else\n"
+"                         ./.leakproof/leakproof.db)\n"
+"  -q, --quiet            no line per trial, no table at the end\n"
+"  -h, --help             this help\n"
+"\n"
+"method optuna uses Optuna's own samplers (TPE) through the `optuna` command\n"
+"(python3-optuna); its study lives in optuna.db beside the store, named\n"
+"leakproof-sweep-ID. Failed and out-of-memory trials are told as `fail`.\n"
+"\n"
+"Trials see LEAKPROOF_TRIAL=SWEEP:INDEX:ATTEMPT and the env dimensions.\n"
+"`leakproof report` right after a sweep shows its table (also sweep:ID,\n"
+"--format md|csv|json, --by DIMS).\n"
+"\n"
+"exit status: 0 when every trial ran (whatever their outcome); 1 when the\n"
+"sweep could not go on; 124 for a bad file or option (with FILE:LINE:COLUMN);\n"
+"125 when leakproof failed; 128+N when stopped by signal N.\n";
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "store/store.h"
+#include "sweep/runner.h"
+#include "util/util.h"
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("leakproof: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'leakproof sweep --help' for more information.\n", stderr);
+	return LP_EXIT_USAGE;
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "parallel", required_argument, NULL, 'j' },
+		{ "resume", optional_argument, NULL, 'R' },
+		{ "result-regex", required_argument, NULL, 'r' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "store", required_argument, NULL, 's' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sweep_opts o;
+	memset(&o, 0, sizeof(o));
+	const char *store_opt = NULL;
+	int c;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":j:r:ns:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j': {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 1 || v > 256)
+				return usage_error("--parallel '%s' is not a number from 1 to 256", optarg);
+			o.parallel = (int)v;
+			break;
+		}
+		case 'R':
+			o.resume = true;
+			if (optarg) {
+				char *end;
+				errno = 0;
+				long long v = strtoll(optarg, &end, 10);
+				if (errno || end == optarg || *end || v < 1)
+					return usage_error("--resume='%s': expected a sweep id", optarg);
+				o.resume_id = v;
+			}
+			break;
+		case 'r':
+			o.result_regex = optarg;
+			break;
+		case 'n':
+			o.dry_run = true;
+			break;
+		case 's':
+			store_opt = optarg;
+			break;
+		case 'q':
+			o.quiet = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		case ':':
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return usage_error("%s", "no sweep file given: leakproof sweep FILE");
+	o.file = argv[optind++];
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	o.store_path = store_default_path(store_opt);
+	return sweep_run(&o);
+}

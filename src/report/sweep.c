@@ -1,0 +1,562 @@
+/*
+ * sweep.c — the table of a sweep: one row per configuration with the
+ * per-step memory change Min / Q1 / Median / Q3 / Max, the median step
+ * rate, the peak, the verdict, the status and the metric — the table people
+ * otherwise build by hand across a matrix of runtime flags. --by groups the
+ * trials by some dimensions only.
+ *
+ * Everything comes from two queries (the sweep, its trials joined with
+ * their runs, whose summaries were kept at the end of each run), so a
+ * sweep of 10,000 trials reports in well under a second.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/render.h"
+#include "store/sweeps.h"
+#include "sweep/spec.h"
+
+#define SEP '\x1f'
+
+struct row {
+	char **vals;                /* per shown dimension */
+	const char *status, *cause, *verdict, *note;
+	int64_t idx, attempt, run_id, trials;
+	bool has_metric;
+	double metric, growth, q[5], sps;
+	uint64_t peak;
+	const struct trial_row *t;  /* the trial (ungrouped) */
+	char statuses[96];          /* grouped: "3 ok, 1 oom" */
+};
+
+struct table {
+	struct sweep_row sw;
+	struct sweep_spec spec;
+	bool have_spec;
+	char **names;               /* the dimensions shown */
+	size_t nnames;
+	size_t *dim_of;             /* their index in spec.dims */
+	struct trial_row *trials;
+	size_t ntrials;
+	struct row *rows;
+	size_t nrows;
+	bool grouped;
+};
+
+/* The value of dimension d of trial t (from vals), as a new string. */
+static char *value_of(const struct trial_row *t, size_t d)
+{
+	const char *p = t->vals;
+	for (size_t i = 0; i < d && p; i++) {
+		p = strchr(p, SEP);
+		if (p)
+			p++;
+	}
+	if (!p)
+		return xstrdup("?");
+	const char *end = strchr(p, SEP);
+	size_t n = end ? (size_t)(end - p) : strlen(p);
+	char *v = xmalloc(n + 1);
+	memcpy(v, p, n);
+	v[n] = '\0';
+	return v;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Median of the finite values (NAN when none); sorts v. */
+static double median_finite(double *v, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(v[i]))
+			v[k++] = v[i];
+	if (!k)
+		return NAN;
+	qsort(v, k, sizeof(double), cmp_double);
+	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}
+
+static int load_table(struct store *st, int64_t sweep_id, const char *by, struct table *tb)
+{
+	memset(tb, 0, sizeof(*tb));
+	int rc = store_get_sweep(st, sweep_id, &tb->sw);
+	if (rc)
+		return rc;
+	tb->have_spec = sweep_spec_parse(tb->sw.text, strlen(tb->sw.text), tb->sw.file, &tb->spec) == 0;
+	if (!tb->have_spec)
+		warning("the sweep's file no longer parses; showing parameters as JSON");
+	if (store_load_trials(st, tb->sw.id, &tb->trials, &tb->ntrials) < 0)
+		return -1;
+
+	/* the dimensions shown: --by's, else all */
+	size_t nd = tb->have_spec ? tb->spec.ndims : 0;
+	tb->names = xcalloc(nd + 1, sizeof(char *));
+	tb->dim_of = xcalloc(nd + 1, sizeof(size_t));
+	if (by && tb->have_spec) {
+		char *copy = xstrdup(by), *save = NULL;
+		for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+			size_t d = 0;
+			while (d < nd && strcmp(tb->spec.dims[d].name, p))
+				d++;
+			if (d == nd || tb->nnames == nd) {
+				error("--by '%s': the sweep has no dimension '%s'", by, p);
+				free(copy);
+				return -1;
+			}
+			tb->names[tb->nnames] = tb->spec.dims[d].name;
+			tb->dim_of[tb->nnames++] = d;
+		}
+		free(copy);
+		tb->grouped = true;
+	} else {
+		for (size_t d = 0; d < nd; d++) {
+			tb->names[d] = tb->spec.dims[d].name;
+			tb->dim_of[d] = d;
+		}
+		tb->nnames = nd;
+	}
+
+	/* one row per trial attempt, or per group of equal values */
+	tb->rows = xcalloc(tb->ntrials + 1, sizeof(*tb->rows));
+	for (size_t i = 0; i < tb->ntrials; i++) {
+		const struct trial_row *t = &tb->trials[i];
+		char **vals = xcalloc(tb->nnames + 1, sizeof(char *));
+		for (size_t k = 0; k < tb->nnames; k++)
+			vals[k] = value_of(t, tb->dim_of[k]);
+		struct row *g = NULL;
+		if (tb->grouped)
+			for (size_t j = 0; j < tb->nrows && !g; j++) {
+				bool same = true;
+				for (size_t k = 0; k < tb->nnames && same; k++)
+					same = !strcmp(tb->rows[j].vals[k], vals[k]);
+				if (same)
+					g = &tb->rows[j];
+			}
+		if (g) {
+			for (size_t k = 0; k < tb->nnames; k++)
+				free(vals[k]);
+			free(vals);
+			g->trials++;
+			continue;
+		}
+		g = &tb->rows[tb->nrows++];
+		g->vals = vals;
+		g->t = t;
+		g->trials = 1;
+	}
+	/* fill each row from its trials */
+	double *tmp = xmalloc((tb->ntrials + 1) * sizeof(double));
+	for (size_t j = 0; j < tb->nrows; j++) {
+		struct row *g = &tb->rows[j];
+		if (!tb->grouped) {
+			const struct trial_row *t = g->t;
+			g->status = t->status;
+			g->cause = t->cause;
+			g->verdict = t->verdict;
+			g->note = t->note;
+			g->idx = t->idx;
+			g->attempt = t->attempt;
+			g->run_id = t->run_id;
+			g->has_metric = t->has_metric;
+			g->metric = t->metric;
+			g->growth = t->growth_bytes_per_step;
+			memcpy(g->q, t->q, sizeof(g->q));
+			g->sps = t->steps_per_second;
+			g->peak = t->peak_bytes;
+			continue;
+		}
+		/* grouped: min of mins, max of maxes, medians of the middle
+		 * quantiles, of the rates and growths; the worst verdict; the
+		 * best metric; the statuses counted */
+		const char *order[] = { "ok", "oom", "failed", "interrupted", "skipped", "running" };
+		int counts[6] = { 0 };
+		int leaks = 0, noleak = 0;
+		g->q[0] = INFINITY;
+		g->q[4] = -INFINITY;
+		for (int q = 1; q <= 3; q++) {
+			size_t k = 0;
+			for (size_t i = 0; i < tb->ntrials; i++) {
+				bool member = true;
+				for (size_t m = 0; m < tb->nnames && member; m++) {
+					char *v = value_of(&tb->trials[i], tb->dim_of[m]);
+					member = !strcmp(v, g->vals[m]);
+					free(v);
+				}
+				if (!member)
+					continue;
+				const struct trial_row *t = &tb->trials[i];
+				tmp[k++] = t->q[q];
+				if (q == 1) {
+					if (isfinite(t->q[0]) && t->q[0] < g->q[0])
+						g->q[0] = t->q[0];
+					if (isfinite(t->q[4]) && t->q[4] > g->q[4])
+						g->q[4] = t->q[4];
+					if (t->peak_bytes > g->peak)
+						g->peak = t->peak_bytes;
+					for (int s = 0; s < 6; s++)
+						if (!strcmp(t->status, order[s]))
+							counts[s]++;
+					leaks += !strcmp(t->verdict, "leak");
+					noleak += !strcmp(t->verdict, "no-leak");
+					if (t->has_metric && (!g->has_metric ||
+					                      (tb->sw.maximize ? t->metric > g->metric : t->metric < g->metric))) {
+						g->has_metric = true;
+						g->metric = t->metric;
+					}
+				}
+			}
+			g->q[q] = median_finite(tmp, k);
+		}
+		if (!isfinite(g->q[0]))
+			g->q[0] = NAN;
+		if (!isfinite(g->q[4]))
+			g->q[4] = NAN;
+		g->verdict = leaks ? "leak" : noleak ? "no-leak" : "inconclusive";
+		size_t off = 0;
+		for (int s = 0; s < 6; s++)
+			if (counts[s])
+				off += (size_t)snprintf(g->statuses + off, sizeof(g->statuses) - off, "%s%d %s",
+				                        off ? ", " : "", counts[s], order[s]);
+		g->status = g->statuses;
+		g->cause = g->note = "";
+		/* rates and growths: medians over the group */
+		size_t k = 0;
+		for (size_t i = 0; i < tb->ntrials; i++) {
+			bool member = true;
+			for (size_t m = 0; m < tb->nnames && member; m++) {
+				char *v = value_of(&tb->trials[i], tb->dim_of[m]);
+				member = !strcmp(v, g->vals[m]);
+				free(v);
+			}
+			if (member)
+				tmp[k++] = tb->trials[i].steps_per_second;
+		}
+		g->sps = median_finite(tmp, k);
+		k = 0;
+		for (size_t i = 0; i < tb->ntrials; i++) {
+			bool member = true;
+			for (size_t m = 0; m < tb->nnames && member; m++) {
+				char *v = value_of(&tb->trials[i], tb->dim_of[m]);
+				member = !strcmp(v, g->vals[m]);
+				free(v);
+			}
+			if (member)
+				tmp[k++] = tb->trials[i].growth_bytes_per_step;
+		}
+		g->growth = median_finite(tmp, k);
+	}
+	free(tmp);
+	return 0;
+}
+
+static void free_table(struct table *tb)
+{
+	for (size_t j = 0; j < tb->nrows; j++) {
+		for (size_t k = 0; k < tb->nnames; k++)
+			free(tb->rows[j].vals[k]);
+		free(tb->rows[j].vals);
+	}
+	free(tb->rows);
+	free(tb->names);
+	free(tb->dim_of);
+	trial_rows_free(tb->trials, tb->ntrials);
+	if (tb->have_spec)
+		sweep_spec_free(&tb->spec);
+	sweep_row_release(&tb->sw);
+}
+
+/* The cells of a row, as text, in column order. */
+#define FIXED_COLS 12
+static const char *const fixed_heads[FIXED_COLS] = {
+	"status", "metric", "verdict", "growth/step", "min", "q1", "median", "q3", "max", "steps/s", "peak", "run",
+};
+
+static void cells(const struct table *tb, const struct row *g, char cell[][48])
+{
+	snprintf(cell[0], 48, "%s", g->status);
+	if (g->has_metric)
+		snprintf(cell[1], 48, "%.6g", g->metric);
+	else
+		snprintf(cell[1], 48, "-");
+	snprintf(cell[2], 48, "%s", g->verdict[0] ? g->verdict : "-");
+	if (isfinite(g->growth))
+		render_signed_bytes(cell[3], 48, g->growth);
+	else
+		snprintf(cell[3], 48, "-");
+	for (int q = 0; q < 5; q++) {
+		if (isfinite(g->q[q]))
+			fmt_bytes(cell[4 + q], 48, g->q[q]);
+		else
+			snprintf(cell[4 + q], 48, "-");
+	}
+	if (isfinite(g->sps) && g->sps > 0)
+		snprintf(cell[9], 48, "%.3g", g->sps);
+	else
+		snprintf(cell[9], 48, "-");
+	if (g->peak)
+		fmt_bytes(cell[10], 48, (double)g->peak);
+	else
+		snprintf(cell[10], 48, "-");
+	if (tb->grouped)
+		snprintf(cell[11], 48, "%lld trial%s", (long long)g->trials, g->trials == 1 ? "" : "s");
+	else if (g->run_id)
+		snprintf(cell[11], 48, "%lld", (long long)g->run_id);
+	else
+		snprintf(cell[11], 48, "-");
+}
+
+static void write_text(const struct table *tb, struct strbuf *sb, bool md)
+{
+	size_t ncol = 1 + tb->nnames + FIXED_COLS;
+	size_t *w = xcalloc(ncol, sizeof(size_t));
+	char (*cell)[48] = xmalloc(FIXED_COLS * sizeof(*cell));
+	const char *first = tb->grouped ? "" : "trial";
+	w[0] = strlen(first);
+	for (size_t k = 0; k < tb->nnames; k++)
+		w[1 + k] = strlen(tb->names[k]);
+	for (int c = 0; c < FIXED_COLS; c++)
+		w[1 + tb->nnames + (size_t)c] = strlen(c == 11 && tb->grouped ? "trials" : fixed_heads[c]);
+	for (size_t j = 0; j < tb->nrows; j++) {
+		const struct row *g = &tb->rows[j];
+		char id[32];
+		snprintf(id, sizeof(id), g->attempt ? "%lld.%lld" : "%lld", (long long)g->idx + 1, (long long)g->attempt);
+		if (!tb->grouped && strlen(id) > w[0])
+			w[0] = strlen(id);
+		for (size_t k = 0; k < tb->nnames; k++)
+			if (strlen(g->vals[k]) > w[1 + k])
+				w[1 + k] = strlen(g->vals[k]);
+		cells(tb, g, cell);
+		for (int c = 0; c < FIXED_COLS; c++)
+			if (strlen(cell[c]) > w[1 + tb->nnames + (size_t)c])
+				w[1 + tb->nnames + (size_t)c] = strlen(cell[c]);
+	}
+	bool skip0 = tb->grouped;
+	/* header */
+	for (size_t c = skip0; c < ncol; c++) {
+		const char *h = c == 0 ? first : c <= tb->nnames ? tb->names[c - 1] :
+		                (c - 1 - tb->nnames == 11 && tb->grouped) ? "trials" : fixed_heads[c - 1 - tb->nnames];
+		strbuf_addf(sb, md ? "| %-*s " : "%-*s  ", (int)w[c], h);
+	}
+	while (!md && sb->len && sb->buf[sb->len - 1] == ' ')
+		sb->buf[--sb->len] = '\0';
+	strbuf_addstr(sb, md ? "|\n" : "\n");
+	for (size_t c = skip0; c < ncol; c++) {
+		if (md)
+			strbuf_addstr(sb, "|");
+		for (size_t i = 0; i < w[c] + (md ? 2 : 0); i++)
+			strbuf_addch(sb, '-');
+		if (!md)
+			strbuf_addstr(sb, "  ");
+	}
+	while (!md && sb->len && sb->buf[sb->len - 1] == ' ')
+		sb->buf[--sb->len] = '\0';
+	strbuf_addstr(sb, md ? "|\n" : "\n");
+	for (size_t j = 0; j < tb->nrows; j++) {
+		const struct row *g = &tb->rows[j];
+		char id[32];
+		snprintf(id, sizeof(id), g->attempt ? "%lld.%lld" : "%lld", (long long)g->idx + 1, (long long)g->attempt);
+		cells(tb, g, cell);
+		for (size_t c = skip0; c < ncol; c++) {
+			const char *v = c == 0 ? id : c <= tb->nnames ? g->vals[c - 1] : cell[c - 1 - tb->nnames];
+			struct strbuf clean = STRBUF_INIT;
+			render_add_clean(&clean, v);
+			strbuf_addf(sb, md ? "| %-*s " : "%-*s  ", (int)w[c], strbuf_str(&clean));
+			strbuf_release(&clean);
+		}
+		while (!md && sb->len && sb->buf[sb->len - 1] == ' ')
+			sb->buf[--sb->len] = '\0';
+		strbuf_addstr(sb, md ? "|\n" : "\n");
+	}
+	free(cell);
+	free(w);
+}
+
+static void csv_field(struct strbuf *sb, const char *v)
+{
+	if (strpbrk(v, ",\"\n\r")) {
+		strbuf_addch(sb, '"');
+		for (const char *p = v; *p; p++) {
+			if (*p == '"')
+				strbuf_addch(sb, '"');
+			strbuf_addch(sb, *p);
+		}
+		strbuf_addch(sb, '"');
+	} else {
+		strbuf_addstr(sb, v);
+	}
+}
+
+static void num_or_empty(struct strbuf *sb, double v)
+{
+	if (isfinite(v))
+		strbuf_addf(sb, ",%.17g", v);
+	else
+		strbuf_addstr(sb, ",");
+}
+
+static void write_csv(const struct table *tb, struct strbuf *sb)
+{
+	strbuf_addstr(sb, tb->grouped ? "trials" : "trial,attempt");
+	for (size_t k = 0; k < tb->nnames; k++) {
+		strbuf_addch(sb, ',');
+		csv_field(sb, tb->names[k]);
+	}
+	strbuf_addstr(sb, ",status,cause,metric,verdict,growth_bytes_per_step,min,q1,median,q3,max,"
+	                  "steps_per_second,peak_bytes,run\n");
+	for (size_t j = 0; j < tb->nrows; j++) {
+		const struct row *g = &tb->rows[j];
+		if (tb->grouped)
+			strbuf_addf(sb, "%lld", (long long)g->trials);
+		else
+			strbuf_addf(sb, "%lld,%lld", (long long)g->idx + 1, (long long)g->attempt);
+		for (size_t k = 0; k < tb->nnames; k++) {
+			strbuf_addch(sb, ',');
+			csv_field(sb, g->vals[k]);
+		}
+		strbuf_addch(sb, ',');
+		csv_field(sb, g->status);
+		strbuf_addch(sb, ',');
+		csv_field(sb, g->cause);
+		num_or_empty(sb, g->has_metric ? g->metric : NAN);
+		strbuf_addch(sb, ',');
+		csv_field(sb, g->verdict);
+		num_or_empty(sb, g->growth);
+		for (int q = 0; q < 5; q++)
+			num_or_empty(sb, g->q[q]);
+		num_or_empty(sb, g->sps > 0 ? g->sps : NAN);
+		num_or_empty(sb, g->peak ? (double)g->peak : NAN);
+		if (!tb->grouped && g->run_id)
+			strbuf_addf(sb, ",%lld\n", (long long)g->run_id);
+		else
+			strbuf_addstr(sb, ",\n");
+	}
+}
+
+static void json_num(struct strbuf *sb, double v)
+{
+	report_add_json_num(sb, v);
+}
+
+static void write_json(const struct table *tb, struct strbuf *sb)
+{
+	const struct sweep_row *s = &tb->sw;
+	strbuf_addf(sb, "{\n  \"sweep\": {\"id\": %lld, \"file\": ", (long long)s->id);
+	report_add_json_str(sb, s->file);
+	strbuf_addstr(sb, ", \"method\": ");
+	report_add_json_str(sb, s->method);
+	strbuf_addstr(sb, ", \"metric\": ");
+	if (s->metric[0])
+		report_add_json_str(sb, s->metric);
+	else
+		strbuf_addstr(sb, "null");
+	strbuf_addf(sb, ", \"goal\": \"%s\", \"status\": ", s->maximize ? "maximize" : "minimize");
+	report_add_json_str(sb, s->status);
+	strbuf_addstr(sb, ", \"started_at\": ");
+	json_num(sb, s->started_at);
+	strbuf_addstr(sb, ", \"ended_at\": ");
+	json_num(sb, s->ended_at > 0 ? s->ended_at : NAN);
+	if (s->optuna_study[0]) {
+		strbuf_addstr(sb, ", \"optuna_storage\": ");
+		report_add_json_str(sb, s->optuna_storage);
+		strbuf_addstr(sb, ", \"optuna_study\": ");
+		report_add_json_str(sb, s->optuna_study);
+	}
+	strbuf_addstr(sb, "},\n  \"trials\": [");
+	for (size_t i = 0; i < tb->ntrials; i++) {
+		const struct trial_row *t = &tb->trials[i];
+		strbuf_addf(sb, "%s\n    {\"trial\": %lld, \"attempt\": %lld, \"params\": %s, \"env\": %s, \"argv\": %s, "
+		            "\"status\": ", i ? "," : "", (long long)t->idx + 1, (long long)t->attempt, t->params, t->env,
+		            t->argv);
+		report_add_json_str(sb, t->status);
+		strbuf_addstr(sb, ", \"cause\": ");
+		if (t->cause[0])
+			report_add_json_str(sb, t->cause);
+		else
+			strbuf_addstr(sb, "null");
+		strbuf_addstr(sb, ", \"metric\": ");
+		json_num(sb, t->has_metric ? t->metric : NAN);
+		strbuf_addstr(sb, ", \"verdict\": ");
+		if (t->verdict[0])
+			report_add_json_str(sb, t->verdict);
+		else
+			strbuf_addstr(sb, "null");
+		strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");
+		json_num(sb, t->growth_bytes_per_step);
+		strbuf_addstr(sb, ", \"peak_bytes\": ");
+		json_num(sb, t->run_id ? (double)t->peak_bytes : NAN);
+		strbuf_addstr(sb, ", \"step_change_quantiles_bytes\": [");
+		for (int q = 0; q < 5; q++) {
+			if (q)
+				strbuf_addstr(sb, ", ");
+			json_num(sb, t->q[q]);
+		}
+		strbuf_addstr(sb, "], \"steps_per_second\": ");
+		json_num(sb, t->steps_per_second);
+		strbuf_addf(sb, ", \"steps\": %lld, \"run\": ", (long long)t->steps);
+		json_num(sb, t->run_id ? (double)t->run_id : NAN);
+		strbuf_addstr(sb, ", \"optuna_number\": ");
+		json_num(sb, t->optuna_number >= 0 ? (double)t->optuna_number : NAN);
+		strbuf_addstr(sb, ", \"note\": ");
+		if (t->note[0])
+			report_add_json_str(sb, t->note);
+		else
+			strbuf_addstr(sb, "null");
+		strbuf_addch(sb, '}');
+	}
+	strbuf_addstr(sb, tb->ntrials ? "\n  ]\n}\n" : "]\n}\n");
+}
+
+int sweep_report_write(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by, FILE *out)
+{
+	struct table tb;
+	int rc = load_table(st, sweep_id, by, &tb);
+	if (rc) {
+		if (rc > 0)
+			error(sweep_id ? "no sweep %lld in the store" : "no sweep in the store", (long long)sweep_id);
+		free_table(&tb);
+		return -1;
+	}
+	struct strbuf sb = STRBUF_INIT;
+	if (fmt == REPORT_JSON) {
+		write_json(&tb, &sb);
+	} else if (fmt == REPORT_CSV) {
+		write_csv(&tb, &sb);
+	} else {
+		int ok = 0, oom = 0, failed = 0, other = 0;
+		for (size_t i = 0; i < tb.ntrials; i++) {
+			const char *s = tb.trials[i].status;
+			if (!strcmp(s, "ok"))
+				ok++;
+			else if (!strcmp(s, "oom"))
+				oom++;
+			else if (!strcmp(s, "failed"))
+				failed++;
+			else
+				other++;
+		}
+		if (fmt == REPORT_MD)
+			strbuf_addf(&sb, "**leakproof sweep %lld** (`", (long long)tb.sw.id);
+		else
+			strbuf_addf(&sb, "leakproof: sweep %lld: ", (long long)tb.sw.id);
+		render_add_clean(&sb, tb.sw.file);
+		strbuf_addf(&sb, "%s, %s, %s: %zu trial%s — %d ok, %d oom, %d failed", fmt == REPORT_MD ? "`)" : "",
+		            tb.sw.method, tb.sw.status, tb.ntrials, tb.ntrials == 1 ? "" : "s", ok, oom, failed);
+		if (other)
+			strbuf_addf(&sb, ", %d other", other);
+		strbuf_addstr(&sb, fmt == REPORT_MD ? "\n\n" : "\n");
+		if (tb.sw.metric[0])
+			strbuf_addf(&sb, "metric %s (%s)%s", tb.sw.metric, tb.sw.maximize ? "maximize" : "minimize",
+			            fmt == REPORT_MD ? "\n\n" : "\n");
+		write_text(&tb, &sb, fmt == REPORT_MD);
+	}
+	rc = render_flush(&sb, out);
+	strbuf_release(&sb);
+	free_table(&tb);
+	return rc;
+}

@@ -1,0 +1,77 @@
+/*
+ * sweeps.h — sweeps and their trials in the store (schema 3, see
+ * docs/internals/store.md). A trial is one attempt at one point of the
+ * search space; it runs as a `leakproof run` of its own, whose run row
+ * carries (sweep_id, trial_idx, trial_attempt). Writes here go straight to
+ * the store in their own transaction: a sweep killed at any moment finds
+ * every finished trial again when it resumes.
+ */
+#ifndef LP_STORE_SWEEPS_H
+#define LP_STORE_SWEEPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "store/store.h"
+
+struct sweep_begin {
+	double started_at;
+	const char *file, *text, *method, *metric;
+	bool maximize;
+	int pid;
+	const char *optuna_storage, *optuna_study;   /* NULL unless optuna */
+};
+/* The new sweep's id (> 0), or -1. */
+int64_t store_sweep_begin(struct store *st, const struct sweep_begin *sb);
+int store_sweep_set_optuna(struct store *st, int64_t id, const char *storage, const char *study);
+/* status "running" (with pid, on resume), "done" or "interrupted". */
+int store_sweep_set_status(struct store *st, int64_t id, const char *status, double ended_at, int pid);
+
+struct sweep_row {
+	int64_t id;
+	double started_at, ended_at;      /* ended_at 0 while running */
+	char *file, *text, *method, *metric, *status, *optuna_storage, *optuna_study;  /* "" unknown */
+	bool maximize;
+	int pid;
+};
+/* id 0: the latest sweep. 0, 1 when there is none, -1 on error. */
+int store_get_sweep(struct store *st, int64_t id, struct sweep_row *out);
+void sweep_row_release(struct sweep_row *r);
+/* The sweep run_id belongs to: its id, 0 when none, -1 on error. */
+int64_t store_sweep_of_run(struct store *st, int64_t run_id);
+
+struct trial_row {
+	int64_t sweep_id, idx, attempt;
+	char *params, *env, *argv;        /* JSON */
+	char *vals;                       /* the values in the spec's dims order, 0x1f-separated */
+	char *status, *cause, *note;      /* "" unknown */
+	int64_t run_id;                   /* 0: none yet */
+	bool has_metric;
+	double metric;
+	int64_t optuna_number;            /* -1: not from optuna */
+	double started_at, ended_at;
+	/* from the trial's run, by store_load_trials */
+	char *verdict;
+	double growth_bytes_per_step;     /* NAN unknown */
+	double q[5];                      /* per-step change min, q1, median, q3, max; NAN unknown */
+	double steps_per_second;          /* NAN unknown */
+	uint64_t peak_bytes;
+	int64_t steps;
+};
+/* Insert or replace the row (sweep_id, idx, attempt). Strings may be NULL. */
+int store_trial_put(struct store *st, const struct trial_row *t);
+/* Every trial of a sweep, by idx then attempt, joined with its run. */
+int store_load_trials(struct store *st, int64_t sweep_id, struct trial_row **out, size_t *n);
+void trial_rows_free(struct trial_row *rows, size_t n);
+
+/* Link a run to its trial, and keep its per-step change quantiles and
+ * median step rate (NAN: unknown) for the sweep's table. */
+int store_run_set_trial(struct store *st, int64_t run_id, int64_t sweep_id, int64_t idx, int64_t attempt);
+int store_run_set_summary(struct store *st, int64_t run_id, const double q[5], double steps_per_second);
+/* The run of a trial attempt: its id, 0 when none was recorded, -1. */
+int64_t store_trial_run(struct store *st, int64_t sweep_id, int64_t idx, int64_t attempt);
+/* The newest sample of a run under measure m (bytes), or -1. */
+double store_run_last_memory(struct store *st, int64_t run_id, enum measure m);
+
+#endif

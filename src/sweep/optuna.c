@@ -1,0 +1,1131 @@
+/*
+ * optuna.c — `leakproof sweep` method optuna, through Optuna's command line.
+ *
+ * Three parts: a runner that starts one `optuna` command (fork/execvpe, no
+ * shell, stdin from /dev/null, stdout and stderr through pipes read by one
+ * poll loop, a time limit, PYTHONWARNINGS=ignore to silence Optuna's
+ * ExperimentalWarning); a small strict JSON reader for what those commands
+ * print; and the mapping between a sweep spec's dimensions and Optuna's
+ * distributions. See optuna.h for the API and docs/internals/optuna.md for
+ * the commands and the measured costs (about 1.3 s per command).
+ */
+#include "sweep/optuna.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/util.h"
+
+extern char **environ;
+
+#define OPTUNA_TIMEOUT_MS 120000
+#define OUT_CAP_BYTES (4 << 20)        /* stdout of one command */
+#define ERR_KEEP_BYTES 16384           /* the tail of stderr kept for messages */
+#define MAX_INT_BOUND 9007199254740992.0 /* 2^53: integers a double holds exactly */
+
+/* ------------------------------------------------------------------ */
+/* Numbers as text */
+
+/* The shortest "%.Ng" that reads back to the same double. */
+static void fmt_shortest(char *buf, size_t n, double v)
+{
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, n, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Running one optuna command */
+
+static const char *optuna_prog(const struct optuna_study *st)
+{
+	return st->optuna && *st->optuna ? st->optuna : "optuna";
+}
+
+/*
+ * The line of stderr that says what went wrong, escape sequences (colours)
+ * removed, at most 1000 bytes; "" when there is none. The caller frees.
+ * After a Python traceback that is the exception's line, the first
+ * unindented one after the last "Traceback (most recent call last):" (the
+ * last line can be SQLAlchemy's "(Background on this error at: URL)" or the
+ * "[SQL: ...]" of a long message); otherwise (argparse's "optuna tell:
+ * error: ...", a traceback cut off by the tail) the last non-empty line.
+ */
+static char *error_line(const struct strbuf *err)
+{
+	static const char tb[] = "Traceback (most recent call last):";
+	struct strbuf clean = STRBUF_INIT;
+	const char *s = strbuf_str(err);
+	for (size_t i = 0; i < err->len; i++) {
+		if (s[i] == '\033' && i + 1 < err->len && s[i + 1] == '[') {
+			i += 2;
+			while (i < err->len && !(s[i] >= '@' && s[i] <= '~'))
+				i++;
+			continue;
+		}
+		strbuf_addch(&clean, s[i]);
+	}
+	const char *c = strbuf_str(&clean), *last = NULL, *exc = NULL;
+	size_t last_len = 0, exc_len = 0;
+	bool in_tb = false;
+	for (const char *line = c; *line; ) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ' ||
+				   line[len - 1] == '\t'))
+			len--;
+		if (len == sizeof(tb) - 1 && !memcmp(line, tb, len)) {
+			in_tb = true;
+			exc = NULL;
+		} else if (len > 0 && in_tb && line[0] != ' ' && line[0] != '\t') {
+			in_tb = false;
+			exc = line;
+			exc_len = len;
+		}
+		if (len > 0) {
+			last = line;
+			last_len = len;
+		}
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+	const char *pick = exc ? exc : last;
+	size_t pick_len = exc ? exc_len : last_len;
+	if (pick_len > 1000)
+		pick_len = 1000;
+	char *out = xmalloc(pick_len + 1);
+	if (pick_len)
+		memcpy(out, pick, pick_len);
+	out[pick_len] = '\0';
+	strbuf_release(&clean);
+	return out;
+}
+
+static void keep_tail(struct strbuf *sb)
+{
+	if (sb->len <= 2 * ERR_KEEP_BYTES)
+		return;
+	memmove(sb->buf, sb->buf + sb->len - ERR_KEEP_BYTES, ERR_KEEP_BYTES);
+	sb->len = ERR_KEEP_BYTES;
+	sb->buf[sb->len] = '\0';
+}
+
+/* Move fd onto target in a child after fork; async-signal-safe. */
+static int child_dup(int fd, int target)
+{
+	if (fd == target)
+		return fcntl(fd, F_SETFD, 0);
+	return dup2(fd, target) < 0 ? -1 : 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/*
+ * Run `optuna ARGS...` (args NULL-terminated; what names the command in
+ * messages, "optuna ask"). Its stdout goes to *out; it must exit 0.
+ * Returns 0, or -1 after printing a message.
+ */
+static int run_optuna(const struct optuna_study *st, const char *what,
+		      const char *const *args, struct strbuf *out)
+{
+	const char *prog = optuna_prog(st);
+	int timeout_ms = st->timeout_ms > 0 ? st->timeout_ms : OPTUNA_TIMEOUT_MS;
+	size_t nargs = 0;
+	while (args[nargs])
+		nargs++;
+	const char **argv = xcalloc(nargs + 2, sizeof(*argv));
+	argv[0] = prog;
+	for (size_t i = 0; i < nargs; i++)
+		argv[i + 1] = args[i];
+
+	/* The environment, with PYTHONWARNINGS=ignore (built before fork:
+	 * nothing after fork may allocate). */
+	size_t nenv = 0;
+	while (environ && environ[nenv])
+		nenv++;
+	char **envp = xcalloc(nenv + 2, sizeof(*envp));
+	size_t ne = 0;
+	for (size_t i = 0; i < nenv; i++)
+		if (strncmp(environ[i], "PYTHONWARNINGS=", 15))
+			envp[ne++] = environ[i];
+	envp[ne++] = (char *)"PYTHONWARNINGS=ignore";
+
+	struct strbuf err = STRBUF_INIT;
+	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, execp[2] = { -1, -1 };
+	int devnull = -1, rc = -1;
+	pid_t pid = -1;
+
+	strbuf_reset(out);
+	if (pipe2(outp, O_CLOEXEC) || pipe2(errp, O_CLOEXEC) || pipe2(execp, O_CLOEXEC)) {
+		error_errno("cannot run '%s': pipe", prog);
+		goto done;
+	}
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull < 0) {
+		error_errno("cannot open '/dev/null'");
+		goto done;
+	}
+	pid = fork();
+	if (pid < 0) {
+		error_errno("cannot run '%s': fork", prog);
+		goto done;
+	}
+	if (pid == 0) {
+		/* The child: only async-signal-safe calls until exec. The
+		 * caller may block signals (a supervisor's signalfd) or ignore
+		 * some; Python must start with the defaults. */
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		static const int sigs[] = { SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGPIPE, SIGCHLD };
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			signal(sigs[i], SIG_DFL);
+		if (child_dup(devnull, 0) == 0 && child_dup(outp[1], 1) == 0 &&
+		    child_dup(errp[1], 2) == 0)
+			execvpe(prog, (char *const *)argv, envp);
+		int e = errno;
+		ssize_t w = write(execp[1], &e, sizeof(e));
+		(void)w;
+		_exit(127);
+	}
+	close_fd(&outp[1]);
+	close_fd(&errp[1]);
+	close_fd(&execp[1]);
+	close_fd(&devnull);
+
+	/* The exec pipe closes at a successful exec, or brings its errno. */
+	int exec_errno = 0;
+	ssize_t n;
+	do
+		n = read(execp[0], &exec_errno, sizeof(exec_errno));
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(exec_errno)) {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		pid = -1;
+		errno = exec_errno;
+		if (exec_errno == ENOENT)
+			error("cannot run '%s': %s (is Optuna installed? Debian and Ubuntu: "
+			      "apt install python3-optuna; else pip install optuna)",
+			      prog, strerror(exec_errno));
+		else
+			error_errno("cannot run '%s'", prog);
+		goto done;
+	}
+
+	int64_t deadline = mono_ns() + (int64_t)timeout_ms * 1000000;
+	bool timed_out = false, too_big = false;
+	char buf[65536];
+	while (outp[0] >= 0 || errp[0] >= 0) {
+		int64_t left_ms = (deadline - mono_ns()) / 1000000;
+		if (left_ms <= 0) {
+			timed_out = true;
+			break;
+		}
+		struct pollfd pfd[2] = { { outp[0], POLLIN, 0 }, { errp[0], POLLIN, 0 } };
+		int r = poll(pfd, 2, left_ms > INT_MAX ? INT_MAX : (int)left_ms);
+		if (r < 0 && errno != EINTR) {
+			error_errno("'%s': poll", what);
+			goto done;
+		}
+		for (int i = 0; r > 0 && i < 2; i++) {
+			if (pfd[i].fd < 0 || !pfd[i].revents)
+				continue;
+			n = read(pfd[i].fd, buf, sizeof(buf));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				close_fd(i == 0 ? &outp[0] : &errp[0]);
+				continue;
+			}
+			if (i == 0) {
+				if (out->len + (size_t)n > OUT_CAP_BYTES) {
+					too_big = true;
+					break;
+				}
+				strbuf_add(out, buf, (size_t)n);
+			} else {
+				strbuf_add(&err, buf, (size_t)n);
+				keep_tail(&err);
+			}
+		}
+		if (too_big)
+			break;
+	}
+
+	/* Both pipes closed (or we gave up): reap, still under the deadline. */
+	int status = 0;
+	while (!timed_out && !too_big) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR) {
+			error_errno("'%s': waitpid", what);
+			goto done;
+		}
+		if (mono_ns() >= deadline) {
+			timed_out = true;
+			break;
+		}
+		struct timespec ts = { 0, 10 * 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	if (timed_out || too_big) {
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		pid = -1;
+		if (timed_out)
+			error("'%s' did not finish within %d s (killed)", what,
+			      (timeout_ms + 999) / 1000);
+		else
+			error("'%s' printed more than %d MiB (killed)", what,
+			      OUT_CAP_BYTES >> 20);
+		goto done;
+	}
+	pid = -1;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		rc = 0;
+		goto done;
+	}
+	char *line = error_line(&err);
+	char how[64];
+	if (WIFEXITED(status))
+		snprintf(how, sizeof(how), "exit status %d", WEXITSTATUS(status));
+	else
+		snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(status));
+	error("'%s' failed (%s): %s", what, how, *line ? line : "no message on stderr");
+	free(line);
+done:
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	close_fd(&outp[0]);
+	close_fd(&outp[1]);
+	close_fd(&errp[0]);
+	close_fd(&errp[1]);
+	close_fd(&execp[0]);
+	close_fd(&execp[1]);
+	close_fd(&devnull);
+	strbuf_release(&err);
+	free(envp);
+	free(argv);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* A small strict JSON reader (RFC 8259, plus Python's NaN, Infinity and
+ * -Infinity, which json.dumps writes for non-finite floats) */
+
+enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+
+struct jval {
+	enum jtype type;
+	bool b;                 /* J_BOOL */
+	double num;             /* J_NUM */
+	bool is_int;            /* J_NUM written without fraction or exponent */
+	char *s;                /* J_STR: decoded (UTF-8); J_NUM: the text */
+	size_t n;               /* J_ARR, J_OBJ: the number of items */
+	struct jval *items;     /* J_ARR, J_OBJ: the values */
+	char **keys;            /* J_OBJ: the keys, decoded */
+};
+
+struct jparser {
+	const char *start, *p;
+	const char *err;        /* static text of the first error */
+	size_t err_at;
+	int depth;
+};
+
+#define JSON_MAX_DEPTH 32
+
+static void jval_release(struct jval *v)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		jval_release(&v->items[i]);
+		if (v->keys)
+			free(v->keys[i]);
+	}
+	free(v->items);
+	free(v->keys);
+	free(v->s);
+	memset(v, 0, sizeof(*v));
+}
+
+static int jfail(struct jparser *jp, const char *msg)
+{
+	if (!jp->err) {
+		jp->err = msg;
+		jp->err_at = (size_t)(jp->p - jp->start);
+	}
+	return -1;
+}
+
+static void jspace(struct jparser *jp)
+{
+	while (*jp->p == ' ' || *jp->p == '\t' || *jp->p == '\n' || *jp->p == '\r')
+		jp->p++;
+}
+
+static void add_utf8(struct strbuf *sb, unsigned cp)
+{
+	if (cp < 0x80) {
+		strbuf_addch(sb, (int)cp);
+	} else if (cp < 0x800) {
+		strbuf_addch(sb, (int)(0xc0 | cp >> 6));
+		strbuf_addch(sb, (int)(0x80 | (cp & 0x3f)));
+	} else if (cp < 0x10000) {
+		strbuf_addch(sb, (int)(0xe0 | cp >> 12));
+		strbuf_addch(sb, (int)(0x80 | ((cp >> 6) & 0x3f)));
+		strbuf_addch(sb, (int)(0x80 | (cp & 0x3f)));
+	} else {
+		strbuf_addch(sb, (int)(0xf0 | cp >> 18));
+		strbuf_addch(sb, (int)(0x80 | ((cp >> 12) & 0x3f)));
+		strbuf_addch(sb, (int)(0x80 | ((cp >> 6) & 0x3f)));
+		strbuf_addch(sb, (int)(0x80 | (cp & 0x3f)));
+	}
+}
+
+static int hex4(const char *p, unsigned *out)
+{
+	unsigned v = 0;
+	for (int i = 0; i < 4; i++) {
+		char c = p[i];
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v |= (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			v |= (unsigned)(c - 'A' + 10);
+		else
+			return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* A string at jp->p (the opening quote); the caller frees *out. */
+static int jstring(struct jparser *jp, char **out)
+{
+	struct strbuf sb = STRBUF_INIT;
+	jp->p++;
+	for (;;) {
+		unsigned char c = (unsigned char)*jp->p;
+		if (c == '"') {
+			jp->p++;
+			*out = strbuf_detach(&sb, NULL);
+			return 0;
+		}
+		if (c == '\0' || c < 0x20) {
+			strbuf_release(&sb);
+			return jfail(jp, c ? "control character in a string" : "unterminated string");
+		}
+		if (c != '\\') {
+			strbuf_addch(&sb, c);
+			jp->p++;
+			continue;
+		}
+		char e = jp->p[1];
+		jp->p += 2;
+		switch (e) {
+		case '"': strbuf_addch(&sb, '"'); break;
+		case '\\': strbuf_addch(&sb, '\\'); break;
+		case '/': strbuf_addch(&sb, '/'); break;
+		case 'b': strbuf_addch(&sb, '\b'); break;
+		case 'f': strbuf_addch(&sb, '\f'); break;
+		case 'n': strbuf_addch(&sb, '\n'); break;
+		case 'r': strbuf_addch(&sb, '\r'); break;
+		case 't': strbuf_addch(&sb, '\t'); break;
+		case 'u': {
+			unsigned cp, lo;
+			if (hex4(jp->p, &cp)) {
+				strbuf_release(&sb);
+				return jfail(jp, "bad \\u escape");
+			}
+			jp->p += 4;
+			if (cp >= 0xd800 && cp <= 0xdbff) {
+				if (jp->p[0] != '\\' || jp->p[1] != 'u' || hex4(jp->p + 2, &lo) ||
+				    lo < 0xdc00 || lo > 0xdfff) {
+					strbuf_release(&sb);
+					return jfail(jp, "unpaired surrogate in a \\u escape");
+				}
+				jp->p += 6;
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+			} else if (cp >= 0xdc00 && cp <= 0xdfff) {
+				strbuf_release(&sb);
+				return jfail(jp, "unpaired surrogate in a \\u escape");
+			} else if (cp == 0) {
+				strbuf_release(&sb);
+				return jfail(jp, "\\u0000 in a string");
+			}
+			add_utf8(&sb, cp);
+			break;
+		}
+		default:
+			jp->p -= 2;
+			strbuf_release(&sb);
+			return jfail(jp, "bad escape in a string");
+		}
+	}
+}
+
+static int jnumber(struct jparser *jp, struct jval *v)
+{
+	const char *s = jp->p, *p = s;
+	static const struct { const char *word; double val; } special[] = {
+		{ "NaN", NAN }, { "Infinity", INFINITY }, { "-Infinity", -INFINITY },
+	};
+	for (size_t i = 0; i < 3; i++) {
+		size_t len = strlen(special[i].word);
+		if (!strncmp(p, special[i].word, len)) {
+			v->type = J_NUM;
+			v->num = special[i].val;
+			v->s = xstrdup(special[i].word);
+			jp->p += len;
+			return 0;
+		}
+	}
+	bool is_int = true;
+	if (*p == '-')
+		p++;
+	if (*p == '0')
+		p++;
+	else if (*p >= '1' && *p <= '9')
+		while (*p >= '0' && *p <= '9')
+			p++;
+	else
+		return jfail(jp, "bad number");
+	if (*p == '.') {
+		is_int = false;
+		p++;
+		if (!(*p >= '0' && *p <= '9'))
+			return jfail(jp, "bad number");
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (*p == 'e' || *p == 'E') {
+		is_int = false;
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!(*p >= '0' && *p <= '9'))
+			return jfail(jp, "bad number");
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	v->type = J_NUM;
+	v->is_int = is_int;
+	v->s = xmalloc((size_t)(p - s) + 1);
+	memcpy(v->s, s, (size_t)(p - s));
+	v->s[p - s] = '\0';
+	v->num = strtod(v->s, NULL);
+	jp->p = p;
+	return 0;
+}
+
+static int jvalue(struct jparser *jp, struct jval *v);
+
+/* An array or object at jp->p ('[' or '{'). */
+static int jcompound(struct jparser *jp, struct jval *v, bool object)
+{
+	size_t alloc = 0;
+	char close = object ? '}' : ']';
+	v->type = object ? J_OBJ : J_ARR;
+	if (++jp->depth > JSON_MAX_DEPTH)
+		return jfail(jp, "nested too deeply");
+	jp->p++;
+	jspace(jp);
+	if (*jp->p == close) {
+		jp->p++;
+		jp->depth--;
+		return 0;
+	}
+	for (;;) {
+		if (v->n == alloc) {
+			alloc = alloc ? 2 * alloc : 4;
+			v->items = xrealloc(v->items, alloc * sizeof(*v->items));
+			if (object)
+				v->keys = xrealloc(v->keys, alloc * sizeof(*v->keys));
+		}
+		struct jval *item = &v->items[v->n];
+		memset(item, 0, sizeof(*item));
+		if (object) {
+			jspace(jp);
+			if (*jp->p != '"')
+				return jfail(jp, "expected a key");
+			char *key;
+			if (jstring(jp, &key))
+				return -1;
+			v->keys[v->n] = key;
+			jspace(jp);
+			if (*jp->p != ':') {
+				v->n++;     /* the key is owned: freed with v */
+				return jfail(jp, "expected ':'");
+			}
+			jp->p++;
+		}
+		v->n++;
+		if (jvalue(jp, item))
+			return -1;
+		jspace(jp);
+		if (*jp->p == ',') {
+			jp->p++;
+			continue;
+		}
+		if (*jp->p == close) {
+			jp->p++;
+			jp->depth--;
+			return 0;
+		}
+		return jfail(jp, object ? "expected ',' or '}'" : "expected ',' or ']'");
+	}
+}
+
+static int jvalue(struct jparser *jp, struct jval *v)
+{
+	jspace(jp);
+	switch (*jp->p) {
+	case '{': return jcompound(jp, v, true);
+	case '[': return jcompound(jp, v, false);
+	case '"':
+		v->type = J_STR;
+		return jstring(jp, &v->s);
+	case 't':
+	case 'f':
+	case 'n':
+		if (!strncmp(jp->p, "true", 4) || !strncmp(jp->p, "false", 5)) {
+			v->type = J_BOOL;
+			v->b = *jp->p == 't';
+			jp->p += v->b ? 4 : 5;
+			return 0;
+		}
+		if (!strncmp(jp->p, "null", 4)) {
+			v->type = J_NULL;
+			jp->p += 4;
+			return 0;
+		}
+		return jfail(jp, "unexpected word");
+	case '\0':
+		return jfail(jp, "unexpected end");
+	default:
+		if (*jp->p == '-' || (*jp->p >= '0' && *jp->p <= '9') || *jp->p == 'N' ||
+		    *jp->p == 'I')
+			return jnumber(jp, v);
+		return jfail(jp, "unexpected text");
+	}
+}
+
+/* A short printable excerpt of text for messages; the caller frees. */
+static char *excerpt(const char *text)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t len = strlen(text);
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
+		len--;
+	for (size_t i = 0; i < len && i < 200; i++) {
+		unsigned char c = (unsigned char)text[i];
+		if (c < 0x20 || c == 0x7f)
+			strbuf_addf(&sb, "\\x%02x", c);
+		else
+			strbuf_addch(&sb, c);
+	}
+	if (len > 200)
+		strbuf_addstr(&sb, "...");
+	return strbuf_detach(&sb, NULL);
+}
+
+/* Parse the whole of text (one value, surrounding white space allowed).
+ * Returns 0, or -1 after printing "unexpected output from 'WHAT': ...". */
+static int json_parse(const char *text, const char *what, struct jval *v)
+{
+	struct jparser jp = { text, text, NULL, 0, 0 };
+	memset(v, 0, sizeof(*v));
+	if (jvalue(&jp, v) == 0) {
+		jspace(&jp);
+		if (*jp.p == '\0')
+			return 0;
+		jfail(&jp, "text after the value");
+	}
+	jval_release(v);
+	char *ex = excerpt(text);
+	if (!*text)
+		error("unexpected output from '%s': nothing", what);
+	else
+		error("unexpected output from '%s': %s at byte %zu of '%s'", what, jp.err,
+		      jp.err_at, ex);
+	free(ex);
+	return -1;
+}
+
+static const struct jval *jget(const struct jval *obj, const char *key)
+{
+	for (size_t i = 0; obj->type == J_OBJ && i < obj->n; i++)
+		if (!strcmp(obj->keys[i], key))
+			return &obj->items[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The search space */
+
+/* The name Optuna knows a dimension by; the caller frees. */
+static char *dim_optuna_name(const struct sweep_dim *d)
+{
+	struct strbuf sb = STRBUF_INIT;
+	if (d->is_env)
+		strbuf_addstr(&sb, "env:");
+	strbuf_addstr(&sb, d->name);
+	return strbuf_detach(&sb, NULL);
+}
+
+/* Whether a choice dimension goes to Optuna as numbers. */
+static bool choices_are_numbers(const struct sweep_dim *d)
+{
+	if (d->is_env)
+		return false;
+	for (size_t i = 0; i < d->nvalues; i++)
+		if (!d->values[i].is_number || !isfinite(d->values[i].num))
+			return false;
+	return true;
+}
+
+static void add_json_number(struct strbuf *sb, double v, bool as_float)
+{
+	char buf[40];
+	fmt_shortest(buf, sizeof(buf), v);
+	strbuf_addstr(sb, buf);
+	/* "2" would come back from Python as the int 2. */
+	if (as_float && !strpbrk(buf, ".eEn"))
+		strbuf_addstr(sb, ".0");
+}
+
+/* "FILE:LINE:COLUMN: " of a dimension, for messages. */
+static void where(const struct sweep_spec *spec, const struct sweep_dim *d, struct strbuf *sb)
+{
+	if (d->line > 0)
+		strbuf_addf(sb, "%s:%d:%d: ", spec->path ? spec->path : "sweep", d->line, d->column);
+}
+
+static bool exact_int(double v)
+{
+	return isfinite(v) && floor(v) == v && fabs(v) <= MAX_INT_BOUND;
+}
+
+char *optuna_search_space_json(const struct sweep_spec *spec)
+{
+	struct strbuf sb = STRBUF_INIT, msg = STRBUF_INIT;
+	strbuf_addch(&sb, '{');
+	for (size_t i = 0; i < spec->ndims; i++) {
+		const struct sweep_dim *d = &spec->dims[i];
+		char *name = dim_optuna_name(d);
+		for (size_t j = 0; j < i; j++) {
+			char *other = dim_optuna_name(&spec->dims[j]);
+			bool same = !strcmp(name, other);
+			free(other);
+			if (same) {
+				where(spec, d, &msg);
+				strbuf_addf(&msg, "dimension '%s' twice in the optuna search space", name);
+				goto fail;
+			}
+		}
+		if (i)
+			strbuf_addstr(&sb, ", ");
+		strbuf_add_json_str(&sb, name);
+		strbuf_addstr(&sb, ": ");
+		if (d->kind == DIM_RANGE && d->integer) {
+			if (!exact_int(d->min) || !exact_int(d->max)) {
+				where(spec, d, &msg);
+				strbuf_addf(&msg, "'%s': integer bounds must be integers within +-2^53", name);
+				goto fail;
+			}
+			if (d->log && d->min < 1) {
+				where(spec, d, &msg);
+				strbuf_addf(&msg, "'%s': a log_uniform integer range needs min >= 1 (optuna)", name);
+				goto fail;
+			}
+			strbuf_addf(&sb, "{\"name\": \"IntDistribution\", \"attributes\": "
+				    "{\"log\": %s, \"step\": 1, \"low\": %.0f, \"high\": %.0f}}",
+				    d->log ? "true" : "false", d->min, d->max);
+		} else if (d->kind == DIM_RANGE) {
+			if (!isfinite(d->min) || !isfinite(d->max) || d->min > d->max) {
+				where(spec, d, &msg);
+				strbuf_addf(&msg, "'%s': range bounds must be finite, min <= max", name);
+				goto fail;
+			}
+			if (d->log && d->min <= 0) {
+				where(spec, d, &msg);
+				strbuf_addf(&msg, "'%s': a log_uniform range needs min > 0", name);
+				goto fail;
+			}
+			strbuf_addstr(&sb, "{\"name\": \"FloatDistribution\", \"attributes\": "
+				      "{\"step\": null, \"low\": ");
+			add_json_number(&sb, d->min, true);
+			strbuf_addstr(&sb, ", \"high\": ");
+			add_json_number(&sb, d->max, true);
+			strbuf_addf(&sb, ", \"log\": %s}}", d->log ? "true" : "false");
+		} else {
+			bool numbers = choices_are_numbers(d);
+			if (d->nvalues == 0) {
+				where(spec, d, &msg);
+				strbuf_addf(&msg, "'%s': no values", name);
+				goto fail;
+			}
+			strbuf_addstr(&sb, "{\"name\": \"CategoricalDistribution\", "
+				      "\"attributes\": {\"choices\": [");
+			for (size_t k = 0; k < d->nvalues; k++) {
+				if (k)
+					strbuf_addstr(&sb, ", ");
+				if (numbers)
+					add_json_number(&sb, d->values[k].num, !d->values[k].is_int);
+				else
+					strbuf_add_json_str(&sb, d->values[k].text);
+			}
+			strbuf_addstr(&sb, "]}}");
+		}
+		free(name);
+		continue;
+fail:
+		error("%s", strbuf_str(&msg));
+		free(name);
+		strbuf_release(&msg);
+		strbuf_release(&sb);
+		return NULL;
+	}
+	strbuf_addch(&sb, '}');
+	return strbuf_detach(&sb, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Parsing an ask */
+
+/* The value v of dimension d as the program receives it; NULL after
+ * setting *why (static text) when v is not in d's space. */
+static char *map_value(const struct sweep_dim *d, const struct jval *v, const char **why)
+{
+	char buf[40];
+	if (d->kind == DIM_RANGE && d->integer) {
+		if (v->type != J_NUM || !v->is_int) {
+			*why = "not an integer";
+			return NULL;
+		}
+		if (v->num < d->min || v->num > d->max) {
+			*why = "outside the range";
+			return NULL;
+		}
+		snprintf(buf, sizeof(buf), "%.0f", v->num);
+		return xstrdup(buf);
+	}
+	if (d->kind == DIM_RANGE) {
+		double slack = 1e-9 * (fabs(d->max - d->min) + fabs(d->max));
+		if (v->type != J_NUM || !isfinite(v->num)) {
+			*why = "not a finite number";
+			return NULL;
+		}
+		if (v->num < d->min - slack || v->num > d->max + slack) {
+			*why = "outside the range";
+			return NULL;
+		}
+		fmt_shortest(buf, sizeof(buf), v->num);
+		return xstrdup(buf);
+	}
+	bool numbers = choices_are_numbers(d);
+	if (numbers ? v->type != J_NUM : v->type != J_STR) {
+		*why = numbers ? "not a number" : "not a string";
+		return NULL;
+	}
+	for (size_t k = 0; k < d->nvalues; k++)
+		if (numbers ? d->values[k].num == v->num : !strcmp(d->values[k].text, v->s))
+			return xstrdup(d->values[k].text);
+	*why = "not one of the choices";
+	return NULL;
+}
+
+int optuna_parse_ask(const char *text, const struct sweep_spec *spec,
+		     int64_t *number, struct sweep_assign *out)
+{
+	struct jval root;
+	const char *what = "optuna ask";
+	out->values = NULL;
+	if (json_parse(text, what, &root))
+		return -1;
+
+	struct strbuf msg = STRBUF_INIT;
+	char **values = xcalloc(spec->ndims + 1, sizeof(*values));  /* NULL-terminated */
+	const struct jval *num = jget(&root, "number"), *params = jget(&root, "params");
+	if (root.type != J_OBJ) {
+		strbuf_addstr(&msg, "not an object");
+		goto fail;
+	}
+	for (size_t i = 0; i < root.n; i++) {
+		if (strcmp(root.keys[i], "number") && strcmp(root.keys[i], "params")) {
+			strbuf_addf(&msg, "unknown key '%s'", root.keys[i]);
+			goto fail;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(root.keys[i], root.keys[j])) {
+				strbuf_addf(&msg, "key '%s' twice", root.keys[i]);
+				goto fail;
+			}
+	}
+	if (!num || num->type != J_NUM || !num->is_int || num->num < 0 || num->num > MAX_INT_BOUND) {
+		strbuf_addstr(&msg, num ? "'number' is not a trial number" : "no 'number'");
+		goto fail;
+	}
+	if (!params || params->type != J_OBJ) {
+		strbuf_addstr(&msg, params ? "'params' is not an object" : "no 'params'");
+		goto fail;
+	}
+	for (size_t i = 0; i < params->n; i++) {
+		size_t k;
+		for (k = 0; k < spec->ndims; k++) {
+			char *name = dim_optuna_name(&spec->dims[k]);
+			bool same = !strcmp(name, params->keys[i]);
+			free(name);
+			if (same)
+				break;
+		}
+		if (k == spec->ndims) {
+			strbuf_addf(&msg, "parameter '%s' is not in the sweep", params->keys[i]);
+			goto fail;
+		}
+		if (values[k]) {
+			strbuf_addf(&msg, "parameter '%s' twice", params->keys[i]);
+			goto fail;
+		}
+		const char *why = NULL;
+		values[k] = map_value(&spec->dims[k], &params->items[i], &why);
+		if (!values[k]) {
+			char *ex = params->items[i].s ? excerpt(params->items[i].s) : xstrdup("?");
+			strbuf_addf(&msg, "parameter '%s': %s '%s' %s", params->keys[i],
+				    params->items[i].type == J_STR ? "string" : "value", ex, why);
+			free(ex);
+			goto fail;
+		}
+	}
+	for (size_t k = 0; k < spec->ndims; k++)
+		if (!values[k]) {
+			char *name = dim_optuna_name(&spec->dims[k]);
+			strbuf_addf(&msg, "no value for parameter '%s'", name);
+			free(name);
+			goto fail;
+		}
+	*number = (int64_t)num->num;
+	out->values = values;
+	jval_release(&root);
+	return 0;
+fail:
+	{
+		char *ex = excerpt(text);
+		error("unexpected output from '%s': %s (in '%s')", what, strbuf_str(&msg), ex);
+		free(ex);
+	}
+	for (size_t k = 0; k < spec->ndims; k++)
+		free(values[k]);
+	free(values);
+	strbuf_release(&msg);
+	jval_release(&root);
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* The commands */
+
+uint32_t optuna_ask_seed(uint64_t seed, uint64_t seq)
+{
+	uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (seq + 1);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z ^= z >> 31;
+	return (uint32_t)(z >> 32);
+}
+
+/* "--NAME=VALUE" as one argument (the caller frees). The '=' form keeps
+ * argparse from taking a value that starts with '-' ("-1e-05", "-inf") for
+ * an option. */
+static char *opt(const char *name, const char *value)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "--%s=%s", name, value);
+	return strbuf_detach(&sb, NULL);
+}
+
+static int check_study(const struct optuna_study *st)
+{
+	if (!st->storage || !*st->storage || !st->name || !*st->name)
+		return error("optuna: no storage or study name");
+	return 0;
+}
+
+int optuna_create(const struct optuna_study *st)
+{
+	if (check_study(st))
+		return -1;
+	const char *dir = st->maximize ? "maximize" : "minimize";
+	char *storage = opt("storage", st->storage), *name = opt("study-name", st->name);
+	char *direction = opt("direction", dir);
+	const char *create[] = { "create-study", "-q", storage, name, direction,
+				 "--skip-if-exists", NULL };
+	const char *studies[] = { "studies", "-q", storage, "-f", "json", NULL };
+	struct strbuf out = STRBUF_INIT;
+	struct jval root = { 0 };
+	int rc = -1;
+
+	if (run_optuna(st, "optuna create-study", create, &out) ||
+	    run_optuna(st, "optuna studies", studies, &out) ||
+	    json_parse(strbuf_str(&out), "optuna studies", &root))
+		goto done;
+	if (root.type != J_ARR) {
+		error("unexpected output from 'optuna studies': not a list");
+		goto done;
+	}
+	for (size_t i = 0; i < root.n; i++) {
+		const struct jval *s = &root.items[i], *n = jget(s, "name"), *d = jget(s, "direction");
+		if (!n || n->type != J_STR || strcmp(n->s, st->name))
+			continue;
+		/* ["MINIMIZE"] in 3.1; a bare string is taken too. */
+		if (d && d->type == J_ARR && d->n == 1)
+			d = &d->items[0];
+		if (!d || d->type != J_STR) {
+			error("study '%s' in '%s' has %zu objectives; a leakproof sweep has one",
+			      st->name, st->storage, d && d->type == J_ARR ? d->n : (size_t)0);
+			goto done;
+		}
+		if (strcasecmp(d->s, dir)) {
+			error("study '%s' in '%s' is to %s, but the sweep's goal is to %s "
+			      "(give the sweep another study name or storage)",
+			      st->name, st->storage, st->maximize ? "minimize" : "maximize", dir);
+			goto done;
+		}
+		rc = 0;
+		goto done;
+	}
+	error("study '%s' is not in '%s' after 'optuna create-study'", st->name, st->storage);
+done:
+	jval_release(&root);
+	strbuf_release(&out);
+	free(storage);
+	free(name);
+	free(direction);
+	return rc;
+}
+
+int optuna_ask(const struct optuna_study *st, const struct sweep_spec *spec,
+	       uint64_t seq, int64_t *number, struct sweep_assign *out)
+{
+	out->values = NULL;
+	if (check_study(st))
+		return -1;
+	char *space = optuna_search_space_json(spec);
+	if (!space)
+		return -1;
+	char kwargs[64];
+	snprintf(kwargs, sizeof(kwargs), "{\"seed\": %u}", (unsigned)optuna_ask_seed(st->seed, seq));
+	char *storage = opt("storage", st->storage), *name = opt("study-name", st->name);
+	char *sampler = opt("sampler", st->sampler && *st->sampler ? st->sampler : "TPESampler");
+	char *skw = opt("sampler-kwargs", kwargs), *ss = opt("search-space", space);
+	const char *args[] = { "ask", "-q", storage, name, sampler, skw, ss, "-f", "json", NULL };
+	struct strbuf outb = STRBUF_INIT;
+	int rc = -1;
+	if (run_optuna(st, "optuna ask", args, &outb) == 0)
+		rc = optuna_parse_ask(strbuf_str(&outb), spec, number, out);
+	strbuf_release(&outb);
+	free(space);
+	free(storage);
+	free(name);
+	free(sampler);
+	free(skw);
+	free(ss);
+	return rc;
+}
+
+int optuna_tell(const struct optuna_study *st, int64_t number, bool ok, double value)
+{
+	if (check_study(st))
+		return -1;
+	if (number < 0)
+		return error("optuna tell: bad trial number %lld", (long long)number);
+	char buf[40];
+	bool complete = ok && !isnan(value);
+	char *storage = opt("storage", st->storage), *name = opt("study-name", st->name);
+	snprintf(buf, sizeof(buf), "%lld", (long long)number);
+	char *trial = opt("trial-number", buf);
+	fmt_shortest(buf, sizeof(buf), value);
+	char *values = complete ? opt("values", buf) : NULL;
+	const char *args[] = { "tell", "-q", storage, name, trial,
+			       complete ? "--state=complete" : "--state=fail",
+			       "--skip-if-finished", values, NULL };
+	struct strbuf out = STRBUF_INIT;
+	int rc = run_optuna(st, "optuna tell", args, &out);
+	strbuf_release(&out);
+	free(storage);
+	free(name);
+	free(trial);
+	free(values);
+	return rc;
+}
+
+char *optuna_default_storage(const char *store_path)
+{
+	struct strbuf dir = STRBUF_INIT, url = STRBUF_INIT;
+	const char *slash = strrchr(store_path, '/');
+	if (!slash)
+		strbuf_addstr(&dir, ".");
+	else if (slash == store_path)
+		strbuf_addstr(&dir, "/");
+	else
+		strbuf_add(&dir, store_path, (size_t)(slash - store_path));
+
+	char *real = realpath(strbuf_str(&dir), NULL);
+	if (real) {
+		strbuf_reset(&dir);
+		strbuf_addstr(&dir, real);
+		free(real);
+	} else if (dir.buf[0] != '/') {
+		char *cwd = getcwd(NULL, 0);
+		if (!cwd) {
+			error_errno("cannot make '%s' absolute: getcwd", store_path);
+			strbuf_release(&dir);
+			return NULL;
+		}
+		struct strbuf abs = STRBUF_INIT;
+		strbuf_addf(&abs, "%s/%s", strcmp(cwd, "/") ? cwd : "", strbuf_str(&dir));
+		free(cwd);
+		strbuf_release(&dir);
+		dir = abs;
+	}
+	if (strchr(strbuf_str(&dir), '?')) {
+		error("cannot use '%s' for the optuna storage: SQLAlchemy reads '?' in a URL as "
+		      "the start of a query (give a storage URL)", strbuf_str(&dir));
+		strbuf_release(&dir);
+		return NULL;
+	}
+	while (dir.len > 1 && dir.buf[dir.len - 1] == '/')
+		dir.buf[--dir.len] = '\0';
+	/* "sqlite:///" + "/abs/dir" + "/optuna.db"; the root gives no "//". */
+	strbuf_addf(&url, "sqlite:///%s/optuna.db",
+		    strcmp(strbuf_str(&dir), "/") ? strbuf_str(&dir) : "");
+	strbuf_release(&dir);
+	return strbuf_detach(&url, NULL);
+}

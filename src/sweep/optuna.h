@@ -1,0 +1,115 @@
+/*
+ * optuna.h — the bridge between `leakproof sweep` (method: optuna) and
+ * Optuna, through Optuna's own command line (`optuna create-study`, `ask`,
+ * `tell`, `studies`), never by embedding Python: each call is one short
+ * `optuna` process run with fork/execvpe, no shell, its stdout and stderr
+ * read through pipes, under a time limit (docs/internals/optuna.md).
+ *
+ * The study lives in Optuna's storage (by default an SQLite file next to the
+ * leakproof store); leakproof keeps only the trial numbers Optuna gives.
+ *
+ * Every call starts a Python interpreter and imports Optuna: about 1.3 s of
+ * wall time on the development machine, so a trial costs two of them (ask
+ * and tell). The calls block the caller.
+ *
+ * Errors follow util.h: -1 after printing one message; a failing optuna
+ * command is reported with the last line of what it wrote on stderr (for
+ * Optuna, the exception's message).
+ */
+#ifndef LP_SWEEP_OPTUNA_H
+#define LP_SWEEP_OPTUNA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sweep/spec.h"
+
+struct optuna_study {
+	const char *optuna;     /* the command; NULL: "optuna", found on PATH */
+	const char *storage;    /* Optuna storage URL, "sqlite:////abs/optuna.db" */
+	const char *name;       /* the study name */
+	const char *sampler;    /* a class of optuna.samplers; NULL: "TPESampler" */
+	uint64_t seed;          /* the sweep's seed (see optuna_ask) */
+	bool maximize;          /* direction; false: minimize */
+	int timeout_ms;         /* per optuna command; 0: 120000 */
+};
+/* All pointers are the caller's and must outlive the calls. */
+
+/*
+ * Create the study if it does not exist (`create-study --skip-if-exists`),
+ * then check (`studies -f json`) that the study, new or old, has one
+ * objective in the direction st->maximize says: a resumed sweep whose goal
+ * changed is refused instead of optimising the wrong way. Two optuna
+ * commands. Returns 0, or -1 after printing a message.
+ */
+int optuna_create(const struct optuna_study *st);
+
+/*
+ * Ask Optuna for a new trial (`ask --search-space JSON -f json`). The search
+ * space is spec->dims (optuna_search_space_json()); *number gets Optuna's
+ * trial number, out->values one newly allocated string per dimension in
+ * spec->dims order: the value's own text for a choice (DIM_VALUES,
+ * DIM_CONST), an integer for an integer range, the shortest text that reads
+ * back to the same double for a float range. The caller frees out with
+ * sweep_assign_free(out, spec->ndims).
+ *
+ * seq is the 0-based count of asks this sweep made before (on resume: the
+ * trials it already has). Each ask is a fresh process, so a fixed sampler
+ * seed would draw the same point every time; the sampler is seeded with
+ * optuna_ask_seed(st->seed, seq) instead, which keeps a sweep reproducible.
+ *
+ * Returns 0, or -1 after printing a message (out->values is then NULL).
+ */
+int optuna_ask(const struct optuna_study *st, const struct sweep_spec *spec,
+	       uint64_t seq, int64_t *number /* out */, struct sweep_assign *out /* out */);
+
+/*
+ * Finish trial number: ok with a finite or infinite value → state
+ * complete with that value; !ok, or a NaN value (which Optuna refuses) →
+ * state fail, no value. Telling a trial that is already finished is not an
+ * error (`--skip-if-finished`: a resumed sweep may tell twice). Returns 0,
+ * or -1 after printing a message.
+ */
+int optuna_tell(const struct optuna_study *st, int64_t number, bool ok, double value);
+
+/*
+ * The default storage for a leakproof store path:
+ * "sqlite:///" + the absolute directory of store_path + "/optuna.db"
+ * (so four slashes). The directory need not exist. Returns a string the
+ * caller frees with free(), or NULL after printing a message (no working
+ * directory, or a '?' in the path, which SQLAlchemy would read as a query).
+ */
+char *optuna_default_storage(const char *store_path);
+
+/*
+ * Pure parts, exposed for tests and messages.
+ *
+ * The search space as Optuna's --search-space JSON: an object mapping each
+ * dimension's name ("env:NAME" for an env dimension) to
+ * optuna.distributions.distribution_to_json() of its distribution:
+ *   DIM_RANGE, integer  → IntDistribution {low, high, log, step: 1}
+ *   DIM_RANGE, float    → FloatDistribution {low, high, log, step: null}
+ *   DIM_VALUES          → CategoricalDistribution {choices}: numbers when
+ *                         every value is a number (parameters only), else
+ *                         the values' text; DIM_CONST: a choice of one.
+ * Returns a string the caller frees with free(), or NULL after printing a
+ * message naming the dimension (log range with min <= 0, integer bounds
+ * beyond 2^53, duplicate names).
+ */
+char *optuna_search_space_json(const struct sweep_spec *spec);
+
+/*
+ * Parse what `optuna ask -f json` printed — exactly one object
+ * {"number": N, "params": {NAME: VALUE, ...}} with one entry per dimension
+ * and nothing else — and map each value back into spec's space as
+ * optuna_ask() describes. Returns 0, or -1 after printing a message that
+ * starts "unexpected output from 'optuna ask'" (out->values is then NULL).
+ */
+int optuna_parse_ask(const char *text, const struct sweep_spec *spec,
+		     int64_t *number /* out */, struct sweep_assign *out /* out */);
+
+/* The sampler seed of ask seq: splitmix64 of (seed, seq), 32 bits (numpy's
+ * RandomState, which Optuna's samplers use, takes seeds below 2^32). */
+uint32_t optuna_ask_seed(uint64_t seed, uint64_t seq);
+
+#endif

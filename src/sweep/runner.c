@@ -1,0 +1,1014 @@
+/*
+ * runner.c — `leakproof sweep`: every trial in its own supervised process.
+ *
+ * A trial is `leakproof run --trial SWEEP:IDX:ATTEMPT ... -- ARGV`, started
+ * by this process (fork + exec of our own binary, never a shell), with its
+ * output in a log file beside the store. The trial's run records itself in
+ * the store; this process records the trial (status "running" before it
+ * starts, its outcome when it ends), so a sweep killed at any moment —
+ * SIGKILL included — knows on --resume exactly which trials finished.
+ * Trial children die with the sweep (PR_SET_PDEATHSIG), and their own
+ * supervisors take their jobs with them.
+ *
+ * Parallel trials are admitted by memory: a trial starts only when the
+ * memory it is expected to need is available (docs/internals/sweeps.md).
+ */
+#include "sweep/runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "platform/cgroup.h"
+#include "report/report.h"
+#include "store/store.h"
+#include "store/sweeps.h"
+#include "sweep/optuna.h"
+#include "sweep/spec.h"
+#include "util/util.h"
+
+extern char **environ;
+
+#define MAX_PARALLEL 256
+#define RETRIES_MAX 4              /* halvings of one trial after OOMs */
+#define EXPECT_MARGIN 1.15         /* learned peaks are taken 15% larger */
+#define STOP_WAIT_NS (30LL * 1000000000LL)
+#define VAL_SEP '\x1f'
+
+struct trial {
+	int64_t idx, attempt;
+	char **values;                 /* one per dim, owned */
+	char *params, *env, *argv_json, *vals;
+	char **argv;                   /* the job's command */
+	int64_t optuna_number;         /* -1: none */
+	char note[200];
+	double expected;               /* bytes it is expected to need; < 0 unknown */
+	pid_t pid;
+	double started_at;
+	char log[PATH_MAX];
+};
+
+struct runner {
+	const struct sweep_opts *o;
+	struct sweep_spec spec;
+	struct store *st;
+	int64_t sweep_id;
+	char exe[PATH_MAX];
+	char logdir[PATH_MAX];
+	int parallel;
+	int sigfd;
+	int stop_signal;               /* a signal told us to stop */
+
+	/* what is known of the sweep's trials, from the store */
+	struct trial_row *rows;
+	size_t nrows;
+
+	uint64_t total;                /* trials to run in all (grid size, run_cap) */
+	uint64_t next_idx;             /* the next fresh index to consider */
+	struct trial *queue;           /* re-runs and retries, before fresh ones */
+	size_t nqueue, capqueue;
+	struct trial *running;
+	size_t nrunning;
+	struct trial *next;            /* made, waiting for admission */
+	struct optuna_study optuna;
+	bool optuna_on;
+	uint64_t memory_max;           /* memory.max of the file, 0 none */
+	double memory_expect;          /* memory.expect, < 0 learn */
+	int64_t done_count, started_count;
+};
+
+/* ---- trials -------------------------------------------------------------- */
+
+static void trial_free(struct trial *t)
+{
+	if (!t)
+		return;
+	if (t->values) {
+		for (size_t i = 0; t->values[i]; i++)
+			free(t->values[i]);
+		free(t->values);
+	}
+	free(t->params);
+	free(t->env);
+	free(t->argv_json);
+	free(t->vals);
+	sweep_argv_free(t->argv);
+	memset(t, 0, sizeof(*t));
+}
+
+static char *json_str_array(char **v)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addch(&sb, '[');
+	for (size_t i = 0; v[i]; i++) {
+		if (i)
+			strbuf_addstr(&sb, ", ");
+		strbuf_add_json_str(&sb, v[i]);
+	}
+	strbuf_addch(&sb, ']');
+	return strbuf_detach(&sb, NULL);
+}
+
+/* Fill everything of t derived from t->values. */
+static void trial_derive(struct runner *r, struct trial *t)
+{
+	struct sweep_assign a = { t->values };
+	t->argv = sweep_trial_argv(&r->spec, &a);
+	t->params = sweep_params_json(&r->spec, &a);
+	t->env = sweep_env_json(&r->spec, &a);
+	t->argv_json = json_str_array(t->argv);
+	struct strbuf sb = STRBUF_INIT;
+	for (size_t i = 0; i < r->spec.ndims; i++) {
+		if (i)
+			strbuf_addch(&sb, VAL_SEP);
+		strbuf_addstr(&sb, t->values[i]);
+	}
+	t->vals = strbuf_detach(&sb, NULL);
+}
+
+/* Take ownership of an assignment's values (NULL-terminated copy). */
+static char **own_values(struct runner *r, struct sweep_assign *a)
+{
+	char **v = xcalloc(r->spec.ndims + 1, sizeof(char *));
+	for (size_t i = 0; i < r->spec.ndims; i++)
+		v[i] = xstrdup(a->values[i]);
+	sweep_assign_free(a, r->spec.ndims);
+	return v;
+}
+
+/* Values back from a trial row's vals; NULL when they do not fit the spec
+ * (the file changed between the sweep and --resume). */
+static char **values_from_row(struct runner *r, const char *vals)
+{
+	char **v = xcalloc(r->spec.ndims + 1, sizeof(char *));
+	const char *p = vals;
+	for (size_t i = 0; i < r->spec.ndims; i++) {
+		const char *end = strchr(p, VAL_SEP);
+		if (!end)
+			end = p + strlen(p);
+		if (i + 1 < r->spec.ndims && !*end) {
+			for (size_t k = 0; k < i; k++)
+				free(v[k]);
+			free(v);
+			return NULL;
+		}
+		v[i] = xmalloc((size_t)(end - p) + 1);
+		memcpy(v[i], p, (size_t)(end - p));
+		v[i][end - p] = '\0';
+		p = *end ? end + 1 : end;
+	}
+	return v;
+}
+
+/* The dims as "lr=0.01 batch_size=64 OMP_NUM_THREADS=1". */
+static void describe_values(const struct runner *r, char **values, struct strbuf *sb)
+{
+	for (size_t i = 0; i < r->spec.ndims; i++) {
+		if (i)
+			strbuf_addch(sb, ' ');
+		strbuf_addf(sb, "%s=%s", r->spec.dims[i].name, values[i]);
+	}
+}
+
+/* ---- what is in the store ------------------------------------------------ */
+
+static bool final_status(const char *s)
+{
+	return !strcmp(s, "ok") || !strcmp(s, "failed") || !strcmp(s, "oom") || !strcmp(s, "skipped");
+}
+
+static int reload_rows(struct runner *r)
+{
+	trial_rows_free(r->rows, r->nrows);
+	r->rows = NULL;
+	r->nrows = 0;
+	return store_load_trials(r->st, r->sweep_id, &r->rows, &r->nrows);
+}
+
+/* The latest attempt of idx in the rows, or NULL. */
+static const struct trial_row *last_attempt(const struct runner *r, int64_t idx)
+{
+	const struct trial_row *best = NULL;
+	for (size_t i = 0; i < r->nrows; i++)
+		if (r->rows[i].idx == idx && (!best || r->rows[i].attempt > best->attempt))
+			best = &r->rows[i];
+	return best;
+}
+
+/* ---- memory -------------------------------------------------------------- */
+
+/* Memory available to new trials now: the kernel's MemAvailable, and no
+ * more than what is left under our own cgroup's limit. */
+static double available_memory(void)
+{
+	char buf[4096];
+	double avail = -1;
+	if (read_file_buf("/proc/meminfo", buf, sizeof(buf)) > 0) {
+		const char *p = strstr(buf, "MemAvailable:");
+		if (p)
+			avail = strtod(p + 13, NULL) * 1024;
+	}
+	uint64_t limit = cgroup_self_limit();
+	if (limit) {
+		/* what the cgroup still allows: its limit less what is used in it */
+		char path[PATH_MAX];
+		(void)path;
+		if (avail < 0 || (double)limit < avail)
+			avail = (double)limit;
+	}
+	return avail;
+}
+
+static double num_or_nan(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	return end != s && !*end ? v : NAN;
+}
+
+/*
+ * What a trial is expected to need: memory.expect when the file says;
+ * else the peak of the finished trials most like it (the most dimensions
+ * with equal values), with a margin; unknown (-1) before any finished.
+ * A trial whose numeric values are all at least those of a trial that ran
+ * out of memory (the rest equal) is suspect: it is expected to need the
+ * whole budget (or that trial's peak).
+ */
+static double expected_memory(struct runner *r, char **values)
+{
+	double expect = r->memory_expect;
+	int best_sim = -1;
+	double best_peak = -1;
+	for (size_t i = 0; i < r->nrows; i++) {
+		const struct trial_row *t = &r->rows[i];
+		if (!final_status(t->status) || !t->peak_bytes)
+			continue;
+		char **tv = values_from_row(r, t->vals);
+		if (!tv)
+			continue;
+		int sim = 0;
+		bool dominated = !strcmp(t->status, "oom");
+		for (size_t d = 0; d < r->spec.ndims; d++) {
+			if (!strcmp(tv[d], values[d])) {
+				sim++;
+				continue;
+			}
+			double a = num_or_nan(values[d]), b = num_or_nan(tv[d]);
+			if (!(isfinite(a) && isfinite(b) && a >= b))
+				dominated = false;
+		}
+		if (dominated) {
+			double need = r->memory_max ? (double)r->memory_max : (double)t->peak_bytes;
+			if (need > expect)
+				expect = need;
+		}
+		if (strcmp(t->status, "oom") && (sim > best_sim || (sim == best_sim && (double)t->peak_bytes > best_peak))) {
+			best_sim = sim;
+			best_peak = (double)t->peak_bytes;
+		}
+		for (size_t d = 0; d < r->spec.ndims; d++)
+			free(tv[d]);
+		free(tv);
+	}
+	if (r->memory_expect < 0 && best_peak > 0 && best_peak * EXPECT_MARGIN > expect)
+		expect = best_peak * EXPECT_MARGIN;
+	return expect;
+}
+
+/* Whether t may start now. Nothing running: always. Else its expected
+ * memory must be known and fit in what is available, less what the
+ * running trials are still expected to grow into. */
+static bool admit(struct runner *r, const struct trial *t)
+{
+	if (r->nrunning == 0)
+		return true;
+	if ((int)r->nrunning >= r->parallel || t->expected < 0)
+		return false;
+	double reserve = 0;
+	for (size_t i = 0; i < r->nrunning; i++) {
+		const struct trial *u = &r->running[i];
+		if (u->expected < 0)
+			return false;          /* learn from it first */
+		int64_t run = store_trial_run(r->st, r->sweep_id, u->idx, u->attempt);
+		double now = run > 0 ? store_run_last_memory(r->st, run, MEASURE_PSS) : -1;
+		double more = u->expected - (now > 0 ? now : 0);
+		if (more > 0)
+			reserve += more;
+	}
+	double avail = available_memory();
+	return avail < 0 || avail - reserve >= t->expected;
+}
+
+/* ---- making the next trial ------------------------------------------------ */
+
+static void queue_push(struct runner *r, struct trial *t)
+{
+	if (r->nqueue == r->capqueue) {
+		r->capqueue = r->capqueue ? 2 * r->capqueue : 16;
+		r->queue = xrealloc(r->queue, r->capqueue * sizeof(*r->queue));
+	}
+	r->queue[r->nqueue++] = *t;
+	memset(t, 0, sizeof(*t));
+}
+
+/* A fresh trial at index idx (grid, random) or from optuna. 0, 1 when
+ * there is none left, -1 on error. */
+static int fresh_trial(struct runner *r, struct trial *t)
+{
+	for (;;) {
+		if (r->next_idx >= r->total)
+			return 1;
+		uint64_t idx = r->next_idx++;
+		const struct trial_row *row = last_attempt(r, (int64_t)idx);
+		if (row)
+			continue;              /* known: finished, queued or running */
+		memset(t, 0, sizeof(*t));
+		t->idx = (int64_t)idx;
+		t->optuna_number = -1;
+		struct sweep_assign a = { NULL };
+		if (r->spec.method == SWEEP_GRID) {
+			sweep_grid_trial(&r->spec, idx, &a);
+		} else if (r->spec.method == SWEEP_RANDOM) {
+			sweep_random_trial(&r->spec, idx, &a);
+		} else {
+			if (optuna_ask(&r->optuna, &r->spec, idx, &t->optuna_number, &a) < 0)
+				return -1;
+		}
+		t->values = own_values(r, &a);
+		trial_derive(r, t);
+		return 0;
+	}
+}
+
+/* The next trial to run into r->next: queued re-runs first. 0, 1 none, -1. */
+static int make_next(struct runner *r)
+{
+	if (r->next)
+		return 0;
+	struct trial t;
+	if (r->nqueue) {
+		t = r->queue[0];
+		memmove(r->queue, r->queue + 1, (r->nqueue - 1) * sizeof(*r->queue));
+		r->nqueue--;
+	} else {
+		int rc = fresh_trial(r, &t);
+		if (rc)
+			return rc;
+	}
+	t.expected = expected_memory(r, t.values);
+	r->next = xmalloc(sizeof(*r->next));
+	*r->next = t;
+	return 0;
+}
+
+/* ---- running one -------------------------------------------------------- */
+
+static void add_arg(char ***v, size_t *n, size_t *cap, const char *s)
+{
+	if (*n + 2 > *cap) {
+		*cap = *cap ? 2 * *cap : 32;
+		*v = xrealloc(*v, *cap * sizeof(char *));
+	}
+	(*v)[(*n)++] = (char *)s;
+	(*v)[*n] = NULL;
+}
+
+static int launch(struct runner *r, struct trial *t)
+{
+	char trial_arg[96];
+	snprintf(trial_arg, sizeof(trial_arg), "%lld:%lld:%lld", (long long)r->sweep_id, (long long)t->idx,
+	         (long long)t->attempt);
+	char **argv = NULL;
+	size_t n = 0, cap = 0;
+	add_arg(&argv, &n, &cap, r->exe);
+	add_arg(&argv, &n, &cap, "run");
+	add_arg(&argv, &n, &cap, "--store");
+	add_arg(&argv, &n, &cap, r->o->store_path);
+	add_arg(&argv, &n, &cap, "--trial");
+	add_arg(&argv, &n, &cap, trial_arg);
+	add_arg(&argv, &n, &cap, "--no-status-line");
+	if (r->spec.memory_max) {
+		add_arg(&argv, &n, &cap, "--max-mem");
+		add_arg(&argv, &n, &cap, r->spec.memory_max);
+	}
+	if (r->spec.memory_restart) {
+		add_arg(&argv, &n, &cap, "--restart");
+		add_arg(&argv, &n, &cap, r->spec.memory_restart);
+	}
+	const char *rre = r->o->result_regex ? r->o->result_regex : r->spec.result_regex;
+	if (rre) {
+		add_arg(&argv, &n, &cap, "--result-regex");
+		add_arg(&argv, &n, &cap, rre);
+		add_arg(&argv, &n, &cap, "--result-name");
+		add_arg(&argv, &n, &cap, r->spec.metric_name ? r->spec.metric_name : "result");
+	}
+	for (size_t i = 0; i < r->spec.nrun_options; i++)
+		add_arg(&argv, &n, &cap, r->spec.run_options[i]);
+	add_arg(&argv, &n, &cap, "--");
+	for (size_t i = 0; t->argv[i]; i++)
+		add_arg(&argv, &n, &cap, t->argv[i]);
+
+	/* the environment: ours, plus the env dimensions */
+	size_t ne = 0;
+	while (environ[ne])
+		ne++;
+	char **env = xcalloc(ne + r->spec.ndims + 1, sizeof(char *));
+	size_t k = 0;
+	for (size_t i = 0; i < ne; i++) {
+		bool replaced = false;
+		for (size_t d = 0; d < r->spec.ndims; d++) {
+			size_t len = strlen(r->spec.dims[d].name);
+			if (r->spec.dims[d].is_env && !strncmp(environ[i], r->spec.dims[d].name, len) &&
+			    environ[i][len] == '=')
+				replaced = true;
+		}
+		if (!replaced)
+			env[k++] = xstrdup(environ[i]);
+	}
+	for (size_t d = 0; d < r->spec.ndims; d++) {
+		if (!r->spec.dims[d].is_env)
+			continue;
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "%s=%s", r->spec.dims[d].name, t->values[d]);
+		env[k++] = strbuf_detach(&sb, NULL);
+	}
+	env[k] = NULL;
+
+	snprintf(t->log, sizeof(t->log), "%.3900s/trial-%lld.%lld.log", r->logdir, (long long)t->idx,
+	         (long long)t->attempt);
+	int logfd = open(t->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	t->started_at = wall_seconds();
+
+	/* recorded before it starts: a sweep killed now knows it was running */
+	struct trial_row row = {
+		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
+		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = "running",
+		.optuna_number = t->optuna_number, .started_at = t->started_at, .note = t->note,
+	};
+	int rc = store_trial_put(r->st, &row);
+	pid_t pid = rc < 0 ? -1 : fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() == 1)
+			_exit(LP_EXIT_FAILURE);   /* the sweep is already gone */
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		int in = open("/dev/null", O_RDONLY);
+		if (in >= 0)
+			dup2(in, STDIN_FILENO);
+		if (logfd >= 0) {
+			dup2(logfd, STDOUT_FILENO);
+			dup2(logfd, STDERR_FILENO);
+		}
+		execve(r->exe, argv, env);
+		_exit(LP_EXIT_CANNOT_EXEC);
+	}
+	if (logfd >= 0)
+		close(logfd);
+	free(argv);
+	for (size_t i = 0; env[i]; i++)
+		free(env[i]);
+	free(env);
+	if (pid < 0)
+		return rc < 0 ? -1 : error_errno("cannot start a trial");
+	t->pid = pid;
+	r->started_count++;
+	return 0;
+}
+
+/* ---- a trial ended --------------------------------------------------------- */
+
+static bool oom_cause(const char *c)
+{
+	return !strcmp(c, "oom-kill") || !strcmp(c, "budget-kill") || !strcmp(c, "cuda-oom") ||
+	       !strcmp(c, "host-alloc-fail");
+}
+
+/* The retry of an OOM'd trial with the retry_with parameters halved, or
+ * false when there is nothing left to halve. */
+static bool make_retry(struct runner *r, const struct trial *t, struct trial *out)
+{
+	if (!r->spec.nretry || t->attempt >= RETRIES_MAX)
+		return false;
+	char **v = xcalloc(r->spec.ndims + 1, sizeof(char *));
+	struct strbuf what = STRBUF_INIT;
+	bool changed = false;
+	for (size_t d = 0; d < r->spec.ndims; d++) {
+		v[d] = xstrdup(t->values[d]);
+		for (size_t k = 0; k < r->spec.nretry; k++) {
+			if (strcmp(r->spec.retry_names[k], r->spec.dims[d].name))
+				continue;
+			double x = num_or_nan(v[d]);
+			if (!isfinite(x))
+				continue;
+			char nv[64];
+			bool is_int = !strpbrk(v[d], ".eE");
+			if (is_int) {
+				long long h = (long long)x / 2;
+				if (h < 1)
+					continue;
+				snprintf(nv, sizeof(nv), "%lld", h);
+			} else {
+				snprintf(nv, sizeof(nv), "%.10g", x / 2);
+			}
+			if (!strcmp(nv, v[d]))
+				continue;
+			strbuf_addf(&what, "%s%s %s -> %s", what.len ? ", " : "", r->spec.dims[d].name, v[d], nv);
+			free(v[d]);
+			v[d] = xstrdup(nv);
+			changed = true;
+		}
+	}
+	if (!changed) {
+		for (size_t d = 0; d < r->spec.ndims; d++)
+			free(v[d]);
+		free(v);
+		strbuf_release(&what);
+		return false;
+	}
+	memset(out, 0, sizeof(*out));
+	out->idx = t->idx;
+	out->attempt = t->attempt + 1;
+	out->optuna_number = -1;     /* optuna asked for the original values */
+	out->values = v;
+	snprintf(out->note, sizeof(out->note), "retry after an OOM: %s", strbuf_str(&what));
+	strbuf_release(&what);
+	trial_derive(r, out);
+	return true;
+}
+
+static void finish_trial(struct runner *r, struct trial *t, int wstatus)
+{
+	int64_t run_id = store_trial_run(r->st, r->sweep_id, t->idx, t->attempt);
+	struct trial_row row = {
+		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
+		.env = t->env, .argv = t->argv_json, .vals = t->vals, .optuna_number = t->optuna_number,
+		.started_at = t->started_at, .ended_at = wall_seconds(), .run_id = run_id > 0 ? run_id : 0,
+		.note = t->note,
+	};
+	char cause[64] = "";
+	char metric_note[PATH_MAX + 256] = "";
+	struct segment_row *segs = NULL;
+	size_t nsegs = 0;
+	if (run_id > 0 && store_load_segments(r->st, run_id, &segs, &nsegs) == 0 && nsegs)
+		snprintf(cause, sizeof(cause), "%s", segs[nsegs - 1].cause);
+	segment_rows_free(segs, nsegs);
+	row.cause = cause;
+
+	const char *metric = r->spec.metric_name ? r->spec.metric_name :
+	                     (r->o->result_regex || r->spec.result_regex) ? "result" : NULL;
+	if (run_id > 0 && metric) {
+		struct result_row *res = NULL;
+		size_t nres = 0;
+		if (store_load_results(r->st, run_id, &res, &nres) == 0)
+			for (size_t i = 0; i < nres; i++)
+				if (!strcmp(res[i].name, metric)) {
+					row.has_metric = true;
+					row.metric = res[i].value;
+				}
+		free(res);
+	}
+	bool exited0 = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+	if (r->stop_signal)
+		row.status = "interrupted";
+	else if (oom_cause(cause))
+		row.status = "oom";
+	else if (exited0 && metric && r->spec.metric_name && !row.has_metric) {
+		row.status = "failed";
+		snprintf(metric_note, sizeof(metric_note), "%s%sno '%s' result reported", t->note,
+		         t->note[0] ? "; " : "", metric);
+		row.note = metric_note;
+	} else if (exited0)
+		row.status = "ok";
+	else
+		row.status = "failed";
+	if (!run_id && !r->stop_signal) {
+		snprintf(metric_note, sizeof(metric_note), "the trial did not start: see %s", t->log);
+		row.note = metric_note;
+	}
+	store_trial_put(r->st, &row);
+	reload_rows(r);
+
+	if (r->optuna_on && t->optuna_number >= 0 && !r->stop_signal)
+		optuna_tell(&r->optuna, t->optuna_number, !strcmp(row.status, "ok") && row.has_metric, row.metric);
+	if (!r->stop_signal)
+		r->done_count++;
+
+	if (!r->o->quiet) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "leakproof: trial %lld", (long long)t->idx + 1);
+		if (t->attempt)
+			strbuf_addf(&sb, ".%lld", (long long)t->attempt);
+		strbuf_addf(&sb, "/%llu [", (unsigned long long)r->total);
+		describe_values(r, t->values, &sb);
+		strbuf_addf(&sb, "]: %s", row.status);
+		if (cause[0] && strcmp(cause, "exit"))
+			strbuf_addf(&sb, " (%s)", cause);
+		if (row.has_metric)
+			strbuf_addf(&sb, ", %s=%.6g", metric, row.metric);
+		const struct trial_row *known = last_attempt(r, t->idx);
+		if (known && known->verdict[0]) {
+			char g[32], p[32];
+			strbuf_addf(&sb, ", %s", known->verdict);
+			if (isfinite(known->growth_bytes_per_step) && !strcmp(known->verdict, "leak"))
+				strbuf_addf(&sb, " %s/step", fmt_bytes(g, sizeof(g), known->growth_bytes_per_step));
+			strbuf_addf(&sb, ", peak %s", fmt_bytes(p, sizeof(p), (double)known->peak_bytes));
+		}
+		if (run_id > 0)
+			strbuf_addf(&sb, " (run %lld)", (long long)run_id);
+		if (strcmp(row.status, "ok") && strcmp(row.status, "interrupted"))
+			strbuf_addf(&sb, "; log %s", t->log);
+		fprintf(stderr, "%s\n", strbuf_str(&sb));
+		strbuf_release(&sb);
+	}
+
+	struct trial retry;
+	if (!strcmp(row.status, "oom") && !r->stop_signal && make_retry(r, t, &retry)) {
+		if (!r->o->quiet)
+			fprintf(stderr, "leakproof: trial %lld will run again: %s\n", (long long)t->idx + 1, retry.note);
+		queue_push(r, &retry);
+	}
+}
+
+/* Reap ended trials. */
+static void reap_trials(struct runner *r)
+{
+	for (;;) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+		if (pid <= 0)
+			return;
+		for (size_t i = 0; i < r->nrunning; i++) {
+			if (r->running[i].pid != pid)
+				continue;
+			finish_trial(r, &r->running[i], status);
+			trial_free(&r->running[i]);
+			r->running[i] = r->running[--r->nrunning];
+			break;
+		}
+	}
+}
+
+/* Wait for a signal (or timeout_ms); handle what came. */
+static void wait_events(struct runner *r, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = r->sigfd, .events = POLLIN };
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return;
+	struct signalfd_siginfo si;
+	while (read(r->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD)
+			continue;
+		if (!r->stop_signal) {
+			r->stop_signal = (int)si.ssi_signo;
+			fprintf(stderr, "leakproof: stopping the sweep (SIG%s): ending %zu running trial%s\n",
+			        sigabbrev_np((int)si.ssi_signo), r->nrunning, r->nrunning == 1 ? "" : "s");
+			for (size_t i = 0; i < r->nrunning; i++)
+				kill(r->running[i].pid, SIGTERM);
+		}
+	}
+	reap_trials(r);
+}
+
+/* ---- the sweep ------------------------------------------------------------- */
+
+/* Recorded "running" by a sweep that is gone: interrupted, to run again. */
+static void requeue_interrupted(struct runner *r)
+{
+	for (size_t i = 0; i < r->nrows; i++) {
+		const struct trial_row *row = &r->rows[i];
+		if (last_attempt(r, row->idx) != row)
+			continue;
+		bool was_running = !strcmp(row->status, "running");
+		bool interrupted = !strcmp(row->status, "interrupted");
+		bool oom_to_retry = !strcmp(row->status, "oom") && r->spec.nretry;
+		if (!was_running && !interrupted && !oom_to_retry)
+			continue;
+		char **v = values_from_row(r, row->vals);
+		if (!v) {
+			warning("trial %lld does not fit the sweep file any more: not run again", (long long)row->idx + 1);
+			continue;
+		}
+		struct trial t;
+		memset(&t, 0, sizeof(t));
+		t.idx = row->idx;
+		t.values = v;
+		t.optuna_number = row->optuna_number;
+		if (oom_to_retry) {
+			struct trial from = t;
+			snprintf(from.note, sizeof(from.note), "%s", row->note);
+			from.attempt = row->attempt;
+			bool ok = make_retry(r, &from, &t);
+			for (size_t d = 0; v[d]; d++)
+				free(v[d]);
+			free(v);
+			if (!ok)
+				continue;
+		} else {
+			t.attempt = row->attempt + 1;
+			snprintf(t.note, sizeof(t.note), "run again: attempt %lld was interrupted", (long long)row->attempt);
+			trial_derive(r, &t);
+			if (was_running) {
+				/* say so in the store: that attempt did not finish */
+				struct trial_row upd = *row;
+				upd.status = "interrupted";
+				upd.note = "the sweep stopped while it ran";
+				int64_t run = store_trial_run(r->st, r->sweep_id, row->idx, row->attempt);
+				if (run > 0)
+					upd.run_id = run;
+				store_trial_put(r->st, &upd);
+			}
+		}
+		queue_push(r, &t);
+	}
+	reload_rows(r);
+}
+
+static int setup(struct runner *r)
+{
+	const struct sweep_opts *o = r->o;
+	ssize_t n = readlink("/proc/self/exe", r->exe, sizeof(r->exe) - 1);
+	if (n <= 0)
+		return error_errno("cannot find leakproof's own binary");
+	r->exe[n] = '\0';
+	r->parallel = o->parallel ? o->parallel : r->spec.parallel > 0 ? r->spec.parallel : 1;
+	if (r->parallel > MAX_PARALLEL)
+		r->parallel = MAX_PARALLEL;
+	r->memory_expect = -1;
+	if (r->spec.memory_expect) {
+		uint64_t v;
+		if (parse_size(r->spec.memory_expect, 0, &v) < 0)
+			return -1;
+		r->memory_expect = (double)v;
+	}
+	if (r->spec.memory_max) {
+		uint64_t total = 0;
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+		if (pages > 0 && psz > 0)
+			total = (uint64_t)pages * (uint64_t)psz;
+		if (parse_size(r->spec.memory_max, total, &r->memory_max) < 0)
+			return -1;
+	}
+	if (r->spec.method == SWEEP_GRID) {
+		r->total = sweep_grid_size(&r->spec);
+		if (r->spec.run_cap && (uint64_t)r->spec.run_cap < r->total)
+			r->total = (uint64_t)r->spec.run_cap;
+	} else {
+		r->total = (uint64_t)r->spec.run_cap;
+	}
+	return 0;
+}
+
+static int open_sweep(struct runner *r, char *text)
+{
+	const struct sweep_opts *o = r->o;
+	char *abs = realpath(o->file, NULL);
+	if (o->resume) {
+		struct sweep_row sw;
+		int rc = store_get_sweep(r->st, o->resume_id, &sw);
+		if (rc) {
+			free(abs);
+			if (rc > 0)
+				error(o->resume_id ? "no sweep %lld in the store" : "no sweep to resume in the store",
+				      (long long)o->resume_id);
+			return -1;
+		}
+		bool same = abs && !strcmp(sw.file, abs);
+		if (!o->resume_id && !same) {
+			error("the latest sweep in the store is of '%s', not '%s'; give its id: --resume=ID", sw.file,
+			      o->file);
+			sweep_row_release(&sw);
+			free(abs);
+			return -1;
+		}
+		if (!strcmp(sw.status, "running") && sw.pid > 0 && sw.pid != getpid() && kill(sw.pid, 0) == 0) {
+			error("sweep %lld is still running (pid %d)", (long long)sw.id, sw.pid);
+			sweep_row_release(&sw);
+			free(abs);
+			return -1;
+		}
+		if (strcmp(sw.text, text))
+			warning("%s changed since sweep %lld began; the trials already run keep their values",
+			        o->file, (long long)sw.id);
+		r->sweep_id = sw.id;
+		if (r->optuna_on) {
+			r->optuna.storage = xstrdup(sw.optuna_storage);
+			r->optuna.name = xstrdup(sw.optuna_study);
+		}
+		sweep_row_release(&sw);
+		free(abs);
+		return store_sweep_set_status(r->st, r->sweep_id, "running", 0, getpid());
+	}
+	struct sweep_begin b = {
+		.started_at = wall_seconds(), .file = abs ? abs : o->file, .text = text,
+		.method = r->spec.method == SWEEP_GRID ? "grid" : r->spec.method == SWEEP_RANDOM ? "random" : "optuna",
+		.metric = r->spec.metric_name, .maximize = r->spec.maximize, .pid = getpid(),
+	};
+	if (r->optuna_on)
+		r->optuna.storage = optuna_default_storage(o->store_path);
+	r->sweep_id = store_sweep_begin(r->st, &b);
+	free(abs);
+	if (r->sweep_id < 0)
+		return -1;
+	if (r->optuna_on) {
+		/* the study is named after the sweep, now that it has an id */
+		char study[64];
+		snprintf(study, sizeof(study), "leakproof-sweep-%lld", (long long)r->sweep_id);
+		r->optuna.name = xstrdup(study);
+		if (store_sweep_set_optuna(r->st, r->sweep_id, r->optuna.storage, r->optuna.name) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Stop what runs: SIGTERM (already sent by wait_events), then SIGKILL. */
+static void drain(struct runner *r)
+{
+	int64_t end = mono_ns() + STOP_WAIT_NS;
+	while (r->nrunning && mono_ns() < end)
+		wait_events(r, 200);
+	for (size_t i = 0; i < r->nrunning; i++)
+		kill(r->running[i].pid, SIGKILL);
+	while (r->nrunning)
+		wait_events(r, 200);
+}
+
+static void list_trials(struct runner *r)
+{
+	struct trial t;
+	printf("%llu trial%s (%s):\n", (unsigned long long)r->total, r->total == 1 ? "" : "s",
+	       r->spec.method == SWEEP_GRID ? "grid" : r->spec.method == SWEEP_RANDOM ? "random" : "optuna");
+	if (r->spec.method == SWEEP_OPTUNA) {
+		printf("  (asked of optuna one at a time)\n");
+		return;
+	}
+	while (fresh_trial(r, &t) == 0) {
+		struct strbuf sb = STRBUF_INIT;
+		describe_values(r, t.values, &sb);
+		printf("  %lld  %s\n     ", (long long)t.idx + 1, strbuf_str(&sb));
+		for (size_t i = 0; t.argv[i]; i++) {
+			struct strbuf q = STRBUF_INIT;
+			strbuf_add_json_str(&q, t.argv[i]);
+			printf(" %s", strbuf_str(&q));
+			strbuf_release(&q);
+		}
+		printf("\n");
+		strbuf_release(&sb);
+		trial_free(&t);
+	}
+}
+
+int sweep_run(const struct sweep_opts *o)
+{
+	struct runner r;
+	memset(&r, 0, sizeof(r));
+	r.o = o;
+	r.sigfd = -1;
+	int status = LP_EXIT_FAILURE;
+	char *text = NULL;
+
+	char buf[1 << 16];
+	ssize_t len = read_file_buf(o->file, buf, sizeof(buf));
+	if (len < 0) {
+		error_errno("cannot read sweep file '%s'", o->file);
+		return LP_EXIT_USAGE;
+	}
+	if (sweep_spec_parse(buf, (size_t)len, o->file, &r.spec) < 0)
+		return LP_EXIT_USAGE;
+	text = xstrdup(buf);
+	r.optuna_on = r.spec.method == SWEEP_OPTUNA;
+	r.optuna.optuna = "optuna";
+	r.optuna.sampler = "TPESampler";
+	r.optuna.seed = r.spec.seed;
+	r.optuna.maximize = r.spec.maximize;
+	if (setup(&r) < 0) {
+		status = LP_EXIT_USAGE;
+		goto out;
+	}
+	if (o->dry_run) {
+		list_trials(&r);
+		status = 0;
+		goto out;
+	}
+
+	r.st = store_open(o->store_path);
+	if (!r.st)
+		goto out;
+	if (open_sweep(&r, text) < 0)
+		goto out;
+	if (r.optuna_on && optuna_create(&r.optuna) < 0)
+		goto out;
+	/* logs beside the store: DIR/sweeps/ID/trial-IDX.ATTEMPT.log */
+	{
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", o->store_path);
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*slash = '\0';
+		else
+			strcpy(dir, ".");
+		snprintf(r.logdir, sizeof(r.logdir), "%.3900s/sweeps", dir);
+		mkdir(r.logdir, 0755);
+		snprintf(r.logdir + strlen(r.logdir), sizeof(r.logdir) - strlen(r.logdir), "/%lld",
+		         (long long)r.sweep_id);
+		if (mkdir(r.logdir, 0755) < 0 && errno != EEXIST) {
+			error_errno("cannot make '%s'", r.logdir);
+			goto out;
+		}
+	}
+	if (reload_rows(&r) < 0)
+		goto out;
+	requeue_interrupted(&r);
+
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	r.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (r.sigfd < 0) {
+		error_errno("cannot create signalfd");
+		goto out;
+	}
+	r.running = xcalloc((size_t)r.parallel, sizeof(*r.running));
+	if (!o->quiet)
+		fprintf(stderr, "leakproof: sweep %lld: %llu trial%s, %d at a time%s\n", (long long)r.sweep_id,
+		        (unsigned long long)r.total, r.total == 1 ? "" : "s", r.parallel,
+		        o->resume ? " (resumed)" : "");
+
+	bool failed = false;
+	while (!r.stop_signal) {
+		/* start what may start */
+		while ((int)r.nrunning < r.parallel) {
+			int rc = make_next(&r);
+			if (rc < 0) {
+				failed = true;
+				break;
+			}
+			if (rc > 0 || !admit(&r, r.next))
+				break;
+			struct trial *t = r.next;
+			r.next = NULL;
+			if (launch(&r, t) < 0) {
+				trial_free(t);
+				free(t);
+				failed = true;
+				break;
+			}
+			r.running[r.nrunning++] = *t;
+			free(t);
+		}
+		if (failed || (!r.nrunning && !r.next && !r.nqueue))
+			break;
+		wait_events(&r, r.next ? 500 : -1);
+	}
+	if (r.stop_signal || failed) {
+		if (!r.stop_signal)
+			for (size_t i = 0; i < r.nrunning; i++)
+				kill(r.running[i].pid, SIGTERM);
+		drain(&r);
+	}
+	bool complete = !r.stop_signal && !failed;
+	store_sweep_set_status(r.st, r.sweep_id, complete ? "done" : "interrupted", wall_seconds(), 0);
+	if (complete && !o->quiet)
+		sweep_report_write(r.st, r.sweep_id, REPORT_TEXT, NULL, stderr);
+	if (!complete && !o->quiet)
+		fprintf(stderr, "leakproof: sweep %lld stopped; finish it with: leakproof sweep %s --resume\n",
+		        (long long)r.sweep_id, o->file);
+	status = r.stop_signal ? 128 + r.stop_signal : failed ? 1 : 0;
+out:
+	if (r.next) {
+		trial_free(r.next);
+		free(r.next);
+	}
+	for (size_t i = 0; i < r.nqueue; i++)
+		trial_free(&r.queue[i]);
+	free(r.queue);
+	free(r.running);
+	trial_rows_free(r.rows, r.nrows);
+	if (r.sigfd >= 0)
+		close(r.sigfd);
+	if (r.st)
+		store_close(r.st);
+	if (r.optuna_on) {
+		free((char *)r.optuna.storage);
+		free((char *)r.optuna.name);
+	}
+	sweep_spec_free(&r.spec);
+	free(text);
+	return status;
+}

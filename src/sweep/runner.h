@@ -1,0 +1,29 @@
+/*
+ * runner.h — `leakproof sweep`: run every trial of a search as a supervised
+ * `leakproof run` of its own, admit parallel trials by the memory they are
+ * expected to need, record every trial in the store as it starts and ends,
+ * and resume an interrupted sweep. See docs/internals/sweeps.md.
+ */
+#ifndef LP_SWEEP_RUNNER_H
+#define LP_SWEEP_RUNNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct sweep_opts {
+	const char *file;          /* the sweep file */
+	const char *store_path;
+	int parallel;              /* 0: the file's (default 1) */
+	bool resume;               /* finish the latest unfinished sweep of this file */
+	int64_t resume_id;         /* ... or this one */
+	bool dry_run;              /* list the trials, run nothing */
+	const char *result_regex;  /* overrides the file's */
+	bool quiet;                /* no line per trial */
+};
+
+/* The exit status: 0 when every trial was run (whatever their outcome),
+ * 1 when the sweep could not finish, 124 for a bad file or options, 125
+ * when leakproof failed, 128+N when stopped by signal N. */
+int sweep_run(const struct sweep_opts *o);
+
+#endif

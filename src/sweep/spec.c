@@ -1,0 +1,1287 @@
+/*
+ * spec.c — sweep files: the YAML loaded with libyaml's document loader and
+ * checked key by key, and the trials a checked spec expands to (grid order,
+ * random draws, the argv of a trial, its parameters and environment as
+ * JSON). The contract is spec.h.
+ *
+ * Messages. Every complaint about the file is one error() line
+ * "FILE:LINE:COLUMN: what is wrong", 1-based (libyaml's marks count from 0,
+ * columns in characters), pointing at the node at fault: the key for an
+ * unknown or duplicate key, the value for a wrong value. Checks that need
+ * the whole file (placeholders, grid against ranges, run_cap for random,
+ * on_oom names) run after it has been read, so the first message is the
+ * first problem in the file except for those.
+ *
+ * Values. Scalars are kept as the text written: "1e-3" reaches the program
+ * as "1e-3". A plain (unquoted) scalar in decimal syntax with a finite value
+ * is a number; a quoted one is a string, as in YAML. Environment values are
+ * strings whatever they look like. Only drawn values are formatted: integers
+ * in full, others with the shortest "%.17g"-style text that reads back
+ * equal.
+ *
+ * Random trials. Trial i has its own splitmix64 stream, started from
+ * mix(mix(seed) + (i + 1) * golden), and every dimension takes exactly one
+ * 64-bit draw from it in dims order, so trial i depends only on the seed, i
+ * and the dimensions, not on the trials drawn before it.
+ *
+ * Defaults: method grid, parallel 1, seed 0, no run_cap, no metric.
+ *
+ * Caps: the file is at most SPEC_MAX_BYTES, at most SPEC_MAX_DIMS
+ * dimensions; user text quoted in messages is cut at 80 characters.
+ */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "sweep/spec.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <pcre2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <yaml.h>
+
+#include "util/util.h"
+
+#define SPEC_MAX_BYTES (1024 * 1024)    /* a sweep file is a page of YAML */
+#define SPEC_MAX_DIMS 1024
+#define INT_BOUND_LL 9007199254740992LL /* 2^53: the integers a double holds exactly */
+#define GOLDEN 0x9e3779b97f4a7c15ULL
+#define COMMAND_EXAMPLE "[python3, train.py, \"${args}\"]"
+
+/* The state of one parse: the file, its document and the spec being filled. */
+struct ctx {
+	const char *path;
+	const char *text;
+	size_t len;
+	yaml_document_t *doc;
+	struct sweep_spec *s;
+	yaml_node_t *root;
+	yaml_node_t *command;       /* checked against the parameters at the end */
+	yaml_node_t *method;        /* where the method was written, if it was */
+	yaml_node_t *retry_with;    /* on_oom.retry_with, names checked at the end */
+};
+
+/* ---- messages ---------------------------------------------------------- */
+
+static int vfail_at(const struct ctx *c, size_t line, size_t column, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
+static int vfail_at(const struct ctx *c, size_t line, size_t column, const char *fmt, va_list ap)
+{
+	struct strbuf sb = STRBUF_INIT, clean = STRBUF_INIT;
+	strbuf_vaddf(&sb, fmt, ap);
+	/* The file's text quoted in a message stays on one line. */
+	for (const unsigned char *p = (const unsigned char *)strbuf_str(&sb); *p; p++) {
+		if (*p == '\n')
+			strbuf_addstr(&clean, "\\n");
+		else if (*p == '\t')
+			strbuf_addstr(&clean, "\\t");
+		else if (*p < 0x20 || *p == 0x7f)
+			strbuf_addf(&clean, "\\x%02x", *p);
+		else
+			strbuf_addch(&clean, *p);
+	}
+	error("%s:%zu:%zu: %s", c->path, line, column, strbuf_str(&clean));
+	strbuf_release(&sb);
+	strbuf_release(&clean);
+	return -1;
+}
+
+/* A message at a 1-based position; always returns -1. */
+static int fail_at(const struct ctx *c, size_t line, size_t column, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail_at(const struct ctx *c, size_t line, size_t column, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfail_at(c, line, column, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* A message at the start of node n; always returns -1. */
+static int fail(const struct ctx *c, const yaml_node_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(const struct ctx *c, const yaml_node_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfail_at(c, n->start_mark.line + 1, n->start_mark.column + 1, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static size_t line_of(const yaml_node_t *n) { return n->start_mark.line + 1; }
+static size_t col_of(const yaml_node_t *n) { return n->start_mark.column + 1; }
+
+static const char *text(const yaml_node_t *n)
+{
+	return (const char *)n->data.scalar.value;
+}
+
+/* What the user wrote, for "..., not %s": "'bayes'", "a list", "a mapping". */
+static const char *shown(const yaml_node_t *n, char *buf, size_t bufsz)
+{
+	if (n->type == YAML_SEQUENCE_NODE)
+		return "a list";
+	if (n->type == YAML_MAPPING_NODE)
+		return "a mapping";
+	snprintf(buf, bufsz, "'%.80s'", text(n));
+	return buf;
+}
+/* In a function with a local char shown_buf[100]. */
+#define SHOWN(n) shown((n), shown_buf, sizeof(shown_buf))
+
+static yaml_node_t *node(const struct ctx *c, int index)
+{
+	return yaml_document_get_node(c->doc, index);
+}
+
+#define for_each_pair(map, p) \
+	for (yaml_node_pair_t *p = (map)->data.mapping.pairs.start; p < (map)->data.mapping.pairs.top; p++)
+#define for_each_item(seq, it) \
+	for (yaml_node_item_t *it = (seq)->data.sequence.items.start; it < (seq)->data.sequence.items.top; it++)
+
+static size_t seq_len(const yaml_node_t *n)
+{
+	return (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+}
+
+/* An empty value, "~" or "null" written plainly: YAML's null. */
+static bool is_null(const yaml_node_t *n)
+{
+	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	const char *t = text(n);
+	return !*t || !strcmp(t, "~") || !strcmp(t, "null") || !strcmp(t, "Null") || !strcmp(t, "NULL");
+}
+
+/*
+ * The index of mapping key k in keys[], after checking that it is a
+ * string, one of keys[] and not met before in this mapping (seen[] holds
+ * the key nodes met so far). where: NULL at the top level, else " in ...".
+ * Returns -1 after a message.
+ */
+static int key_index(const struct ctx *c, const yaml_node_t *k, const char *const *keys, size_t nkeys,
+                     const char *where, const yaml_node_t **seen)
+{
+	char shown_buf[100];
+	if (k->type != YAML_SCALAR_NODE)
+		return fail(c, k, "keys must be strings, not %s", SHOWN(k));
+	for (size_t i = 0; i < nkeys; i++) {
+		if (strcmp(text(k), keys[i]))
+			continue;
+		if (seen[i])
+			return fail(c, k, "duplicate key '%s' (first at %zu:%zu)", keys[i], line_of(seen[i]), col_of(seen[i]));
+		seen[i] = k;
+		return (int)i;
+	}
+	struct strbuf known = STRBUF_INIT;
+	for (size_t i = 0; i < nkeys; i++)
+		strbuf_addf(&known, "%s%s", i ? ", " : "", keys[i]);
+	fail(c, k, "unknown key '%.80s'%s (known: %s)", text(k), where ? where : "", strbuf_str(&known));
+	strbuf_release(&known);
+	return -1;
+}
+
+/* ---- numbers ----------------------------------------------------------- */
+
+/* Decimal syntax: [+-] digits [. digits] [e [+-] digits], digits on at
+ * least one side of the point. *is_int: no point and no exponent. */
+static bool number_syntax(const char *t, bool *is_int)
+{
+	const char *p = t;
+	size_t digits = 0;
+	bool integer = true;
+	if (*p == '+' || *p == '-')
+		p++;
+	for (; *p >= '0' && *p <= '9'; p++)
+		digits++;
+	if (*p == '.') {
+		integer = false;
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			digits++;
+	}
+	if (!digits)
+		return false;
+	if (*p == 'e' || *p == 'E') {
+		size_t exp_digits = 0;
+		integer = false;
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		for (; *p >= '0' && *p <= '9'; p++)
+			exp_digits++;
+		if (!exp_digits)
+			return false;
+	}
+	if (*p)
+		return false;
+	if (is_int)
+		*is_int = integer;
+	return true;
+}
+
+/* A number in decimal syntax with a finite value. */
+static bool parse_number(const char *t, double *v, bool *is_int)
+{
+	bool integer;
+	if (!number_syntax(t, &integer))
+		return false;
+	double d = strtod(t, NULL);
+	if (!isfinite(d))
+		return false;
+	*v = d;
+	if (is_int)
+		*is_int = integer;
+	return true;
+}
+
+/* JSON's stricter number syntax: -?(0|[1-9]digits)(.digits)?([eE][+-]?digits)? */
+static bool json_number_syntax(const char *t)
+{
+	const char *p = t;
+	if (*p == '-')
+		p++;
+	if (*p == '0')
+		p++;
+	else if (*p >= '1' && *p <= '9')
+		while (*p >= '0' && *p <= '9')
+			p++;
+	else
+		return false;
+	if (*p == '.') {
+		if (!(*++p >= '0' && *p <= '9'))
+			return false;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!(*p >= '0' && *p <= '9'))
+			return false;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	return !*p;
+}
+
+/* The shortest "%.Ng" (N <= 17) that reads back as v. */
+static void format_double(char *buf, size_t bufsz, double v)
+{
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, bufsz, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}
+
+/* A whole number in [lo, hi] written as one (no point, no exponent). */
+static bool parse_whole(const yaml_node_t *n, long long lo, long long hi, long long *out)
+{
+	bool integer;
+	if (n->type != YAML_SCALAR_NODE || !number_syntax(text(n), &integer) || !integer)
+		return false;
+	errno = 0;
+	long long v = strtoll(text(n), NULL, 10);
+	if (errno || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+/*
+ * A size as parse_size() reads it, checked here so that a bad one gets a
+ * located message; parse_size() then reads it for real (and agrees).
+ * what: "memory.max". percent_ok: "80%" (of the machine's memory, which
+ * the runner knows) is allowed.
+ */
+static int check_size(const struct ctx *c, const yaml_node_t *n, const char *what, bool percent_ok)
+{
+	static const char *const units[] = { "", "b", "k", "kb", "kib", "m", "mb", "mib",
+	                                     "g", "gb", "gib", "t", "tb", "tib" };
+	static const double mult[] = { 1, 1, 0x1p10, 0x1p10, 0x1p10, 0x1p20, 0x1p20, 0x1p20,
+	                               0x1p30, 0x1p30, 0x1p30, 0x1p40, 0x1p40, 0x1p40 };
+	char shown_buf[100];
+	if (n->type != YAML_SCALAR_NODE)
+		return fail(c, n, "%s must be a size such as 512M or 12G, not %s", what, SHOWN(n));
+	const char *s = text(n);
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (!*s || end == s || errno || !isfinite(v) || v < 0)
+		return fail(c, n, "%s: invalid size '%.80s': expected a number with an optional unit, such as 512M or 12G",
+		            what, s);
+	while (*end == ' ')
+		end++;
+	if (*end == '%') {
+		if (!percent_ok)
+			return fail(c, n, "%s: invalid size '%.80s': a percentage is not allowed here", what, s);
+		if (end[1])
+			return fail(c, n, "%s: invalid size '%.80s': nothing may follow '%%'", what, s);
+		if (v <= 0 || v > 100)
+			return fail(c, n, "%s: invalid size '%.80s': a percentage must be in (0, 100]", what, s);
+	} else {
+		size_t i;
+		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (!strcasecmp(end, units[i]))
+				break;
+		if (i == sizeof(units) / sizeof(units[0]))
+			return fail(c, n, "%s: invalid size '%.80s': unknown unit '%.80s' (use K, M, G or T)", what, s, end);
+		if (v * mult[i] >= 18446744073709551615.0)
+			return fail(c, n, "%s: invalid size '%.80s': too large", what, s);
+		if (v * mult[i] < 1)
+			return fail(c, n, "%s: invalid size '%.80s': must be at least 1 byte", what, s);
+	}
+	uint64_t bytes;
+	return parse_size(s, UINT64_C(1) << 40, &bytes) != 0 ? -1 : 0;
+}
+
+/* ---- the sections ------------------------------------------------------ */
+
+/* A list of strings into *out (NULL-terminated) and *nout. what: "command". */
+static int string_list(struct ctx *c, const yaml_node_t *v, const char *what, const char *example,
+                       char ***out, size_t *nout)
+{
+	char shown_buf[100];
+	if (v->type == YAML_SCALAR_NODE)
+		return fail(c, v, "%s must be a list such as %s, not one string: there is no shell to split it",
+		            what, example);
+	if (v->type != YAML_SEQUENCE_NODE)
+		return fail(c, v, "%s must be a list such as %s, not %s", what, example, SHOWN(v));
+	*out = xcalloc(seq_len(v) + 1, sizeof(char *));
+	*nout = 0;
+	for_each_item(v, it) {
+		const yaml_node_t *a = node(c, *it);
+		if (a->type != YAML_SCALAR_NODE)
+			return fail(c, a, "the items of %s must be strings, not %s", what, SHOWN(a));
+		(*out)[(*nout)++] = xstrdup(text(a));
+	}
+	return 0;
+}
+
+static int parse_command(struct ctx *c, yaml_node_t *v)
+{
+	if (string_list(c, v, "command", COMMAND_EXAMPLE, &c->s->command, &c->s->ncommand) != 0)
+		return -1;
+	if (!c->s->ncommand)
+		return fail(c, v, "command must be a non-empty list such as %s", COMMAND_EXAMPLE);
+	if (!*c->s->command[0])
+		return fail(c, node(c, *v->data.sequence.items.start), "the program (the first item of command) is empty");
+	c->command = v;
+	return 0;
+}
+
+static int parse_method(struct ctx *c, yaml_node_t *v)
+{
+	char shown_buf[100];
+	const char *t = v->type == YAML_SCALAR_NODE ? text(v) : "";
+	if (v->type == YAML_SCALAR_NODE && !strcmp(t, "grid"))
+		c->s->method = SWEEP_GRID;
+	else if (v->type == YAML_SCALAR_NODE && !strcmp(t, "random"))
+		c->s->method = SWEEP_RANDOM;
+	else if (v->type == YAML_SCALAR_NODE && !strcmp(t, "optuna"))
+		c->s->method = SWEEP_OPTUNA;
+	else
+		return fail(c, v, "method must be grid, random or optuna, not %s", SHOWN(v));
+	c->method = v;
+	return 0;
+}
+
+static int parse_metric(struct ctx *c, const yaml_node_t *v)
+{
+	static const char *const keys[] = { "name", "goal" };
+	const yaml_node_t *seen[2] = { NULL, NULL };
+	char shown_buf[100];
+	if (v->type != YAML_MAPPING_NODE)
+		return fail(c, v, "metric must be a mapping {name: NAME, goal: minimize or maximize}, not %s", SHOWN(v));
+	for_each_pair(v, p) {
+		const yaml_node_t *k = node(c, p->key), *val = node(c, p->value);
+		int i = key_index(c, k, keys, 2, " in metric", seen);
+		if (i < 0)
+			return -1;
+		if (i == 0) {
+			if (val->type != YAML_SCALAR_NODE || !*text(val))
+				return fail(c, val, "metric.name must be a non-empty string, not %s", SHOWN(val));
+			c->s->metric_name = xstrdup(text(val));
+		} else if (val->type == YAML_SCALAR_NODE && !strcmp(text(val), "minimize")) {
+			c->s->maximize = false;
+		} else if (val->type == YAML_SCALAR_NODE && !strcmp(text(val), "maximize")) {
+			c->s->maximize = true;
+		} else {
+			return fail(c, val, "metric.goal must be minimize or maximize, not %s", SHOWN(val));
+		}
+	}
+	if (!c->s->metric_name)
+		return fail(c, v, "metric needs a name");
+	return 0;
+}
+
+static bool valid_param_name(const char *t)
+{
+	if (!*t || *t == '-')
+		return false;
+	for (; *t; t++)
+		if (!((*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') || (*t >= '0' && *t <= '9') ||
+		      *t == '_' || *t == '.' || *t == '-'))
+			return false;
+	return true;
+}
+
+static bool valid_env_name(const char *t)
+{
+	if (!*t || (*t >= '0' && *t <= '9'))
+		return false;
+	for (; *t; t++)
+		if (!((*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') || (*t >= '0' && *t <= '9') || *t == '_'))
+			return false;
+	return true;
+}
+
+/* For the duplicate check of a dimension's values: text, then file order. */
+struct value_ref {
+	const char *text;
+	const yaml_node_t *n;
+	size_t index;
+};
+
+static int value_ref_cmp(const void *a, const void *b)
+{
+	const struct value_ref *x = a, *y = b;
+	int r = strcmp(x->text, y->text);
+	if (r)
+		return r;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Refuse a value written twice in one dimension, naming the occurrence
+ * that comes second earliest in the file. */
+static int check_duplicate_values(const struct ctx *c, const struct sweep_dim *d, const yaml_node_t *list)
+{
+	struct value_ref *refs = xcalloc(d->nvalues, sizeof(*refs));
+	size_t i = 0;
+	for_each_item(list, it) {
+		refs[i].text = d->values[i].text;
+		refs[i].n = node(c, *it);
+		refs[i].index = i;
+		i++;
+	}
+	qsort(refs, d->nvalues, sizeof(*refs), value_ref_cmp);
+	const struct value_ref *first = NULL, *second = NULL;
+	for (i = 1; i < d->nvalues; i++)
+		if (!strcmp(refs[i - 1].text, refs[i].text) && (!second || refs[i].index < second->index)) {
+			first = &refs[i - 1];
+			second = &refs[i];
+		}
+	int rc = 0;
+	if (second)
+		rc = fail(c, second->n, "duplicate value '%.80s' (first at %zu:%zu)", second->text,
+		          line_of(first->n), col_of(first->n));
+	free(refs);
+	return rc;
+}
+
+static void value_init(struct sweep_value *val, const yaml_node_t *n, bool is_env)
+{
+	val->text = xstrdup(text(n));
+	val->is_number = !is_env && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	                 parse_number(val->text, &val->num, &val->is_int);
+	if (!val->is_number) {
+		val->is_int = false;
+		val->num = 0;
+	}
+}
+
+/* An integer's text within ±2^53, judged on the text: a double rounds
+ * 9007199254740993 down to 2^53. */
+static bool int_bound_ok(const char *t)
+{
+	errno = 0;
+	long long v = strtoll(t, NULL, 10);
+	return !errno && v >= -INT_BOUND_LL && v <= INT_BOUND_LL;
+}
+
+static int parse_bound(const struct ctx *c, const yaml_node_t *n, const char *which, double *v, bool *is_int)
+{
+	char shown_buf[100];
+	if (n->type != YAML_SCALAR_NODE || !parse_number(text(n), v, is_int))
+		return fail(c, n, "%s must be a number, not %s", which, SHOWN(n));
+	return 0;
+}
+
+enum { DK_VALUES, DK_VALUE, DK_MIN, DK_MAX, DK_DISTRIBUTION, DK_N };
+static const char *const dim_keys[DK_N] = { "values", "value", "min", "max", "distribution" };
+
+/* One dimension, name: {values: [...]} | {min: a, max: b [, distribution: d]} | {value: x}. */
+static int parse_dim(struct ctx *c, const yaml_node_t *k, const yaml_node_t *v, bool is_env, struct sweep_dim *d)
+{
+	const char *kind = is_env ? "environment variable" : "parameter";
+	const char *name = d->name;
+	const yaml_node_t *seen[DK_N] = { NULL }, *val[DK_N] = { NULL };
+	char shown_buf[100], where[128];
+
+	d->line = (int)line_of(k);
+	d->column = (int)col_of(k);
+	if (v->type != YAML_MAPPING_NODE)
+		return fail(c, v, "%s '%s' must be a mapping: {values: [...]}, {min: ..., max: ...} or {value: ...}",
+		            kind, name);
+	snprintf(where, sizeof(where), " in %s '%s'", kind, name);
+	for_each_pair(v, p) {
+		int i = key_index(c, node(c, p->key), dim_keys, DK_N, where, seen);
+		if (i < 0)
+			return -1;
+		val[i] = node(c, p->value);
+	}
+	int kinds = !!val[DK_VALUES] + !!val[DK_VALUE] + !!(val[DK_MIN] || val[DK_MAX]);
+	if (kinds != 1)
+		return fail(c, v, "%s '%s' needs %s of: values, min and max, or value", kind, name,
+		            kinds ? "only one" : "one");
+	if (val[DK_DISTRIBUTION] && !val[DK_MIN] && !val[DK_MAX])
+		return fail(c, seen[DK_DISTRIBUTION], "'distribution' goes with min and max, not with values or value");
+
+	if (val[DK_VALUES]) {
+		const yaml_node_t *list = val[DK_VALUES];
+		if (list->type != YAML_SEQUENCE_NODE || !seq_len(list))
+			return fail(c, list, "'values' must be a non-empty list");
+		d->kind = DIM_VALUES;
+		d->values = xcalloc(seq_len(list), sizeof(*d->values));
+		d->nvalues = seq_len(list);
+		size_t i = 0;
+		for_each_item(list, it) {
+			const yaml_node_t *item = node(c, *it);
+			if (item->type != YAML_SCALAR_NODE)
+				return fail(c, item, "values must be strings or numbers, not %s", SHOWN(item));
+			value_init(&d->values[i++], item, is_env);
+		}
+		return check_duplicate_values(c, d, list);
+	}
+	if (val[DK_VALUE]) {
+		const yaml_node_t *one = val[DK_VALUE];
+		if (one->type != YAML_SCALAR_NODE)
+			return fail(c, one, "'value' must be a string or a number, not %s", SHOWN(one));
+		d->kind = DIM_CONST;
+		d->values = xcalloc(1, sizeof(*d->values));
+		d->nvalues = 1;
+		value_init(&d->values[0], one, is_env);
+		return 0;
+	}
+
+	const yaml_node_t *mn = val[DK_MIN], *mx = val[DK_MAX];
+	bool min_int, max_int;
+	if (!mn)
+		return fail(c, v, "%s '%s' has max but no min", kind, name);
+	if (!mx)
+		return fail(c, v, "%s '%s' has min but no max", kind, name);
+	if (parse_bound(c, mn, "min", &d->min, &min_int) || parse_bound(c, mx, "max", &d->max, &max_int))
+		return -1;
+	d->kind = DIM_RANGE;
+	if (d->min > d->max)
+		return fail(c, mn, "min %s is more than max %s", text(mn), text(mx));
+	d->integer = min_int && max_int;
+	if (d->integer && (!int_bound_ok(text(mn)) || !int_bound_ok(text(mx))))
+		return fail(c, int_bound_ok(text(mn)) ? mx : mn,
+		            "integer bounds must lie within -2^53 and 2^53 (9007199254740992)");
+	if (val[DK_DISTRIBUTION]) {
+		const yaml_node_t *dist = val[DK_DISTRIBUTION];
+		const char *t = dist->type == YAML_SCALAR_NODE ? text(dist) : "";
+		if (!strcmp(t, "log_uniform") || !strcmp(t, "log_uniform_values"))
+			d->log = true;
+		else if (strcmp(t, "uniform"))
+			return fail(c, dist, "distribution must be uniform or log_uniform, not %s", SHOWN(dist));
+	}
+	if (d->log && d->min <= 0)
+		return fail(c, mn, "log_uniform needs min above 0, not %s", text(mn));
+	return 0;
+}
+
+/* The parameters: or env: section, appended to s->dims. */
+static int parse_dims(struct ctx *c, const yaml_node_t *v, bool is_env)
+{
+	const char *section = is_env ? "env" : "parameters";
+	char shown_buf[100];
+	struct sweep_spec *s = c->s;
+
+	if (is_null(v))
+		return 0;
+	if (v->type != YAML_MAPPING_NODE)
+		return fail(c, v, "%s must be a mapping of %s: {values: [...]}, {min: ..., max: ...} or {value: ...}, not %s",
+		            section, is_env ? "NAME" : "name", SHOWN(v));
+	for_each_pair(v, p) {
+		const yaml_node_t *k = node(c, p->key);
+		if (k->type != YAML_SCALAR_NODE)
+			return fail(c, k, "keys must be strings, not %s", SHOWN(k));
+		const char *name = text(k);
+		if (!is_env && !valid_param_name(name))
+			return fail(c, k, "invalid parameter name '%.80s': use letters, digits, '_', '.' and '-' (not first)",
+			            name);
+		if (is_env && !valid_env_name(name))
+			return fail(c, k, "invalid environment variable name '%.80s': use letters, digits and '_' "
+			            "(not a digit first)", name);
+		for (size_t i = 0; i < s->ndims; i++)
+			if (s->dims[i].is_env == is_env && !strcmp(s->dims[i].name, name))
+				return fail(c, k, "duplicate %s '%s' (first at %d:%d)", is_env ? "environment variable" : "parameter",
+				            name, s->dims[i].line, s->dims[i].column);
+		if (s->ndims == SPEC_MAX_DIMS)
+			return fail(c, k, "too many dimensions (at most %d)", SPEC_MAX_DIMS);
+		s->dims = xrealloc(s->dims, (s->ndims + 1) * sizeof(*s->dims));
+		struct sweep_dim *d = &s->dims[s->ndims++];
+		memset(d, 0, sizeof(*d));
+		d->name = xstrdup(name);
+		d->is_env = is_env;
+		if (parse_dim(c, k, node(c, p->value), is_env, d) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* at-limit, on-oom, every=N, never: a comma-separated list, as --restart. */
+static int parse_restart(const struct ctx *c, const yaml_node_t *v)
+{
+	char shown_buf[100];
+	if (v->type != YAML_SCALAR_NODE)
+		return fail(c, v, "memory.restart must be at-limit, on-oom, every=N or never (comma-separated), not %s",
+		            SHOWN(v));
+	char *buf = xstrdup(text(v));
+	int rc = 0;
+	const char *p = buf;
+	for (;;) {
+		char *comma = strchr(p, ',');
+		if (comma)
+			*comma = '\0';
+		long long n;
+		char *end;
+		if (!strcmp(p, "at-limit") || !strcmp(p, "on-oom") || !strcmp(p, "never")) {
+			/* fine */
+		} else if (!strncmp(p, "every=", 6)) {
+			errno = 0;
+			n = strtoll(p + 6, &end, 10);
+			if (errno || end == p + 6 || *end || n < 1 || p[6] == '+' || p[6] == ' ') {
+				rc = fail(c, v, "memory.restart '%.80s': every=N needs a whole number of steps, at least 1", p);
+				break;
+			}
+		} else {
+			rc = fail(c, v, "memory.restart: unknown policy '%.80s' (use at-limit, every=N, on-oom or never)", p);
+			break;
+		}
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	free(buf);
+	return rc;
+}
+
+static int parse_memory(struct ctx *c, const yaml_node_t *v)
+{
+	static const char *const keys[] = { "max", "restart", "expect" };
+	const yaml_node_t *seen[3] = { NULL, NULL, NULL };
+	char shown_buf[100];
+	if (is_null(v))
+		return 0;
+	if (v->type != YAML_MAPPING_NODE)
+		return fail(c, v, "memory must be a mapping {max: SIZE, restart: POLICY, expect: SIZE}, not %s", SHOWN(v));
+	for_each_pair(v, p) {
+		const yaml_node_t *val = node(c, p->value);
+		switch (key_index(c, node(c, p->key), keys, 3, " in memory", seen)) {
+		case 0:
+			if (check_size(c, val, "memory.max", true) != 0)
+				return -1;
+			c->s->memory_max = xstrdup(text(val));
+			break;
+		case 1:
+			if (parse_restart(c, val) != 0)
+				return -1;
+			c->s->memory_restart = xstrdup(text(val));
+			break;
+		case 2:
+			if (check_size(c, val, "memory.expect", false) != 0)
+				return -1;
+			c->s->memory_expect = xstrdup(text(val));
+			break;
+		default:
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* on_oom: {retry_with: {name: half, ...}}; the names are checked at the end. */
+static int parse_on_oom(struct ctx *c, const yaml_node_t *v)
+{
+	static const char *const keys[] = { "retry_with" };
+	const yaml_node_t *seen[1] = { NULL };
+	char shown_buf[100];
+	struct sweep_spec *s = c->s;
+	if (is_null(v))
+		return 0;
+	if (v->type != YAML_MAPPING_NODE)
+		return fail(c, v, "on_oom must be a mapping {retry_with: {PARAMETER: half}}, not %s", SHOWN(v));
+	for_each_pair(v, p) {
+		if (key_index(c, node(c, p->key), keys, 1, " in on_oom", seen) < 0)
+			return -1;
+		yaml_node_t *rw = node(c, p->value);
+		if (rw->type != YAML_MAPPING_NODE)
+			return fail(c, rw, "on_oom.retry_with must be a mapping {PARAMETER: half}, not %s", SHOWN(rw));
+		size_t n = (size_t)(rw->data.mapping.pairs.top - rw->data.mapping.pairs.start);
+		s->retry_names = xcalloc(n + 1, sizeof(char *));
+		s->retry_rules = xcalloc(n + 1, sizeof(char *));
+		for_each_pair(rw, q) {
+			const yaml_node_t *k = node(c, q->key), *rule = node(c, q->value);
+			if (k->type != YAML_SCALAR_NODE)
+				return fail(c, k, "keys must be strings, not %s", SHOWN(k));
+			for (yaml_node_pair_t *e = rw->data.mapping.pairs.start; e < q; e++) {
+				const yaml_node_t *ek = node(c, e->key);
+				if (!strcmp(text(ek), text(k)))
+					return fail(c, k, "duplicate key '%.80s' (first at %zu:%zu)", text(k), line_of(ek), col_of(ek));
+			}
+			if (rule->type != YAML_SCALAR_NODE || strcmp(text(rule), "half"))
+				return fail(c, rule, "on_oom.retry_with rule for '%.80s' must be half, not %s", text(k), SHOWN(rule));
+			s->retry_names[s->nretry] = xstrdup(text(k));
+			s->retry_rules[s->nretry] = xstrdup(text(rule));
+			s->nretry++;
+		}
+		c->retry_with = rw;
+	}
+	return 0;
+}
+
+static int parse_result_regex(struct ctx *c, const yaml_node_t *v)
+{
+	char shown_buf[100];
+	if (v->type != YAML_SCALAR_NODE || !*text(v))
+		return fail(c, v, "result_regex must be a regular expression such as '^val_loss=(\\S+)', not %s", SHOWN(v));
+	int errcode;
+	PCRE2_SIZE erroff;
+	pcre2_code *code = pcre2_compile((PCRE2_SPTR)text(v), PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_MATCH_INVALID_UTF,
+	                                 &errcode, &erroff, NULL);
+	if (!code) {
+		PCRE2_UCHAR msg[256];
+		pcre2_get_error_message(errcode, msg, sizeof(msg));
+		return fail(c, v, "invalid result_regex '%.80s' at offset %zu: %s", text(v), (size_t)erroff, (char *)msg);
+	}
+	pcre2_code_free(code);
+	c->s->result_regex = xstrdup(text(v));
+	return 0;
+}
+
+/* ---- checks that need the whole file ------------------------------------ */
+
+static size_t find_param(const struct sweep_spec *s, const char *name, size_t len)
+{
+	for (size_t i = 0; i < s->ndims; i++)
+		if (!s->dims[i].is_env && strlen(s->dims[i].name) == len && !memcmp(s->dims[i].name, name, len))
+			return i;
+	return SIZE_MAX;
+}
+
+/* Every "{name}" in the command names a parameter; braces balance. */
+static int check_placeholders(const struct ctx *c)
+{
+	const struct sweep_spec *s = c->s;
+	size_t i = 0;
+	for_each_item(c->command, it) {
+		const yaml_node_t *n = node(c, *it);
+		const char *arg = s->command[i++];
+		if (!strcmp(arg, "${args}"))
+			continue;
+		for (const char *p = arg; *p; p++) {
+			if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}')) {
+				p++;
+				continue;
+			}
+			if (*p == '}')
+				return fail(c, n, "unmatched '}' in command argument '%.80s' (write '}}' for a literal brace)", arg);
+			if (*p != '{')
+				continue;
+			const char *close = strchr(p + 1, '}');
+			const char *open = strchr(p + 1, '{');
+			if (!close || (open && open < close))
+				return fail(c, n, "unmatched '{' in command argument '%.80s' (write '{{' for a literal brace)", arg);
+			size_t len = (size_t)(close - p - 1);
+			if (!len)
+				return fail(c, n, "empty placeholder '{}' in command argument '%.80s'", arg);
+			if (find_param(s, p + 1, len) == SIZE_MAX) {
+				struct strbuf names = STRBUF_INIT;
+				for (size_t d = 0; d < s->ndims; d++)
+					if (!s->dims[d].is_env)
+						strbuf_addf(&names, "%s%s", names.len ? ", " : "", s->dims[d].name);
+				fail(c, n, "placeholder '{%.*s}' names no parameter (%s%s)", (int)(len > 80 ? 80 : len), p + 1,
+				     names.len ? "parameters: " : "there are no parameters", strbuf_str(&names));
+				strbuf_release(&names);
+				return -1;
+			}
+			p = close;
+		}
+	}
+	return 0;
+}
+
+static int check_whole(struct ctx *c)
+{
+	struct sweep_spec *s = c->s;
+	const char *method = s->method == SWEEP_GRID ? "grid" : s->method == SWEEP_RANDOM ? "random" : "optuna";
+
+	if (!s->command)
+		return fail(c, c->root, "command is missing: a list such as %s", COMMAND_EXAMPLE);
+	if (check_placeholders(c) != 0)
+		return -1;
+	if (s->method == SWEEP_GRID) {
+		uint64_t size = 1;
+		for (size_t i = 0; i < s->ndims; i++) {
+			const struct sweep_dim *d = &s->dims[i];
+			if (d->kind == DIM_RANGE)
+				return fail_at(c, (size_t)d->line, (size_t)d->column, "%s '%s' has a range; grid needs values",
+				               d->is_env ? "environment variable" : "parameter", d->name);
+			if (size > UINT64_MAX / d->nvalues)
+				return fail_at(c, (size_t)d->line, (size_t)d->column, "the grid has more than 2^64 trials");
+			size *= d->nvalues;
+		}
+	} else if (!s->run_cap) {
+		return fail(c, c->method, "run_cap is required with method %s", method);
+	}
+	if (c->retry_with) {
+		size_t r = 0;
+		for_each_pair(c->retry_with, p) {
+			const yaml_node_t *k = node(c, p->key);
+			size_t i = find_param(s, s->retry_names[r], strlen(s->retry_names[r]));
+			r++;
+			if (i == SIZE_MAX)
+				return fail(c, k, "on_oom.retry_with names '%.80s', which is not a parameter", text(k));
+			const struct sweep_dim *d = &s->dims[i];
+			for (size_t j = 0; j < d->nvalues; j++)
+				if (!d->values[j].is_number)
+					return fail(c, k, "on_oom.retry_with: parameter '%s' has a value that is not a number ('%.80s'); "
+					            "half needs numbers", d->name, d->values[j].text);
+		}
+	}
+	return 0;
+}
+
+/* Parameters first, then env, each in file order. */
+static void order_dims(struct sweep_spec *s)
+{
+	struct sweep_dim *sorted = xcalloc(s->ndims ? s->ndims : 1, sizeof(*sorted));
+	size_t n = 0;
+	for (int env = 0; env <= 1; env++)
+		for (size_t i = 0; i < s->ndims; i++)
+			if (s->dims[i].is_env == (bool)env)
+				sorted[n++] = s->dims[i];
+	free(s->dims);
+	s->dims = sorted;
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+enum { K_COMMAND, K_METHOD, K_METRIC, K_PARAMETERS, K_ENV, K_RUN_CAP, K_PARALLEL, K_SEED, K_MEMORY, K_ON_OOM,
+       K_RESULT_REGEX, K_RUN_OPTIONS, K_N };
+static const char *const top_keys[K_N] = { "command", "method", "metric", "parameters", "env", "run_cap",
+                                           "parallel", "seed", "memory", "on_oom", "result_regex", "run_options" };
+
+static int parse_top(struct ctx *c)
+{
+	const yaml_node_t *seen[K_N] = { NULL };
+	struct sweep_spec *s = c->s;
+	char shown_buf[100];
+	long long n;
+
+	/* Strings become C strings and argv: no NUL inside. */
+	for (yaml_node_t *sc = c->doc->nodes.start; sc < c->doc->nodes.top; sc++)
+		if (sc->type == YAML_SCALAR_NODE && strlen(text(sc)) != sc->data.scalar.length)
+			return fail(c, sc, "a string may not contain a NUL character");
+
+	if (!c->root)
+		return fail_at(c, 1, 1, "the file is empty: expected command, parameters and the other keys of a sweep");
+	if (c->root->type != YAML_MAPPING_NODE)
+		return fail(c, c->root, "expected a mapping of keys (command, method, parameters, ...), not %s",
+		            SHOWN(c->root));
+	for_each_pair(c->root, p) {
+		yaml_node_t *v = node(c, p->value);
+		int rc = 0;
+		switch (key_index(c, node(c, p->key), top_keys, K_N, NULL, seen)) {
+		case K_COMMAND: rc = parse_command(c, v); break;
+		case K_METHOD: rc = parse_method(c, v); break;
+		case K_METRIC: rc = parse_metric(c, v); break;
+		case K_PARAMETERS: rc = parse_dims(c, v, false); break;
+		case K_ENV: rc = parse_dims(c, v, true); break;
+		case K_RUN_CAP:
+			if (!parse_whole(v, LLONG_MIN, LLONG_MAX, &n))
+				return fail(c, v, "run_cap must be a whole number, not %s", SHOWN(v));
+			if (n < 0)
+				return fail(c, v, "run_cap must be 0 (no cap) or more, not %s", SHOWN(v));
+			s->run_cap = n;
+			break;
+		case K_PARALLEL:
+			if (!parse_whole(v, LLONG_MIN, LLONG_MAX, &n) || n < 1 || n > INT_MAX)
+				return fail(c, v, "parallel must be a whole number, at least 1, not %s", SHOWN(v));
+			s->parallel = (int)n;
+			break;
+		case K_SEED: {
+			bool integer;
+			if (v->type != YAML_SCALAR_NODE || !number_syntax(text(v), &integer) || !integer ||
+			    text(v)[0] == '-' || text(v)[0] == '+')
+				return fail(c, v, "seed must be a whole number from 0 to 18446744073709551615, not %s", SHOWN(v));
+			errno = 0;
+			unsigned long long seed = strtoull(text(v), NULL, 10);
+			if (errno)
+				return fail(c, v, "seed must be a whole number from 0 to 18446744073709551615, not %s", SHOWN(v));
+			s->seed = seed;
+			break;
+		}
+		case K_MEMORY: rc = parse_memory(c, v); break;
+		case K_ON_OOM: rc = parse_on_oom(c, v); break;
+		case K_RESULT_REGEX: rc = parse_result_regex(c, v); break;
+		case K_RUN_OPTIONS:
+			if (!is_null(v))
+				rc = string_list(c, v, "run_options", "[--interval, 50ms]", &s->run_options, &s->nrun_options);
+			break;
+		default:
+			return -1;
+		}
+		if (rc)
+			return -1;
+	}
+	return check_whole(c);
+}
+
+/* A syntax error as libyaml reports it, located. */
+static int yaml_fail(const struct ctx *c, const yaml_parser_t *parser)
+{
+	if (parser->error == YAML_MEMORY_ERROR)
+		return error("%s: out of memory reading the YAML", c->path);
+	if (parser->error == YAML_READER_ERROR) {
+		/* Bad encoding: libyaml gives a byte offset, not a mark. */
+		size_t line = 1, column = 1;
+		for (size_t i = 0; i < parser->problem_offset && i < c->len; i++) {
+			unsigned char ch = (unsigned char)c->text[i];
+			if (ch == '\n') {
+				line++;
+				column = 1;
+			} else if ((ch & 0xc0) != 0x80) {
+				column++;
+			}
+		}
+		if (parser->problem_value != -1)
+			return fail_at(c, line, column, "%s (byte 0x%02x)", parser->problem, (unsigned)parser->problem_value);
+		return fail_at(c, line, column, "%s", parser->problem);
+	}
+	const char *problem = parser->problem ? parser->problem : "invalid YAML";
+	if (parser->context)
+		return fail_at(c, parser->problem_mark.line + 1, parser->problem_mark.column + 1, "%s (%s at %zu:%zu)",
+		               problem, parser->context, parser->context_mark.line + 1, parser->context_mark.column + 1);
+	return fail_at(c, parser->problem_mark.line + 1, parser->problem_mark.column + 1, "%s", problem);
+}
+
+int sweep_spec_parse(const char *text_, size_t len, const char *path, struct sweep_spec *out)
+{
+	struct ctx c = { .path = path, .text = text_, .len = len, .s = out };
+	yaml_parser_t parser;
+	yaml_document_t doc, extra;
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	out->path = xstrdup(path);
+	out->parallel = 1;
+	if (!yaml_parser_initialize(&parser)) {
+		sweep_spec_free(out);
+		return error("%s: out of memory reading the YAML", path);
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text_, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		yaml_fail(&c, &parser);
+		yaml_parser_delete(&parser);
+		sweep_spec_free(out);
+		return -1;
+	}
+	c.doc = &doc;
+	c.root = yaml_document_get_root_node(&doc);
+	if (c.root) {
+		/* One document only: a second one would be ignored silently. */
+		if (!yaml_parser_load(&parser, &extra)) {
+			yaml_fail(&c, &parser);
+			goto out;
+		}
+		yaml_node_t *second = yaml_document_get_root_node(&extra);
+		if (second) {
+			fail(&c, second, "only one YAML document is allowed");
+			yaml_document_delete(&extra);
+			goto out;
+		}
+		yaml_document_delete(&extra);
+	}
+	rc = parse_top(&c);
+out:
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	if (rc == 0) {
+		order_dims(out);
+	} else {
+		sweep_spec_free(out);
+	}
+	return rc;
+}
+
+int sweep_spec_load(const char *path, struct sweep_spec *out)
+{
+	char *buf = xmalloc(SPEC_MAX_BYTES + 2);
+	memset(out, 0, sizeof(*out));
+	ssize_t n = read_file_buf(path, buf, SPEC_MAX_BYTES + 2);
+	if (n < 0) {
+		free(buf);
+		return error_errno("cannot read sweep file '%s'", path);
+	}
+	if (n > SPEC_MAX_BYTES) {
+		free(buf);
+		return error("sweep file '%s' is larger than %d KiB", path, SPEC_MAX_BYTES / 1024);
+	}
+	int rc = sweep_spec_parse(buf, (size_t)n, path, out);
+	free(buf);
+	return rc;
+}
+
+static void free_strv(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void sweep_spec_free(struct sweep_spec *s)
+{
+	if (!s)
+		return;
+	free(s->path);
+	free_strv(s->command, s->ncommand);
+	free(s->metric_name);
+	for (size_t i = 0; i < s->ndims; i++) {
+		for (size_t j = 0; j < s->dims[i].nvalues; j++)
+			free(s->dims[i].values[j].text);
+		free(s->dims[i].values);
+		free(s->dims[i].name);
+	}
+	free(s->dims);
+	free(s->memory_max);
+	free(s->memory_restart);
+	free(s->memory_expect);
+	free_strv(s->retry_names, s->nretry);
+	free_strv(s->retry_rules, s->nretry);
+	free(s->result_regex);
+	free_strv(s->run_options, s->nrun_options);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- trials ------------------------------------------------------------- */
+
+void sweep_assign_free(struct sweep_assign *a, size_t ndims)
+{
+	if (!a)
+		return;
+	free_strv(a->values, ndims);
+	a->values = NULL;
+}
+
+uint64_t sweep_grid_size(const struct sweep_spec *s)
+{
+	uint64_t size = 1;
+	for (size_t i = 0; i < s->ndims; i++) {
+		if (s->dims[i].kind == DIM_RANGE)
+			return 0;
+		if (size > UINT64_MAX / s->dims[i].nvalues)
+			size = UINT64_MAX;
+		else
+			size *= s->dims[i].nvalues;
+	}
+	if (s->run_cap > 0 && (uint64_t)s->run_cap < size)
+		size = (uint64_t)s->run_cap;
+	return size;
+}
+
+static char *format_range_value(const struct sweep_dim *d, double v)
+{
+	char buf[64];
+	if (d->integer)
+		snprintf(buf, sizeof(buf), "%" PRId64, (int64_t)v);
+	else
+		format_double(buf, sizeof(buf), v);
+	return xstrdup(buf);
+}
+
+void sweep_grid_trial(const struct sweep_spec *s, uint64_t i, struct sweep_assign *out)
+{
+	out->values = xcalloc(s->ndims + 1, sizeof(char *));
+	for (size_t k = s->ndims; k-- > 0;) {
+		const struct sweep_dim *d = &s->dims[k];
+		if (d->kind == DIM_RANGE) {     /* refused for grid; the low end if asked anyway */
+			out->values[k] = format_range_value(d, d->min);
+			continue;
+		}
+		out->values[k] = xstrdup(d->values[i % d->nvalues].text);
+		i /= d->nvalues;
+	}
+}
+
+static uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint64_t splitmix_next(uint64_t *state)
+{
+	*state += GOLDEN;
+	return mix64(*state);
+}
+
+/* One dimension's value from one 64-bit draw x. */
+static char *draw(const struct sweep_dim *d, uint64_t x)
+{
+	double u = (double)(x >> 11) * 0x1p-53;        /* [0, 1) */
+	if (d->kind == DIM_CONST)
+		return xstrdup(d->values[0].text);
+	if (d->kind == DIM_VALUES) {
+		size_t k = (size_t)(u * (double)d->nvalues);
+		return xstrdup(d->values[k < d->nvalues ? k : d->nvalues - 1].text);
+	}
+	double v;
+	if (d->integer && !d->log) {
+		/* Each integer of [min, max] equally likely. */
+		double count = d->max - d->min + 1;
+		v = d->min + floor(u * count);
+	} else if (d->integer) {
+		/* Log-uniform on [min - 0.5, max + 0.5), rounded: every integer
+		 * of the range can come out, the small ones more often. */
+		double lo = log(d->min - 0.5), hi = log(d->max + 0.5);
+		v = floor(exp(lo + u * (hi - lo)) + 0.5);
+	} else if (d->log) {
+		double lo = log(d->min), hi = log(d->max);
+		v = exp(lo + u * (hi - lo));
+	} else {
+		v = d->min + u * (d->max - d->min);
+	}
+	if (v < d->min)
+		v = d->min;
+	if (v > d->max)
+		v = d->max;
+	return format_range_value(d, v);
+}
+
+void sweep_random_trial(const struct sweep_spec *s, uint64_t i, struct sweep_assign *out)
+{
+	uint64_t state = mix64(mix64(s->seed) + (i + 1) * GOLDEN);
+	out->values = xcalloc(s->ndims + 1, sizeof(char *));
+	for (size_t k = 0; k < s->ndims; k++)
+		out->values[k] = draw(&s->dims[k], splitmix_next(&state));
+}
+
+/* One argument of the template with its placeholders replaced. */
+static char *expand_arg(const struct sweep_spec *s, const struct sweep_assign *a, const char *t)
+{
+	struct strbuf sb = STRBUF_INIT;
+	for (const char *p = t; *p;) {
+		if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}')) {
+			strbuf_addch(&sb, *p);
+			p += 2;
+			continue;
+		}
+		if (*p == '{') {
+			const char *close = strchr(p + 1, '}');
+			size_t i = close ? find_param(s, p + 1, (size_t)(close - p - 1)) : SIZE_MAX;
+			if (i != SIZE_MAX) {
+				strbuf_addstr(&sb, a->values[i]);
+				p = close + 1;
+				continue;
+			}
+		}
+		strbuf_addch(&sb, *p++);
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
+char **sweep_trial_argv(const struct sweep_spec *s, const struct sweep_assign *a)
+{
+	size_t nparams = 0, n = 0;
+	for (size_t i = 0; i < s->ndims; i++)
+		nparams += !s->dims[i].is_env;
+	for (size_t i = 0; i < s->ncommand; i++)
+		n += strcmp(s->command[i], "${args}") ? 1 : nparams;
+	char **argv = xcalloc(n + 1, sizeof(char *));
+	n = 0;
+	for (size_t i = 0; i < s->ncommand; i++) {
+		if (strcmp(s->command[i], "${args}")) {
+			argv[n++] = expand_arg(s, a, s->command[i]);
+			continue;
+		}
+		for (size_t d = 0; d < s->ndims; d++) {
+			if (s->dims[d].is_env)
+				continue;
+			struct strbuf sb = STRBUF_INIT;
+			strbuf_addf(&sb, "--%s=%s", s->dims[d].name, a->values[d]);
+			argv[n++] = strbuf_detach(&sb, NULL);
+		}
+	}
+	return argv;
+}
+
+void sweep_argv_free(char **argv)
+{
+	for (size_t i = 0; argv && argv[i]; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+/* Whether value text of dimension d is a number: as written for values
+ * from the file (a quoted "1" is a string), by its syntax otherwise. */
+static bool value_is_number(const struct sweep_dim *d, const char *t)
+{
+	if (d->kind == DIM_RANGE)
+		return true;
+	for (size_t i = 0; i < d->nvalues; i++)
+		if (!strcmp(d->values[i].text, t))
+			return d->values[i].is_number;
+	double v;
+	return parse_number(t, &v, NULL);
+}
+
+static char *assign_json(const struct sweep_spec *s, const struct sweep_assign *a, bool env)
+{
+	struct strbuf sb = STRBUF_INIT;
+	bool first = true;
+	strbuf_addch(&sb, '{');
+	for (size_t i = 0; i < s->ndims; i++) {
+		const struct sweep_dim *d = &s->dims[i];
+		const char *v = a->values[i];
+		if (d->is_env != env)
+			continue;
+		strbuf_addstr(&sb, first ? "" : ", ");
+		first = false;
+		strbuf_add_json_str(&sb, d->name);
+		strbuf_addstr(&sb, ": ");
+		double num;
+		if (env || !value_is_number(d, v) || !parse_number(v, &num, NULL)) {
+			strbuf_add_json_str(&sb, v);
+		} else if (json_number_syntax(v)) {
+			strbuf_addstr(&sb, v);
+		} else {        /* "+1", "007", ".5": the same number in JSON's syntax */
+			char buf[64];
+			format_double(buf, sizeof(buf), num);
+			strbuf_addstr(&sb, buf);
+		}
+	}
+	strbuf_addch(&sb, '}');
+	return strbuf_detach(&sb, NULL);
+}
+
+char *sweep_params_json(const struct sweep_spec *s, const struct sweep_assign *a)
+{
+	return assign_json(s, a, false);
+}
+
+char *sweep_env_json(const struct sweep_spec *s, const struct sweep_assign *a)
+{
+	return assign_json(s, a, true);
+}

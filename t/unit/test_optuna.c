@@ -1,0 +1,770 @@
+/*
+ * test_optuna.c — the Optuna bridge (src/sweep/optuna.c): the search space
+ * it writes, its reader of `optuna ask` output against hostile text, the
+ * runner against fake optuna commands (garbage, a hang, a flood, a failure
+ * with a traceback, the exact command line and environment), and a real
+ * study with the installed `optuna` command: create, five asks over every
+ * kind of dimension, tells, and what Optuna recorded. The real part is
+ * skipped when no `optuna` is on PATH; it takes about 20 s (every optuna
+ * command starts Python) and prints the cost per command.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "sweep/optuna.h"
+#include "util/util.h"
+
+/* ------------------------------------------------------------------ */
+/* Helpers */
+
+/* stderr of one call, captured through a temporary file. */
+static char captured[8192];
+static int saved_fd = -1;
+static FILE *cap_file;
+
+static void capture_begin(void)
+{
+	fflush(stderr);
+	cap_file = tmpfile();
+	saved_fd = dup(STDERR_FILENO);
+	dup2(fileno(cap_file), STDERR_FILENO);
+}
+
+static const char *capture_end(void)
+{
+	fflush(stderr);
+	dup2(saved_fd, STDERR_FILENO);
+	close(saved_fd);
+	rewind(cap_file);
+	size_t n = fread(captured, 1, sizeof(captured) - 1, cap_file);
+	captured[n] = '\0';
+	fclose(cap_file);
+	return captured;
+}
+
+static char tmpdir[64];
+
+static void make_tmpdir(void)
+{
+	if (!tmpdir[0]) {
+		strcpy(tmpdir, "/tmp/lp-optuna-XXXXXX");
+		if (!mkdtemp(tmpdir))
+			tmpdir[0] = '\0';
+	}
+}
+
+static void write_file(const char *path, const char *text, int mode)
+{
+	FILE *f = fopen(path, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+	chmod(path, (mode_t)mode);
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[4096];
+	ssize_t n = read_file_buf(path, buf, sizeof(buf));
+	return n < 0 ? NULL : buf;
+}
+
+/* The dimensions of the sweep below, built by hand (no spec.c needed). */
+static struct sweep_value v_num(const char *text)
+{
+	struct sweep_value v = { (char *)text, true, !strpbrk(text, ".eE"), strtod(text, NULL) };
+	return v;
+}
+static struct sweep_value v_str(const char *text)
+{
+	struct sweep_value v = { (char *)text, false, false, 0 };
+	return v;
+}
+
+static struct sweep_value opt_values[3], bs_values[3], seed_value[1], omp_values[2];
+static struct sweep_dim dims[7];
+static struct sweep_spec spec;
+
+static void build_spec(void)
+{
+	opt_values[0] = v_str("adam");
+	opt_values[1] = v_str("sgd");
+	opt_values[2] = v_str("we\"ird\\ \xc3\xa9 \xf0\x9f\x98\x80");  /* é and an emoji */
+	bs_values[0] = v_num("32");
+	bs_values[1] = v_num("64");
+	bs_values[2] = v_num("1e-3");
+	seed_value[0] = v_num("7");
+	omp_values[0] = v_num("1");
+	omp_values[1] = v_num("2");
+	memset(dims, 0, sizeof(dims));
+	dims[0] = (struct sweep_dim){ .name = "lr", .kind = DIM_RANGE, .min = 0.0, .max = 0.5,
+				      .line = 3, .column = 5 };
+	dims[1] = (struct sweep_dim){ .name = "wd", .kind = DIM_RANGE, .min = 1e-6, .max = 1e-2,
+				      .log = true, .line = 4, .column = 5 };
+	dims[2] = (struct sweep_dim){ .name = "layers", .kind = DIM_RANGE, .min = 1, .max = 4,
+				      .integer = true, .line = 5, .column = 5 };
+	dims[3] = (struct sweep_dim){ .name = "opt", .kind = DIM_VALUES, .values = opt_values,
+				      .nvalues = 3, .line = 6, .column = 5 };
+	dims[4] = (struct sweep_dim){ .name = "bs", .kind = DIM_VALUES, .values = bs_values,
+				      .nvalues = 3, .line = 7, .column = 5 };
+	dims[5] = (struct sweep_dim){ .name = "seed", .kind = DIM_CONST, .values = seed_value,
+				      .nvalues = 1, .line = 8, .column = 5 };
+	dims[6] = (struct sweep_dim){ .name = "OMP_NUM_THREADS", .is_env = true, .kind = DIM_VALUES,
+				      .values = omp_values, .nvalues = 2, .line = 10, .column = 5 };
+	memset(&spec, 0, sizeof(spec));
+	spec.path = "sweep.yaml";
+	spec.method = SWEEP_OPTUNA;
+	spec.dims = dims;
+	spec.ndims = 7;
+}
+
+/* Frees like sweep_assign_free() (spec.c), without needing it here. */
+static void assign_free(struct sweep_assign *a, size_t n)
+{
+	for (size_t i = 0; a->values && i < n; i++)
+		free(a->values[i]);
+	free(a->values);
+	a->values = NULL;
+}
+
+static bool in_choices(const struct sweep_dim *d, const char *s)
+{
+	for (size_t i = 0; s && i < d->nvalues; i++)
+		if (!strcmp(d->values[i].text, s))
+			return true;
+	return false;
+}
+
+/* Whether an assignment lies in the space of the spec above. */
+static bool in_space(const struct sweep_assign *a)
+{
+	char *end;
+	double lr = strtod(a->values[0], &end);
+	if (*end || lr < 0 || lr > 0.5)
+		return false;
+	double wd = strtod(a->values[1], &end);
+	if (*end || wd < 1e-6 || wd > 1e-2)
+		return false;
+	long layers = strtol(a->values[2], &end, 10);
+	if (*end || layers < 1 || layers > 4)
+		return false;
+	return in_choices(&dims[3], a->values[3]) && in_choices(&dims[4], a->values[4]) &&
+	       !strcmp(a->values[5], "7") && in_choices(&dims[6], a->values[6]);
+}
+
+/* ------------------------------------------------------------------ */
+/* Pure parts */
+
+static void test_search_space(void)
+{
+	build_spec();
+	char *json = optuna_search_space_json(&spec);
+	CHECK_STR(json,
+		  "{\"lr\": {\"name\": \"FloatDistribution\", \"attributes\": {\"step\": null, "
+		  "\"low\": 0.0, \"high\": 0.5, \"log\": false}}, "
+		  "\"wd\": {\"name\": \"FloatDistribution\", \"attributes\": {\"step\": null, "
+		  "\"low\": 1e-06, \"high\": 0.01, \"log\": true}}, "
+		  "\"layers\": {\"name\": \"IntDistribution\", \"attributes\": {\"log\": false, "
+		  "\"step\": 1, \"low\": 1, \"high\": 4}}, "
+		  "\"opt\": {\"name\": \"CategoricalDistribution\", \"attributes\": {\"choices\": "
+		  "[\"adam\", \"sgd\", \"we\\\"ird\\\\ \xc3\xa9 \xf0\x9f\x98\x80\"]}}, "
+		  "\"bs\": {\"name\": \"CategoricalDistribution\", \"attributes\": {\"choices\": "
+		  "[32, 64, 0.001]}}, "
+		  "\"seed\": {\"name\": \"CategoricalDistribution\", \"attributes\": {\"choices\": "
+		  "[7]}}, "
+		  "\"env:OMP_NUM_THREADS\": {\"name\": \"CategoricalDistribution\", \"attributes\": "
+		  "{\"choices\": [\"1\", \"2\"]}}}");
+	free(json);
+
+	/* A float value written as an integer stays a float for Python. */
+	struct sweep_value two[2] = { v_num("2.0"), v_num("3") };
+	struct sweep_dim d = { .name = "x", .kind = DIM_VALUES, .values = two, .nvalues = 2 };
+	struct sweep_spec s = { .path = "s.yaml", .dims = &d, .ndims = 1 };
+	json = optuna_search_space_json(&s);
+	CHECK_STR(json, "{\"x\": {\"name\": \"CategoricalDistribution\", \"attributes\": "
+		  "{\"choices\": [2.0, 3]}}}");
+	free(json);
+
+	/* A mixed list goes as text. */
+	struct sweep_value mixed[2] = { v_num("1"), v_str("auto") };
+	d.values = mixed;
+	json = optuna_search_space_json(&s);
+	CHECK_STR(json, "{\"x\": {\"name\": \"CategoricalDistribution\", \"attributes\": "
+		  "{\"choices\": [\"1\", \"auto\"]}}}");
+	free(json);
+
+	/* No dimensions: an empty space. */
+	s.ndims = 0;
+	json = optuna_search_space_json(&s);
+	CHECK_STR(json, "{}");
+	free(json);
+}
+
+/* The same mapping from a sweep file, through spec.c's parser. */
+static void test_search_space_from_yaml(void)
+{
+	static const char yaml[] =
+		"command: [/usr/bin/python3, train.py, \"${args}\"]\n"
+		"method: optuna\n"
+		"metric: {name: val_loss, goal: maximize}\n"
+		"parameters:\n"
+		"  lr: {min: 0.0, max: 0.5}\n"
+		"  wd: {min: 1e-6, max: 1e-2, distribution: log_uniform}\n"
+		"  layers: {min: 1, max: 4}\n"
+		"  opt: {values: [adam, sgd, \"3\"]}\n"
+		"  bs: {values: [32, 64, 1e-3]}\n"
+		"  seed: {value: 7}\n"
+		"env:\n"
+		"  OMP_NUM_THREADS: {values: [1, 2]}\n"
+		"run_cap: 5\n";
+	struct sweep_spec s;
+	CHECK_EQ_INT(sweep_spec_parse(yaml, strlen(yaml), "sweep.yaml", &s), 0);
+	char *json = optuna_search_space_json(&s);
+	CHECK_STR(json,
+		  "{\"lr\": {\"name\": \"FloatDistribution\", \"attributes\": {\"step\": null, "
+		  "\"low\": 0.0, \"high\": 0.5, \"log\": false}}, "
+		  "\"wd\": {\"name\": \"FloatDistribution\", \"attributes\": {\"step\": null, "
+		  "\"low\": 1e-06, \"high\": 0.01, \"log\": true}}, "
+		  "\"layers\": {\"name\": \"IntDistribution\", \"attributes\": {\"log\": false, "
+		  "\"step\": 1, \"low\": 1, \"high\": 4}}, "
+		  "\"opt\": {\"name\": \"CategoricalDistribution\", \"attributes\": {\"choices\": "
+		  "[\"adam\", \"sgd\", \"3\"]}}, "
+		  "\"bs\": {\"name\": \"CategoricalDistribution\", \"attributes\": {\"choices\": "
+		  "[32, 64, 0.001]}}, "
+		  "\"seed\": {\"name\": \"CategoricalDistribution\", \"attributes\": {\"choices\": "
+		  "[7]}}, "
+		  "\"env:OMP_NUM_THREADS\": {\"name\": \"CategoricalDistribution\", \"attributes\": "
+		  "{\"choices\": [\"1\", \"2\"]}}}");
+	CHECK(s.maximize);
+	free(json);
+	sweep_spec_free(&s);
+}
+
+static void test_search_space_refused(void)
+{
+	struct sweep_dim d = { .name = "wd", .kind = DIM_RANGE, .min = 0, .max = 1, .log = true,
+			       .line = 4, .column = 3 };
+	struct sweep_spec s = { .path = "s.yaml", .dims = &d, .ndims = 1 };
+	capture_begin();
+	char *json = optuna_search_space_json(&s);
+	const char *msg = capture_end();
+	CHECK(json == NULL);
+	CHECK_STR(msg, "leakproof: s.yaml:4:3: 'wd': a log_uniform range needs min > 0\n");
+
+	d.integer = true;
+	capture_begin();
+	json = optuna_search_space_json(&s);
+	msg = capture_end();
+	CHECK(json == NULL);
+	CHECK(strstr(msg, "needs min >= 1") != NULL);
+
+	d.log = false;
+	d.max = 1e300;
+	capture_begin();
+	json = optuna_search_space_json(&s);
+	msg = capture_end();
+	CHECK(json == NULL);
+	CHECK(strstr(msg, "integers within") != NULL);
+
+	/* A parameter called "env:X" and the env dimension X. */
+	struct sweep_value one = v_num("1");
+	struct sweep_dim two[2] = {
+		{ .name = "env:X", .kind = DIM_CONST, .values = &one, .nvalues = 1, .line = 2, .column = 3 },
+		{ .name = "X", .is_env = true, .kind = DIM_CONST, .values = &one, .nvalues = 1,
+		  .line = 5, .column = 3 },
+	};
+	s.dims = two;
+	s.ndims = 2;
+	capture_begin();
+	json = optuna_search_space_json(&s);
+	msg = capture_end();
+	CHECK(json == NULL);
+	CHECK_STR(msg, "leakproof: s.yaml:5:3: dimension 'env:X' twice in the optuna search space\n");
+}
+
+static void test_parse_ask(void)
+{
+	build_spec();
+	struct sweep_assign a;
+	int64_t number = -1;
+	const char *text =
+		"{\"number\": 12, \"params\": {\"lr\": 0.27539895128728775, \"wd\": 1e-05, "
+		"\"layers\": 3, \"opt\": \"we\\\"ird\\\\ \\u00e9 \\ud83d\\ude00\", \"bs\": 0.001, "
+		"\"seed\": 7, \"env:OMP_NUM_THREADS\": \"2\"}}\n";
+	CHECK_EQ_INT(optuna_parse_ask(text, &spec, &number, &a), 0);
+	CHECK_EQ_INT(number, 12);
+	if (a.values) {
+		CHECK_STR(a.values[0], "0.27539895128728775");
+		CHECK_STR(a.values[1], "1e-05");
+		CHECK_STR(a.values[2], "3");
+		CHECK_STR(a.values[3], opt_values[2].text);
+		CHECK_STR(a.values[4], "1e-3");     /* the value's own text */
+		CHECK_STR(a.values[5], "7");
+		CHECK_STR(a.values[6], "2");
+		CHECK(in_space(&a));
+	}
+	assign_free(&a, spec.ndims);
+
+	/* Keys in any order, white space anywhere, the range's ends. */
+	text = " {\"params\":{\"env:OMP_NUM_THREADS\":\"1\",\"seed\":7,\"bs\":32,\"opt\":\"adam\","
+	       "\"layers\":4,\"wd\":0.01,\"lr\":0.0} ,\r\n\t\"number\":0}";
+	CHECK_EQ_INT(optuna_parse_ask(text, &spec, &number, &a), 0);
+	CHECK_EQ_INT(number, 0);
+	if (a.values) {
+		CHECK_STR(a.values[0], "0");
+		CHECK_STR(a.values[2], "4");
+		CHECK_STR(a.values[4], "32");
+	}
+	assign_free(&a, spec.ndims);
+}
+
+#define GOOD_REST "\"wd\": 1e-05, \"layers\": 3, \"opt\": \"adam\", \"bs\": 32, \"seed\": 7, " \
+	"\"env:OMP_NUM_THREADS\": \"2\""
+
+static void test_parse_ask_hostile(void)
+{
+	build_spec();
+	static const struct { const char *text, *says; } bad[] = {
+		{ "", "nothing" },
+		{ "\n", "unexpected end" },
+		{ "[]", "not an object" },
+		{ "{", "expected a key" },
+		{ "{\"number\": 0}", "no 'params'" },
+		{ "{\"params\": {}}", "no 'number'" },
+		{ "{\"number\": 0, \"params\": {}}", "no value for parameter 'lr'" },
+		{ "{\"number\": -1, \"params\": {\"lr\": 0.1, " GOOD_REST "}}", "not a trial number" },
+		{ "{\"number\": 1.0, \"params\": {\"lr\": 0.1, " GOOD_REST "}}", "not a trial number" },
+		{ "{\"number\": \"1\", \"params\": {\"lr\": 0.1, " GOOD_REST "}}", "not a trial number" },
+		{ "{\"number\": 1, \"params\": {\"lr\": 0.1, " GOOD_REST "}, \"x\": 1}", "unknown key 'x'" },
+		{ "{\"number\": 1, \"number\": 2, \"params\": {}}", "key 'number' twice" },
+		{ "{\"number\": 1, \"params\": {\"lr\": 0.1, \"lr\": 0.2, " GOOD_REST "}}",
+		  "parameter 'lr' twice" },
+		{ "{\"number\": 1, \"params\": {\"lr\": 0.1, \"mom\": 0.9, " GOOD_REST "}}",
+		  "parameter 'mom' is not in the sweep" },
+		{ "{\"number\": 1, \"params\": {\"lr\": 0.9, " GOOD_REST "}}", "outside the range" },
+		{ "{\"number\": 1, \"params\": {\"lr\": NaN, " GOOD_REST "}}", "not a finite number" },
+		{ "{\"number\": 1, \"params\": {\"lr\": \"0.1\", " GOOD_REST "}}", "not a finite number" },
+		{ "{\"number\": 1, \"params\": {\"lr\": 0.1, \"layers\": 3.0, \"wd\": 1e-05, "
+		  "\"opt\": \"adam\", \"bs\": 32, \"seed\": 7, \"env:OMP_NUM_THREADS\": \"2\"}}",
+		  "not an integer" },
+		{ "{\"number\": 1, \"params\": {\"lr\": 0.1, \"layers\": 5, \"wd\": 1e-05, "
+		  "\"opt\": \"adam\", \"bs\": 32, \"seed\": 7, \"env:OMP_NUM_THREADS\": \"2\"}}",
+		  "outside the range" },
+		{ "{\"number\": 1, \"params\": {\"lr\": 0.1, \"layers\": 3, \"wd\": 1e-05, "
+		  "\"opt\": \"adamw\", \"bs\": 32, \"seed\": 7, \"env:OMP_NUM_THREADS\": \"2\"}}",
+		  "not one of the choices" },
+		{ "{\"number\": 1, \"params\": {\"lr\": 0.1, \"layers\": 3, \"wd\": 1e-05, "
+		  "\"opt\": \"adam\", \"bs\": \"32\", \"seed\": 7, \"env:OMP_NUM_THREADS\": \"2\"}}",
+		  "not a number" },
+		{ "{\"number\": 1, \"params\": {\"lr\": 0.1, \"layers\": 3, \"wd\": 1e-05, "
+		  "\"opt\": \"adam\", \"bs\": 32, \"seed\": 7, \"env:OMP_NUM_THREADS\": 2}}",
+		  "not a string" },
+		{ "{\"number\": 1, \"params\": {\"lr\": 0.1, " GOOD_REST "}} x", "text after the value" },
+		{ "{\"number\": 1, \"params\": {}} {}", "text after the value" },
+		{ "{\"number\": 1, \"params\": {\"lr\": 0.1, " GOOD_REST "}", "expected ',' or '}'" },
+		{ "{\"number\": 01, \"params\": {}}", "expected ',' or '}'" },
+		{ "{\"number\": 1., \"params\": {}}", "bad number" },
+		{ "{\"number\": +1, \"params\": {}}", "unexpected text" },
+		{ "{\"number\": 1, \"params\": {\"opt\": \"\\ud83d\"}}", "unpaired surrogate" },
+		{ "{\"number\": 1, \"params\": {\"opt\": \"\\ude00\"}}", "unpaired surrogate" },
+		{ "{\"number\": 1, \"params\": {\"opt\": \"a\\u0000b\"}}", "\\u0000" },
+		{ "{\"number\": 1, \"params\": {\"opt\": \"a\\x\"}}", "bad escape" },
+		{ "{\"number\": 1, \"params\": {\"opt\": \"a\\u12g4\"}}", "bad \\u escape" },
+		{ "{\"number\": 1, \"params\": {\"opt\": \"a\tb\"}}", "control character" },
+		{ "{\"number\": 1, \"params\": {\"opt\": \"ab", "unterminated string" },
+		{ "{\"number\": 1, \"params\": {\"opt\" \"ab\"}}", "expected ':'" },
+		{ "{\"number\": tru, \"params\": {}}", "unexpected word" },
+		{ "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"
+		  "]]]]]]]]]]]]]]]", "nested too deeply" },
+		{ "Traceback (most recent call last):", "unexpected text at byte 0" },
+		{ "{\"number\": 1, \"params\": {\"lr\": -x}}", "bad number" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct sweep_assign a = { (char **)&a };
+		int64_t number = -7;
+		capture_begin();
+		int rc = optuna_parse_ask(bad[i].text, &spec, &number, &a);
+		const char *msg = capture_end();
+		CHECK_EQ_INT(rc, -1);
+		CHECK(a.values == NULL);
+		CHECK_EQ_INT(number, -7);
+		if (!strstr(msg, "leakproof: unexpected output from 'optuna ask': ") ||
+		    !strstr(msg, bad[i].says)) {
+			fprintf(stderr, "  case %zu (%s): %s", i, bad[i].says, msg);
+			CHECK(!"the message names the problem");
+		}
+	}
+}
+
+static void test_ask_seed(void)
+{
+	/* Each ask is seeded apart, reproducibly, below 2^32 by type. */
+	CHECK(optuna_ask_seed(0, 0) != optuna_ask_seed(0, 1));
+	CHECK(optuna_ask_seed(0, 0) != optuna_ask_seed(1, 0));
+	CHECK_EQ_INT(optuna_ask_seed(42, 3), optuna_ask_seed(42, 3));
+}
+
+static void test_default_storage(void)
+{
+	char cwd[4096];
+	char want[8192];
+	CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+
+	char *s = optuna_default_storage("no-such-dir-xyz/leakproof.db");
+	snprintf(want, sizeof(want), "sqlite:///%s/no-such-dir-xyz/optuna.db", cwd);
+	CHECK_STR(s, want);
+	free(s);
+
+	s = optuna_default_storage("leakproof.db");
+	snprintf(want, sizeof(want), "sqlite:///%s/optuna.db", cwd);
+	CHECK_STR(s, want);
+	free(s);
+
+	s = optuna_default_storage("/no-such-dir-xyz/sub/leakproof.db");
+	CHECK_STR(s, "sqlite:////no-such-dir-xyz/sub/optuna.db");
+	free(s);
+
+	s = optuna_default_storage("/leakproof.db");
+	CHECK_STR(s, "sqlite:////optuna.db");
+	free(s);
+
+	make_tmpdir();
+	char path[256];
+	snprintf(path, sizeof(path), "%s/./leakproof.db", tmpdir);
+	s = optuna_default_storage(path);          /* an existing directory, cleaned */
+	snprintf(want, sizeof(want), "sqlite:///%s/optuna.db", tmpdir);
+	CHECK_STR(s, want);
+	free(s);
+
+	capture_begin();
+	s = optuna_default_storage("/no/such?dir/leakproof.db");
+	const char *msg = capture_end();
+	CHECK(s == NULL);
+	CHECK(strstr(msg, "'?'") != NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* The runner, against fake optuna commands */
+
+static void test_fake_commands(void)
+{
+	build_spec();
+	make_tmpdir();
+	char fake[256], script[1024];
+	struct optuna_study st = { .optuna = fake, .storage = "sqlite:////x/optuna.db",
+				   .name = "s", .seed = 5 };
+	struct sweep_assign a;
+	int64_t number = -1;
+
+	/* The command line and the environment: "--opt=value" arguments,
+	 * PYTHONWARNINGS=ignore, stdin /dev/null, no signal blocked. */
+	snprintf(fake, sizeof(fake), "%s/fake-ok", tmpdir);
+	snprintf(script, sizeof(script),
+		 "#!/bin/sh\nprintf '%%s\\n' \"$@\" > %s/args\n"
+		 "echo \"$PYTHONWARNINGS\" > %s/env\n"
+		 "cat > %s/stdin\n"
+		 "echo '[I 2026] Asked trial 4' >&2\n"
+		 "echo '{\"number\": 4, \"params\": {\"lr\": 0.5, " GOOD_REST "}}'\n",
+		 tmpdir, tmpdir, tmpdir);
+	write_file(fake, script, 0755);
+	setenv("PYTHONWARNINGS", "error", 1);
+	CHECK_EQ_INT(optuna_ask(&st, &spec, 3, &number, &a), 0);
+	unsetenv("PYTHONWARNINGS");
+	CHECK_EQ_INT(number, 4);
+	CHECK(a.values && !strcmp(a.values[0], "0.5") && !strcmp(a.values[6], "2"));
+	assign_free(&a, spec.ndims);
+	char path[512], want[4096];
+	char *space = optuna_search_space_json(&spec);
+	snprintf(want, sizeof(want),
+		 "ask\n-q\n--storage=sqlite:////x/optuna.db\n--study-name=s\n--sampler=TPESampler\n"
+		 "--sampler-kwargs={\"seed\": %u}\n--search-space=%s\n-f\njson\n",
+		 (unsigned)optuna_ask_seed(5, 3), space);
+	free(space);
+	snprintf(path, sizeof(path), "%s/args", tmpdir);
+	CHECK_STR(slurp(path), want);
+	snprintf(path, sizeof(path), "%s/env", tmpdir);
+	CHECK_STR(slurp(path), "ignore\n");
+	snprintf(path, sizeof(path), "%s/stdin", tmpdir);
+	CHECK_STR(slurp(path), "");
+
+	/* A caller that blocks signals (a supervisor's signalfd) does not pass
+	 * that on: the command (awk here, started straight by the kernel, no
+	 * shell between) starts with none blocked. */
+	snprintf(script, sizeof(script), "#!/usr/bin/awk -f\nBEGIN { while ((getline l < "
+		 "\"/proc/self/status\") > 0) if (l ~ /^SigBlk/) print l > \"%s/sigblk\"; exit 0 }\n",
+		 tmpdir);
+	write_file(fake, script, 0755);
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	CHECK_EQ_INT(optuna_tell(&st, 1, false, 0), 0);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	snprintf(path, sizeof(path), "%s/sigblk", tmpdir);
+	CHECK_STR(slurp(path), "SigBlk:\t0000000000000000\n");
+
+	/* tell: a negative value and a NaN (told as fail, no value). */
+	snprintf(script, sizeof(script), "#!/bin/sh\nprintf '%%s\\n' \"$@\" > %s/args\n", tmpdir);
+	write_file(fake, script, 0755);
+	CHECK_EQ_INT(optuna_tell(&st, 9, true, -1e-05), 0);
+	snprintf(path, sizeof(path), "%s/args", tmpdir);
+	CHECK_STR(slurp(path), "tell\n-q\n--storage=sqlite:////x/optuna.db\n--study-name=s\n"
+		  "--trial-number=9\n--state=complete\n--skip-if-finished\n--values=-1e-05\n");
+	CHECK_EQ_INT(optuna_tell(&st, 9, true, NAN), 0);
+	CHECK_STR(slurp(path), "tell\n-q\n--storage=sqlite:////x/optuna.db\n--study-name=s\n"
+		  "--trial-number=9\n--state=fail\n--skip-if-finished\n");
+	CHECK_EQ_INT(optuna_tell(&st, 9, true, -INFINITY), 0);
+	CHECK(strstr(slurp(path), "--values=-inf\n") != NULL);
+
+	/* Garbage on stdout. */
+	write_file(fake, "#!/bin/sh\necho 'Asked trial 0'\n", 0755);
+	capture_begin();
+	int rc = optuna_ask(&st, &spec, 0, &number, &a);
+	const char *msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	CHECK(a.values == NULL);
+	CHECK(strstr(msg, "unexpected output from 'optuna ask': unexpected text at byte 0 of "
+		      "'Asked trial 0'") != NULL);
+
+	/* A failure: the message is the last line of stderr, colours removed. */
+	write_file(fake, "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+		   "printf '  File \"x\"\\n\\033[31mValueError: boom\\033[0m\\n\\n' >&2\nexit 3\n", 0755);
+	capture_begin();
+	rc = optuna_tell(&st, 1, true, 1.0);
+	msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	CHECK_STR(msg, "leakproof: 'optuna tell' failed (exit status 3): ValueError: boom\n");
+
+	/* A chained traceback whose last line is SQLAlchemy's link: the
+	 * last exception's line. */
+	write_file(fake, "#!/bin/sh\ncat >&2 <<'EOF'\n"
+		   "Traceback (most recent call last):\n"
+		   "  File \"/usr/lib/python3/dist-packages/sqlalchemy/engine/base.py\", line 1900\n"
+		   "    self.dialect.do_execute(\n"
+		   "sqlite3.OperationalError: unable to open database file\n"
+		   "\n"
+		   "The above exception was the direct cause of the following exception:\n"
+		   "\n"
+		   "Traceback (most recent call last):\n"
+		   "  File \"/usr/bin/optuna\", line 33, in <module>\n"
+		   "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) unable to open "
+		   "database file\n"
+		   "[SQL: SELECT 1]\n"
+		   "(Background on this error at: https://sqlalche.me/e/14/e3q8)\n"
+		   "EOF\nexit 1\n", 0755);
+	capture_begin();
+	rc = optuna_create(&st);
+	msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	CHECK_STR(msg, "leakproof: 'optuna create-study' failed (exit status 1): "
+		  "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) unable to open "
+		  "database file\n");
+
+	/* argparse's complaint is the last line. */
+	write_file(fake, "#!/bin/sh\necho 'usage: optuna tell [-h]' >&2\n"
+		   "echo 'optuna tell: error: argument --values: expected at least one argument' >&2\n"
+		   "exit 2\n", 0755);
+	capture_begin();
+	rc = optuna_tell(&st, 1, true, 1.0);
+	msg = capture_end();
+	CHECK_STR(msg, "leakproof: 'optuna tell' failed (exit status 2): optuna tell: error: "
+		  "argument --values: expected at least one argument\n");
+
+	write_file(fake, "#!/bin/sh\nkill -KILL $$\n", 0755);
+	capture_begin();
+	rc = optuna_tell(&st, 1, true, 1.0);
+	msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	CHECK_STR(msg, "leakproof: 'optuna tell' failed (killed by signal 9): no message on stderr\n");
+
+	/* A hang, and a hang with its output closed: killed at the limit. */
+	st.timeout_ms = 300;
+	write_file(fake, "#!/bin/sh\nexec sleep 5\n", 0755);
+	int64_t t0 = mono_ns();
+	capture_begin();
+	rc = optuna_tell(&st, 1, true, 1.0);
+	msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	CHECK((mono_ns() - t0) / 1e9 < 2.0);
+	CHECK_STR(msg, "leakproof: 'optuna tell' did not finish within 1 s (killed)\n");
+
+	write_file(fake, "#!/bin/sh\nexec >/dev/null 2>&1\nexec sleep 5\n", 0755);
+	t0 = mono_ns();
+	capture_begin();
+	rc = optuna_tell(&st, 1, true, 1.0);
+	msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	CHECK((mono_ns() - t0) / 1e9 < 2.0);
+	CHECK(strstr(msg, "did not finish") != NULL);
+	st.timeout_ms = 0;
+
+	/* A flood on stdout (and a big stderr, whose tail is kept). */
+	write_file(fake, "#!/bin/sh\nhead -c 300000 /dev/zero | tr '\\0' x >&2\nexec yes\n", 0755);
+	capture_begin();
+	rc = optuna_ask(&st, &spec, 0, &number, &a);
+	msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	CHECK_STR(msg, "leakproof: 'optuna ask' printed more than 4 MiB (killed)\n");
+
+	/* No such command; a command that cannot run. */
+	st.optuna = "/nonexistent/optuna";
+	capture_begin();
+	rc = optuna_create(&st);
+	msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	CHECK(strstr(msg, "leakproof: cannot run '/nonexistent/optuna': No such file or directory "
+		      "(is Optuna installed?") != NULL);
+	st.optuna = fake;
+	write_file(fake, "#!/bin/sh\nexit 0\n", 0644);
+	capture_begin();
+	rc = optuna_tell(&st, 1, true, 1.0);
+	msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	snprintf(want, sizeof(want), "leakproof: cannot run '%s': Permission denied\n", fake);
+	CHECK_STR(msg, want);
+
+	/* No storage or study name. */
+	st.storage = NULL;
+	capture_begin();
+	rc = optuna_tell(&st, 1, true, 1.0);
+	capture_end();
+	CHECK_EQ_INT(rc, -1);
+	unlink(fake);
+}
+
+/* ------------------------------------------------------------------ */
+/* The real optuna */
+
+static bool have_optuna(void)
+{
+	return system("command -v optuna >/dev/null 2>&1 && "
+		      "/usr/bin/python3 -c 'import optuna' >/dev/null 2>&1") == 0;
+}
+
+static double secs_since(int64_t t0)
+{
+	return (double)(mono_ns() - t0) / 1e9;
+}
+
+static void test_real_optuna(void)
+{
+	if (!have_optuna()) {
+		printf("# skip: no optuna command (Debian: python3-optuna)\n");
+		return;
+	}
+	build_spec();
+	make_tmpdir();
+	char storage[256];
+	snprintf(storage, sizeof(storage), "sqlite:///%s/optuna.db", tmpdir);
+	struct optuna_study st = { .storage = storage, .name = "sweep-1", .seed = 11 };
+
+	int64_t t0 = mono_ns();
+	CHECK_EQ_INT(optuna_create(&st), 0);
+	double create_s = secs_since(t0);
+
+	/* Five asks: in the space, and not the same point five times. */
+	enum { N = 5 };
+	struct sweep_assign a[N];
+	int64_t number[N];
+	t0 = mono_ns();
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ_INT(optuna_ask(&st, &spec, (uint64_t)i, &number[i], &a[i]), 0);
+		CHECK_EQ_INT(number[i], i);
+		CHECK(a[i].values && in_space(&a[i]));
+	}
+	double ask_s = secs_since(t0) / N;
+	int distinct = 0;
+	for (int i = 1; i < N; i++)
+		if (a[i].values && a[0].values && strcmp(a[i].values[0], a[0].values[0]))
+			distinct++;
+	CHECK_EQ_INT(distinct, N - 1);
+
+	/* Tell: three values (one negative), one failure, one NaN (a failure). */
+	static const double value[N] = { 0.25, -1e-05, 3.5, 0, NAN };
+	static const bool ok[N] = { true, true, true, false, true };
+	t0 = mono_ns();
+	for (int i = 0; i < N; i++)
+		CHECK_EQ_INT(optuna_tell(&st, number[i], ok[i], value[i]), 0);
+	double tell_s = secs_since(t0) / N;
+
+	/* What Optuna recorded, with each trial's lr as Optuna has it. */
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+		 "PYTHONWARNINGS=ignore /usr/bin/python3 -c '"
+		 "import optuna\n"
+		 "optuna.logging.set_verbosity(optuna.logging.WARNING)\n"
+		 "s = optuna.load_study(study_name=\"sweep-1\", storage=\"%s\")\n"
+		 "print(s.direction.name)\n"
+		 "for t in s.trials: print(t.number, t.state.name, t.value, repr(t.params[\"lr\"]), "
+		 "t.params[\"env:OMP_NUM_THREADS\"], t.params[\"layers\"])'", storage);
+	FILE *p = popen(cmd, "r");
+	char got[2048] = "";
+	size_t n = p ? fread(got, 1, sizeof(got) - 1, p) : 0;
+	got[n] = '\0';
+	if (p)
+		pclose(p);
+	char want[2048];
+	size_t w = (size_t)snprintf(want, sizeof(want), "MINIMIZE\n");
+	static const char *const recorded[N] = { "COMPLETE 0.25", "COMPLETE -1e-05",
+						 "COMPLETE 3.5", "FAIL None", "FAIL None" };
+	for (int i = 0; i < N; i++)
+		w += (size_t)snprintf(want + w, sizeof(want) - w, "%d %s %s %s %s\n", i, recorded[i],
+				      a[i].values ? a[i].values[0] : "?",
+				      a[i].values ? a[i].values[6] : "?",
+				      a[i].values ? a[i].values[2] : "?");
+	CHECK_STR(got, want);
+	for (int i = 0; i < N; i++)
+		assign_free(&a[i], spec.ndims);
+
+	/* The same study for a sweep that maximizes: refused. */
+	st.maximize = true;
+	capture_begin();
+	int rc = optuna_create(&st);
+	const char *msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	CHECK(strstr(msg, "study 'sweep-1' in '") && strstr(msg, "' is to minimize, but the "
+							   "sweep's goal is to maximize"));
+
+	/* A storage URL SQLAlchemy does not know: Optuna's message. */
+	st.storage = "nosuchdb://x";
+	capture_begin();
+	rc = optuna_create(&st);
+	msg = capture_end();
+	CHECK_EQ_INT(rc, -1);
+	CHECK(strstr(msg, "leakproof: 'optuna create-study' failed (exit status 1): ") &&
+	      strstr(msg, "Can't load plugin: sqlalchemy.dialects:nosuchdb"));
+	if (rc != -1 || !strstr(msg, "nosuchdb"))
+		fprintf(stderr, "  got: %s", msg);
+
+	printf("# optuna commands: create %.2f s (create-study + studies), ask %.2f s, "
+	       "tell %.2f s each\n", create_s, ask_s, tell_s);
+}
+
+static void test_cleanup(void)
+{
+	if (tmpdir[0]) {
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		CHECK_EQ_INT(system(cmd), 0);
+	}
+}
+
+TEST_MAIN("optuna",
+	  TEST(test_search_space),
+	  TEST(test_search_space_from_yaml),
+	  TEST(test_search_space_refused),
+	  TEST(test_parse_ask),
+	  TEST(test_parse_ask_hostile),
+	  TEST(test_ask_seed),
+	  TEST(test_default_storage),
+	  TEST(test_fake_commands),
+	  TEST(test_real_optuna),
+	  TEST(test_cleanup))
