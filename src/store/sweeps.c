@@ -224,20 +224,28 @@ int store_trial_put(struct store *st, const struct trial_row *t)
 	return finish(st, s, "record a trial");
 }
 
-int store_load_trials(struct store *st, int64_t sweep_id, struct trial_row **out, size_t *n)
+/* Trials of a sweep, all of them (idx < 0) or one attempt. */
+static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t attempt,
+                       struct trial_row **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	sqlite3_stmt *s = prepare(st,
+	char sql[1024];
+	snprintf(sql, sizeof(sql), "%s%s ORDER BY t.idx, t.attempt",
 	        "SELECT t.sweep_id, t.idx, t.attempt, t.params, t.env, t.argv, t.status, t.cause, t.note,"
 	        " coalesce(t.run_id, 0), t.metric, coalesce(t.optuna_number, -1), coalesce(t.started_at, 0),"
 	        " coalesce(t.ended_at, 0), r.verdict, r.growth_bytes_per_step, r.step_q0, r.step_q1, r.step_q2,"
 	        " r.step_q3, r.step_q4, r.steps_per_second, coalesce(r.peak_bytes, 0), coalesce(r.steps, 0), t.vals"
-	        " FROM trials t LEFT JOIN runs r ON r.id = t.run_id"
-	        " WHERE t.sweep_id = ?1 ORDER BY t.idx, t.attempt", "read the trials");
+	        " FROM trials t LEFT JOIN runs r ON r.id = t.run_id WHERE t.sweep_id = ?1",
+	        idx >= 0 ? " AND t.idx = ?2 AND t.attempt = ?3" : "");
+	sqlite3_stmt *s = prepare(st, sql, "read the trials");
 	if (!s)
 		return -1;
 	sqlite3_bind_int64(s, 1, sweep_id);
+	if (idx >= 0) {
+		sqlite3_bind_int64(s, 2, idx);
+		sqlite3_bind_int64(s, 3, attempt);
+	}
 	struct trial_row *v = NULL;
 	size_t len = 0, cap = 0;
 	int rc;
@@ -282,18 +290,45 @@ int store_load_trials(struct store *st, int64_t sweep_id, struct trial_row **out
 	return 0;
 }
 
+int store_load_trials(struct store *st, int64_t sweep_id, struct trial_row **out, size_t *n)
+{
+	return load_trials(st, sweep_id, -1, 0, out, n);
+}
+
+int store_load_trial(struct store *st, int64_t sweep_id, int64_t idx, int64_t attempt, struct trial_row *out)
+{
+	struct trial_row *v;
+	size_t n;
+	if (load_trials(st, sweep_id, idx, attempt, &v, &n) < 0)
+		return -1;
+	if (!n) {
+		free(v);
+		return 1;
+	}
+	*out = v[0];
+	for (size_t i = 1; i < n; i++)
+		trial_row_release(&v[i]);
+	free(v);
+	return 0;
+}
+
+void trial_row_release(struct trial_row *t)
+{
+	free(t->params);
+	free(t->env);
+	free(t->argv);
+	free(t->status);
+	free(t->cause);
+	free(t->note);
+	free(t->verdict);
+	free(t->vals);
+	memset(t, 0, sizeof(*t));
+}
+
 void trial_rows_free(struct trial_row *rows, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		free(rows[i].params);
-		free(rows[i].env);
-		free(rows[i].argv);
-		free(rows[i].status);
-		free(rows[i].cause);
-		free(rows[i].note);
-		free(rows[i].verdict);
-		free(rows[i].vals);
-	}
+	for (size_t i = 0; i < n; i++)
+		trial_row_release(&rows[i]);
 	free(rows);
 }
 

@@ -63,6 +63,10 @@ struct trial_row {
 int store_trial_put(struct store *st, const struct trial_row *t);
 /* Every trial of a sweep, by idx then attempt, joined with its run. */
 int store_load_trials(struct store *st, int64_t sweep_id, struct trial_row **out, size_t *n);
+/* One trial attempt, the same way: 0, 1 when there is none, -1. The
+ * strings are freed with trial_row_release(). */
+int store_load_trial(struct store *st, int64_t sweep_id, int64_t idx, int64_t attempt, struct trial_row *out);
+void trial_row_release(struct trial_row *t);
 void trial_rows_free(struct trial_row *rows, size_t n);
 
 /* Link a run to its trial, and keep its per-step change quantiles and

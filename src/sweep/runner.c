@@ -54,6 +54,7 @@ struct trial {
 	int64_t optuna_number;         /* -1: none */
 	char note[200];
 	double expected;               /* bytes it is expected to need; < 0 unknown */
+	bool expected_known;           /* computed (only when trials run side by side) */
 	pid_t pid;
 	double started_at;
 	char log[PATH_MAX];
@@ -70,9 +71,13 @@ struct runner {
 	int sigfd;
 	int stop_signal;               /* a signal told us to stop */
 
-	/* what is known of the sweep's trials, from the store */
+	/* what is known of the sweep's trials, from the store, with their
+	 * values parsed once and the latest attempt of each index */
 	struct trial_row *rows;
-	size_t nrows;
+	char ***row_vals;              /* NULL where they do not fit the spec */
+	size_t nrows, caprows;
+	int64_t *last_of;              /* idx -> row of its latest attempt, -1 */
+	size_t nlast;
 
 	uint64_t total;                /* trials to run in all (grid size, run_cap) */
 	uint64_t next_idx;             /* the next fresh index to consider */
@@ -188,22 +193,94 @@ static bool final_status(const char *s)
 	return !strcmp(s, "ok") || !strcmp(s, "failed") || !strcmp(s, "oom") || !strcmp(s, "skipped");
 }
 
-static int reload_rows(struct runner *r)
+static void free_values(char **v)
 {
-	trial_rows_free(r->rows, r->nrows);
-	r->rows = NULL;
-	r->nrows = 0;
-	return store_load_trials(r->st, r->sweep_id, &r->rows, &r->nrows);
+	if (!v)
+		return;
+	for (size_t i = 0; v[i]; i++)
+		free(v[i]);
+	free(v);
 }
 
-/* The latest attempt of idx in the rows, or NULL. */
+static void clear_rows(struct runner *r)
+{
+	for (size_t i = 0; i < r->nrows; i++)
+		free_values(r->row_vals[i]);
+	free(r->row_vals);
+	trial_rows_free(r->rows, r->nrows);
+	free(r->last_of);
+	r->rows = NULL;
+	r->row_vals = NULL;
+	r->last_of = NULL;
+	r->nrows = r->caprows = r->nlast = 0;
+}
+
+static void index_row(struct runner *r, size_t i)
+{
+	int64_t idx = r->rows[i].idx;
+	if (idx < 0)
+		return;
+	if ((size_t)idx >= r->nlast) {
+		size_t n = r->nlast ? r->nlast : 64;
+		while (n <= (size_t)idx)
+			n *= 2;
+		r->last_of = xrealloc(r->last_of, n * sizeof(*r->last_of));
+		for (size_t k = r->nlast; k < n; k++)
+			r->last_of[k] = -1;
+		r->nlast = n;
+	}
+	int64_t cur = r->last_of[idx];
+	if (cur < 0 || r->rows[cur].attempt <= r->rows[i].attempt)
+		r->last_of[idx] = (int64_t)i;
+}
+
+/* All the sweep's trials, afresh (at the start and after a resume's fixes). */
+static int reload_rows(struct runner *r)
+{
+	clear_rows(r);
+	if (store_load_trials(r->st, r->sweep_id, &r->rows, &r->nrows) < 0)
+		return -1;
+	r->caprows = r->nrows;
+	r->row_vals = xcalloc(r->nrows + 1, sizeof(char **));
+	for (size_t i = 0; i < r->nrows; i++) {
+		r->row_vals[i] = values_from_row(r, r->rows[i].vals);
+		index_row(r, i);
+	}
+	return 0;
+}
+
+/* One trial attempt as it is now in the store, added or replaced: a
+ * finished trial costs one query, not a reload of the whole sweep. */
+static void refresh_row(struct runner *r, int64_t idx, int64_t attempt)
+{
+	struct trial_row t;
+	if (store_load_trial(r->st, r->sweep_id, idx, attempt, &t) != 0)
+		return;
+	size_t i = r->nrows;
+	if (idx >= 0 && (size_t)idx < r->nlast && r->last_of[idx] >= 0 &&
+	    r->rows[r->last_of[idx]].attempt == attempt) {
+		i = (size_t)r->last_of[idx];
+		trial_row_release(&r->rows[i]);
+		free_values(r->row_vals[i]);
+	} else {
+		if (r->nrows == r->caprows) {
+			r->caprows = r->caprows ? 2 * r->caprows : 64;
+			r->rows = xrealloc(r->rows, r->caprows * sizeof(*r->rows));
+			r->row_vals = xrealloc(r->row_vals, r->caprows * sizeof(*r->row_vals));
+		}
+		r->nrows++;
+	}
+	r->rows[i] = t;
+	r->row_vals[i] = values_from_row(r, t.vals);
+	index_row(r, i);
+}
+
+/* The latest attempt of idx, or NULL. */
 static const struct trial_row *last_attempt(const struct runner *r, int64_t idx)
 {
-	const struct trial_row *best = NULL;
-	for (size_t i = 0; i < r->nrows; i++)
-		if (r->rows[i].idx == idx && (!best || r->rows[i].attempt > best->attempt))
-			best = &r->rows[i];
-	return best;
+	if (idx < 0 || (size_t)idx >= r->nlast || r->last_of[idx] < 0)
+		return NULL;
+	return &r->rows[r->last_of[idx]];
 }
 
 /* ---- memory -------------------------------------------------------------- */
@@ -254,7 +331,7 @@ static double expected_memory(struct runner *r, char **values)
 		const struct trial_row *t = &r->rows[i];
 		if (!final_status(t->status) || !t->peak_bytes)
 			continue;
-		char **tv = values_from_row(r, t->vals);
+		char **tv = r->row_vals[i];
 		if (!tv)
 			continue;
 		int sim = 0;
@@ -277,9 +354,6 @@ static double expected_memory(struct runner *r, char **values)
 			best_sim = sim;
 			best_peak = (double)t->peak_bytes;
 		}
-		for (size_t d = 0; d < r->spec.ndims; d++)
-			free(tv[d]);
-		free(tv);
 	}
 	if (r->memory_expect < 0 && best_peak > 0 && best_peak * EXPECT_MARGIN > expect)
 		expect = best_peak * EXPECT_MARGIN;
@@ -289,15 +363,25 @@ static double expected_memory(struct runner *r, char **values)
 /* Whether t may start now. Nothing running: always. Else its expected
  * memory must be known and fit in what is available, less what the
  * running trials are still expected to grow into. */
-static bool admit(struct runner *r, const struct trial *t)
+static bool admit(struct runner *r, struct trial *t)
 {
 	if (r->nrunning == 0)
 		return true;
-	if ((int)r->nrunning >= r->parallel || t->expected < 0)
+	if ((int)r->nrunning >= r->parallel)
+		return false;
+	if (!t->expected_known) {
+		t->expected = expected_memory(r, t->values);
+		t->expected_known = true;
+	}
+	if (t->expected < 0)
 		return false;
 	double reserve = 0;
 	for (size_t i = 0; i < r->nrunning; i++) {
-		const struct trial *u = &r->running[i];
+		struct trial *u = &r->running[i];
+		if (!u->expected_known) {
+			u->expected = expected_memory(r, u->values);
+			u->expected_known = true;
+		}
 		if (u->expected < 0)
 			return false;          /* learn from it first */
 		int64_t run = store_trial_run(r->st, r->sweep_id, u->idx, u->attempt);
@@ -366,7 +450,6 @@ static int make_next(struct runner *r)
 		if (rc)
 			return rc;
 	}
-	t.expected = expected_memory(r, t.values);
 	r->next = xmalloc(sizeof(*r->next));
 	*r->next = t;
 	return 0;
@@ -599,7 +682,7 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		row.note = metric_note;
 	}
 	store_trial_put(r->st, &row);
-	reload_rows(r);
+	refresh_row(r, t->idx, t->attempt);
 
 	if (r->optuna_on && t->optuna_number >= 0 && !r->stop_signal)
 		optuna_tell(&r->optuna, t->optuna_number, !strcmp(row.status, "ok") && row.has_metric, row.metric);
@@ -999,7 +1082,7 @@ out:
 		trial_free(&r.queue[i]);
 	free(r.queue);
 	free(r.running);
-	trial_rows_free(r.rows, r.nrows);
+	clear_rows(&r);
 	if (r.sigfd >= 0)
 		close(r.sigfd);
 	if (r.st)
