@@ -235,7 +235,8 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 	        "SELECT t.sweep_id, t.idx, t.attempt, t.params, t.env, t.argv, t.status, t.cause, t.note,"
 	        " coalesce(t.run_id, 0), t.metric, coalesce(t.optuna_number, -1), coalesce(t.started_at, 0),"
 	        " coalesce(t.ended_at, 0), r.verdict, r.growth_bytes_per_step, r.step_q0, r.step_q1, r.step_q2,"
-	        " r.step_q3, r.step_q4, r.steps_per_second, coalesce(r.peak_bytes, 0), coalesce(r.steps, 0), t.vals"
+	        " r.step_q3, r.step_q4, r.steps_per_second, coalesce(r.peak_bytes, 0), coalesce(r.steps, 0), t.vals,"
+	        " (SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id)"
 	        " FROM trials t LEFT JOIN runs r ON r.id = t.run_id WHERE t.sweep_id = ?1",
 	        idx >= 0 ? " AND t.idx = ?2 AND t.attempt = ?3" : "");
 	sqlite3_stmt *s = prepare(st, sql, "read the trials");
@@ -279,6 +280,7 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 		t->peak_bytes = (uint64_t)sqlite3_column_int64(s, 22);
 		t->steps = sqlite3_column_int64(s, 23);
 		t->vals = col_str(s, 24);
+		t->gpu_peak_bytes = (uint64_t)sqlite3_column_int64(s, 25);
 	}
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE) {

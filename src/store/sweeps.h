@@ -57,6 +57,7 @@ struct trial_row {
 	double q[5];                      /* per-step change min, q1, median, q3, max; NAN unknown */
 	double steps_per_second;          /* NAN unknown */
 	uint64_t peak_bytes;
+	uint64_t gpu_peak_bytes;          /* the most GPU memory at one sample; 0 none */
 	int64_t steps;
 };
 /* Insert or replace the row (sweep_id, idx, attempt). Strings may be NULL. */

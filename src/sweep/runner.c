@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "platform/cgroup.h"
+#include "platform/nvml.h"
 #include "report/report.h"
 #include "store/store.h"
 #include "store/sweeps.h"
@@ -58,6 +59,8 @@ struct trial {
 	pid_t pid;
 	double started_at;
 	char log[PATH_MAX];
+	int gpu;                       /* the device given to it; -1 none */
+	double expected_gpu;           /* GPU bytes it is expected to need; < 0 unknown */
 };
 
 struct runner {
@@ -91,6 +94,7 @@ struct runner {
 	uint64_t memory_max;           /* memory.max of the file, 0 none */
 	double memory_expect;          /* memory.expect, < 0 learn */
 	int64_t done_count, started_count;
+	struct nvml *nvml;             /* GPUs to place trials on; NULL: none */
 };
 
 /* ---- trials -------------------------------------------------------------- */
@@ -360,6 +364,74 @@ static double expected_memory(struct runner *r, char **values)
 	return expect;
 }
 
+/* The GPU memory of the finished trial most like this one, with a margin;
+ * -1 when none finished with a GPU. */
+static double expected_gpu(struct runner *r, char **values)
+{
+	int best_sim = -1;
+	double best = -1;
+	for (size_t i = 0; i < r->nrows; i++) {
+		const struct trial_row *t = &r->rows[i];
+		char **tv = r->row_vals[i];
+		if (!final_status(t->status) || !t->gpu_peak_bytes || !tv)
+			continue;
+		int sim = 0;
+		for (size_t d = 0; d < r->spec.ndims; d++)
+			sim += !strcmp(tv[d], values[d]);
+		if (sim > best_sim || (sim == best_sim && (double)t->gpu_peak_bytes > best)) {
+			best_sim = sim;
+			best = (double)t->gpu_peak_bytes;
+		}
+	}
+	return best > 0 ? best * EXPECT_MARGIN : -1;
+}
+
+/*
+ * The device for t: the one with the most free memory (NVML's total less
+ * used, less what the trials already placed there are still expected to
+ * grow into) that has room for what t is expected to need. A device
+ * holding a trial of unknown needs is taken only when nothing else is
+ * free. -1: none has room (or there are no GPUs to place on).
+ */
+static int place_gpu(struct runner *r, struct trial *t)
+{
+	if (!r->nvml)
+		return -1;
+	t->expected_gpu = expected_gpu(r, t->values);
+	int best = -1;
+	double best_free = -1;
+	bool best_shared = true;
+	for (int d = 0; d < nvml_device_count(r->nvml); d++) {
+		uint64_t used, total;
+		if (nvml_device_memory(r->nvml, d, &used, &total) < 0)
+			continue;
+		double free_b = (double)total - (double)used;
+		bool shared = false;
+		for (size_t i = 0; i < r->nrunning; i++) {
+			const struct trial *u = &r->running[i];
+			if (u->gpu != d)
+				continue;
+			if (u->expected_gpu < 0) {
+				shared = true;
+				continue;
+			}
+			int64_t run = store_trial_run(r->st, r->sweep_id, u->idx, u->attempt);
+			double now = run > 0 ? store_run_last_memory(r->st, run, MEASURE_GPU) : -1;
+			double more = u->expected_gpu - (now > 0 ? now : 0);
+			if (more > 0)
+				free_b -= more;
+		}
+		if (t->expected_gpu > 0 && free_b < t->expected_gpu)
+			continue;
+		if (best < 0 || (best_shared && !shared) || (shared == best_shared && free_b > best_free)) {
+			best = d;
+			best_free = free_b;
+			best_shared = shared;
+		}
+	}
+	return best;
+}
+
 /* Whether t may start now. Nothing running: always. Else its expected
  * memory must be known and fit in what is available, less what the
  * running trials are still expected to grow into. */
@@ -391,7 +463,9 @@ static bool admit(struct runner *r, struct trial *t)
 			reserve += more;
 	}
 	double avail = available_memory();
-	return avail < 0 || avail - reserve >= t->expected;
+	if (avail >= 0 && avail - reserve < t->expected)
+		return false;
+	return !r->nvml || (t->gpu = place_gpu(r, t)) >= 0;
 }
 
 /* ---- making the next trial ------------------------------------------------ */
@@ -450,6 +524,8 @@ static int make_next(struct runner *r)
 		if (rc)
 			return rc;
 	}
+	t.gpu = -1;
+	t.expected_gpu = -1;
 	r->next = xmalloc(sizeof(*r->next));
 	*r->next = t;
 	return 0;
@@ -506,7 +582,7 @@ static int launch(struct runner *r, struct trial *t)
 	size_t ne = 0;
 	while (environ[ne])
 		ne++;
-	char **env = xcalloc(ne + r->spec.ndims + 1, sizeof(char *));
+	char **env = xcalloc(ne + r->spec.ndims + 2, sizeof(char *));
 	size_t k = 0;
 	for (size_t i = 0; i < ne; i++) {
 		bool replaced = false;
@@ -525,6 +601,15 @@ static int launch(struct runner *r, struct trial *t)
 		struct strbuf sb = STRBUF_INIT;
 		strbuf_addf(&sb, "%s=%s", r->spec.dims[d].name, t->values[d]);
 		env[k++] = strbuf_detach(&sb, NULL);
+	}
+	if (r->nvml && t->gpu < 0)
+		t->gpu = place_gpu(r, t);   /* started alone: the roomiest device */
+	if (t->gpu >= 0) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "CUDA_VISIBLE_DEVICES=%d", t->gpu);
+		env[k++] = strbuf_detach(&sb, NULL);
+		size_t len = strlen(t->note);
+		snprintf(t->note + len, sizeof(t->note) - len, "%sGPU %d", len ? "; " : "", t->gpu);
 	}
 	env[k] = NULL;
 
@@ -844,6 +929,15 @@ static int setup(struct runner *r)
 		if (parse_size(r->spec.memory_max, total, &r->memory_max) < 0)
 			return -1;
 	}
+	/* GPUs: each trial gets one with room, unless the user chose already */
+	bool chosen = getenv("CUDA_VISIBLE_DEVICES") != NULL;
+	for (size_t d = 0; d < r->spec.ndims; d++)
+		chosen |= r->spec.dims[d].is_env && !strcmp(r->spec.dims[d].name, "CUDA_VISIBLE_DEVICES");
+	const char *why = NULL;
+	if (!chosen && !o->dry_run && (r->nvml = nvml_open(&why)) && nvml_device_count(r->nvml) < 1) {
+		nvml_close(r->nvml);
+		r->nvml = NULL;
+	}
 	if (r->spec.method == SWEEP_GRID) {
 		r->total = sweep_grid_size(&r->spec);
 		if (r->spec.run_cap && (uint64_t)r->spec.run_cap < r->total)
@@ -1083,6 +1177,7 @@ out:
 	free(r.queue);
 	free(r.running);
 	clear_rows(&r);
+	nvml_close(r.nvml);
 	if (r.sigfd >= 0)
 		close(r.sigfd);
 	if (r.st)

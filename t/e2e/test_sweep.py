@@ -267,3 +267,34 @@ parameters:
     # each trial is a run of its own
     with sqlite3.connect(lp.store) as db:
         assert db.execute("select count(*) from runs where sweep_id = 1").fetchone()[0] == 2
+
+
+def test_each_trial_gets_a_gpu_with_room(lp):
+    lib = lp.binary_dir / "t" / "libnvidia-ml.so.1"
+    nvml = lp.dir / "nvml.txt"
+    # device 1 has the most room; device 2 is nearly full
+    nvml.write_text("device 0 total 85899345920 used 20000000000\n"
+                    "device 1 total 85899345920 used 5000000000\n"
+                    "device 2 total 85899345920 used 85000000000\n")
+    env = {"LEAKPROOF_NVML_LIB": str(lib), "FAKE_NVML_FILE": str(nvml), "CUDA_VISIBLE_DEVICES": None}
+    f = write(lp, "gpu.yaml", """
+command: [/bin/sh, -c, "echo gpu=$CUDA_VISIBLE_DEVICES; sleep 1"]
+parameters:
+  i: {values: [1, 2]}
+parallel: 2
+memory: {expect: 10M}
+""")
+    r = lp.cmd(["sweep", f, "--store", lp.store], env=env, timeout=120)
+    assert r.rc == 0, r
+    trials = sweep_json(lp)["trials"]
+    gpus = [t["note"] for t in trials]
+    # side by side: the first on the roomiest device, the second not on the
+    # same one while the first's needs are unknown, and never on the full one
+    assert sorted(gpus) == ["GPU 0", "GPU 1"], gpus
+    logs = [(lp.dir / "sweeps" / "1" / f"trial-{i}.0.log").read_text() for i in range(2)]
+    assert sorted(line for log in logs for line in log.splitlines() if line.startswith("gpu=")) == \
+        ["gpu=0", "gpu=1"]
+    # a user's own choice is left alone
+    r = lp.cmd(["sweep", f, "--store", lp.store, "-q"], env={**env, "CUDA_VISIBLE_DEVICES": "7"}, timeout=120)
+    assert r.rc == 0, r
+    assert all(t["note"] is None for t in sweep_json(lp)["trials"])
