@@ -36,6 +36,8 @@ static const char usage[] =
 "leakproof-sweep-ID. Failed and out-of-memory trials are told as `fail`.\n"
 "\n"
 "Trials see LEAKPROOF_TRIAL=SWEEP:INDEX:ATTEMPT and the env dimensions.\n"
+"Where NVML sees GPUs, each trial gets one with room for what similar trials\n"
+"needed (CUDA_VISIBLE_DEVICES), unless you set CUDA_VISIBLE_DEVICES yourself.\n"
 "`leakproof report` right after a sweep shows its table (also sweep:ID,\n"
 "--format md|csv|json, --by DIMS).\n"
 "\n"
