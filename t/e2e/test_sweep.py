@@ -46,7 +46,7 @@ def job_cgroup(lp):
 @pytest.mark.slow
 def test_env_matrix_table_has_a_row_per_configuration(lp):
     f = write(lp, "matrix.yaml", f"""
-command: [{lp.py}, {lp.workload(TRAIN)}, --steps, "60", "${{args}}"]
+command: [{lp.py}, {lp.workload(TRAIN)}, --steps, "100", "${{args}}"]
 method: grid
 metric: {{name: val_loss, goal: minimize}}
 parameters:
@@ -67,7 +67,7 @@ parallel: 2
         seen.add(key)
         assert t["status"] == "ok", t
         assert t["verdict"] == ("leak" if t["params"]["keep"] == "loss" else "no-leak"), t
-        assert t["steps"] == 60
+        assert t["steps"] == 100
         assert t["metric"] is not None and t["steps_per_second"] > 0
         assert len(t["step_change_quantiles_bytes"]) == 5
         if t["params"]["keep"] == "loss":
