@@ -7,23 +7,27 @@
  * kept open (a member whose pread fails has been reaped: it is dropped) and
  * one of the job cgroup's usage, then arithmetic. A source whose value has
  * not moved for QUIET_AFTER_NS is quiet: it is read every QUIET_EVERY_NS
- * instead, until it moves. Nothing is allocated in the steady state; arrays
- * grow only when the tree does.
+ * instead, until it moves. A tick at which nothing is due (every source
+ * quiet, no check of membership or GPU, no rollup waiting) rests: it returns
+ * the last sample without a system call or a walk of the members. Nothing
+ * is allocated in the steady state; arrays grow only when the tree does.
  *
  * Membership, every tree_scan_interval_ns but only after a fork somewhere
  * (the last PID in /proc/loadavg moved): the job cgroup's cgroup.procs, or
  * else a walk of /proc that reads /proc/PID/stat only for PIDs it has not
  * met before (a /proc/PID directory keeps its inode for the life of the
- * process). Each member's stat is re-read once a second for its name (it
- * changes at exec), its parent and its page faults.
+ * process). Each member's stat is re-read once a second, through a kept
+ * descriptor, for its name (it changes at exec), its parent and its page
+ * faults, and before each of its rollups (the faults as of the read).
  *
  * smaps_rollup (exact PSS, USS, swap) costs about 50 ns per resident page,
  * so it is read per process only when the process is new, its RSS moved by
- * more than pss_refresh_fraction, the tree's sharing changed (a fork, an
- * exit, a re-read that found PSS off its estimate) or, at most every 10 s,
- * it took that many page faults (copy on write moves PSS, not RSS); and
- * only while the CPU budget has credit. Between reads, PSS and USS are
- * estimated as exact + (RSS now - RSS at the read), clamped at 0.
+ * more than pss_refresh_fraction (at most every 100 ms), the tree's
+ * sharing changed (a fork, an exit, a re-read that found PSS off its
+ * estimate) or, at most every 10 s, it took that many page faults (copy on
+ * write moves PSS, not RSS); and only while the CPU budget has credit.
+ * Between reads, PSS and USS are estimated as exact + (RSS now - RSS at the
+ * read), clamped at 0.
  *
  * Units: bytes, nanoseconds (CLOCK_MONOTONIC from the caller; CPU time of
  * rollup reads from CLOCK_THREAD_CPUTIME_ID).
@@ -46,6 +50,7 @@
 #define SAMPLER_MAX_PROCS (1u << 16)      /* members followed at once */
 #define MEMBER_STAT_EVERY_NS 1000000000LL /* name, ppid, faults of each member */
 #define FAULT_REFRESH_EVERY_NS 10000000000LL /* faults alone re-read a rollup at most this often */
+#define MOVE_REFRESH_EVERY_NS 100000000LL  /* an RSS move alone: at most this often */
 #define QUIET_AFTER_NS 500000000LL        /* a value unchanged this long is quiet ... */
 #define QUIET_EVERY_NS 100000000LL        /* ... and read only this often */
 #define MEMBERSHIP_EVERY_NS 1000000000LL  /* cgroup.procs at least this often, no fork seen */
@@ -64,13 +69,17 @@ struct source {
 	int64_t read_ns, moved_ns;  /* when it was last read; when its value last changed */
 };
 
-/* Quiet: its value has not changed for QUIET_AFTER_NS, and it was read less
- * than QUIET_EVERY_NS ago. An idle process costs a pread every 100 ms, not
- * every tick; one that moves is read every tick again from its next read. */
+/* Quiet: its value has not changed for QUIET_AFTER_NS, and it was read in
+ * the current QUIET_EVERY_NS window of the clock. An idle process costs a
+ * pread every 100 ms, not every tick; one that moves is read every tick
+ * again from its next read. The windows are the same for every source, so
+ * the quiet ones are all read at the same tick (the first of a window):
+ * one wake-up does the reads, the others rest, and all but the first of
+ * its reads find the kernel's code and data in the caches. */
 static bool quiet(const struct source *src, int64_t now_ns)
 {
 	return src->read && now_ns - src->moved_ns >= QUIET_AFTER_NS &&
-	       now_ns - src->read_ns < QUIET_EVERY_NS;
+	       now_ns / QUIET_EVERY_NS == src->read_ns / QUIET_EVERY_NS;
 }
 
 static void src_read(struct source *src, int64_t now_ns, uint64_t value)
@@ -86,7 +95,7 @@ static void src_read(struct source *src, int64_t now_ns, uint64_t value)
 
 struct member {
 	pid_t pid, ppid;
-	int statm_fd;               /* kept open; -1: open per read (out of descriptors) */
+	int statm_fd, stat_fd;      /* kept open; -1: open per read (out of descriptors) */
 	char name[32];
 	uint32_t seen_gen;          /* membership scan that listed it */
 	uint32_t tried_tick;        /* tick of its last rollup attempt */
@@ -170,6 +179,13 @@ struct sampler {
 
 	struct proc_mem *out;
 	size_t out_alloc;
+
+	/* Resting: until rest_until_ns nothing is due (every source quiet and
+	 * not yet to be revisited, no check of membership, stat or GPU, no
+	 * rollup waiting), and a tick returns the last sample as it stands. */
+	int64_t rest_until_ns;
+	bool rollup_waiting;        /* a rollup is wanted, but there is no credit */
+	struct mem_sample last;
 };
 
 void sampler_config_init(struct sampler_config *cfg)
@@ -177,7 +193,7 @@ void sampler_config_init(struct sampler_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->pss_cpu_budget = 0.02;
 	cfg->pss_refresh_fraction = 0.02;
-	cfg->tree_scan_interval_ns = 100000000;
+	cfg->tree_scan_interval_ns = 200000000;
 	cfg->gpu_interval_ns = 500000000;
 }
 
@@ -234,7 +250,8 @@ static void refresh_stat(struct sampler *s, struct member *m, int64_t now_ns)
 {
 	struct proc_stat st;
 	m->stat_ns = now_ns;
-	if (read_proc_stat(s->root, m->pid, &st) < 0)
+	int r = m->stat_fd >= 0 ? pread_proc_stat(m->stat_fd, &st) : read_proc_stat(s->root, m->pid, &st);
+	if (r < 0)
 		return;                 /* gone: the statm read will notice */
 	m->ppid = st.ppid;
 	m->minflt = st.minflt;
@@ -259,7 +276,12 @@ static bool member_add(struct sampler *s, pid_t pid, int64_t now_ns)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 && errno != EMFILE && errno != ENFILE)
 		return false;           /* gone already */
-	if (fd < 0 && !s->warned_fds) {
+	int stat_fd = -1;
+	if (fd >= 0) {
+		snprintf(path, sizeof(path), "%s/%d/stat", s->root, (int)pid);
+		stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if ((fd < 0 || stat_fd < 0) && (errno == EMFILE || errno == ENFILE) && !s->warned_fds) {
 		warning("out of file descriptors: reopening /proc files at every sample (raise ulimit -n)");
 		s->warned_fds = true;
 	}
@@ -271,6 +293,7 @@ static bool member_add(struct sampler *s, pid_t pid, int64_t now_ns)
 	memset(m, 0, sizeof(*m));
 	m->pid = pid;
 	m->statm_fd = fd;
+	m->stat_fd = stat_fd;
 	m->seen_gen = s->gen;
 	refresh_stat(s, m, now_ns);
 	s->n++;
@@ -290,6 +313,8 @@ static void member_drop(struct sampler *s, size_t i)
 {
 	if (s->m[i].statm_fd >= 0)
 		close(s->m[i].statm_fd);
+	if (s->m[i].stat_fd >= 0)
+		close(s->m[i].stat_fd);
 	s->m[i] = s->m[--s->n];
 	s->index_dirty = true;
 }
@@ -513,6 +538,10 @@ static void read_rollup(struct sampler *s, struct member *m, int64_t now_ns)
 {
 	struct proc_smaps sm;
 	int64_t t0 = thread_cpu_ns();
+	/* the fault count as of this read: faults taken before it are in it
+	 * (with a count up to a second old, the memory a process filled just
+	 * before would trigger a second read 10 s later) */
+	refresh_stat(s, m, now_ns);
 	int r = read_proc_smaps(s->root, m->pid, &sm);
 	int e = errno;
 	int64_t cost = thread_cpu_ns() - t0;
@@ -550,14 +579,19 @@ static bool shares(const struct sampler *s, const struct member *m)
 	       m->rss_at_exact - m->pss_exact > threshold(s, m->rss_at_exact);
 }
 
+/* v + (to - from), clamped at 0. */
+static uint64_t shift(uint64_t v, uint64_t from, uint64_t to)
+{
+	if (to >= from)
+		return v + (to - from);
+	return from - to > v ? 0 : v - (from - to);
+}
+
 /* exact + (RSS now - RSS at the read), clamped at 0: what a process gains
  * or gives back is taken to be its own (private, anonymous) memory. */
 static uint64_t estimate_pss(uint64_t exact, const struct member *m)
 {
-	if (m->rss >= m->rss_at_exact)
-		return exact + (m->rss - m->rss_at_exact);
-	uint64_t fell = m->rss_at_exact - m->rss;
-	return fell > exact ? 0 : exact - fell;
+	return shift(exact, m->rss_at_exact, m->rss);
 }
 
 /* How much m wants a fresh rollup: 0 not at all, else larger is sooner. */
@@ -572,7 +606,7 @@ static double want_rollup(const struct sampler *s, const struct member *m, int64
 	uint64_t thr = threshold(s, m->rss_at_exact);
 	uint64_t moved = m->rss > m->rss_at_exact ? m->rss - m->rss_at_exact : m->rss_at_exact - m->rss;
 	double base = (double)m->rss_at_exact + 1;
-	if (moved > thr)
+	if (moved > thr && now_ns - m->exact_ns >= MOVE_REFRESH_EVERY_NS)
 		return 2 + moved / (moved + base);
 	double faulted = m->minflt > m->minflt_at_exact ?
 	                 (double)(m->minflt - m->minflt_at_exact) * (double)s->page_bytes : 0;
@@ -583,6 +617,7 @@ static double want_rollup(const struct sampler *s, const struct member *m, int64
 
 static void refresh_rollups(struct sampler *s, int64_t now_ns, bool force)
 {
+	s->rollup_waiting = false;
 	if (force) {
 		for (size_t i = 0; i < s->n; i++)
 			if (s->m[i].live && !s->m[i].rollup_denied)
@@ -601,10 +636,15 @@ static void refresh_rollups(struct sampler *s, int64_t now_ns, bool force)
 		}
 		if (!best)
 			break;
-		uint64_t estimate = best->have_exact ? estimate_pss(best->pss_exact, best) : 0;
+		bool had_exact = best->have_exact;
+		uint64_t pss_before = best->pss_exact, rss_before = best->rss_at_exact;
 		read_rollup(s, best, now_ns);
 		/* PSS moved while RSS did not (copy on write, a sharer exited):
-		 * whoever shared those pages moved too. */
+		 * whoever shared those pages moved too. The estimate is taken
+		 * at the RSS of the same read: a process that is filling memory
+		 * has more of it by the time its rollup is read than at this
+		 * tick's statm, which is no surprise. */
+		uint64_t estimate = had_exact ? shift(pss_before, rss_before, best->rss_at_exact) : 0;
 		if (estimate && best->exact_now) {
 			uint64_t d = best->pss_exact > estimate ? best->pss_exact - estimate : estimate - best->pss_exact;
 			if (d > threshold(s, best->rss))
@@ -613,6 +653,8 @@ static void refresh_rollups(struct sampler *s, int64_t now_ns, bool force)
 						s->m[i].stale = true;
 		}
 	}
+	for (size_t i = 0; s->credit_ns <= 0 && i < s->n && !s->rollup_waiting; i++)
+		s->rollup_waiting = want_rollup(s, &s->m[i], now_ns) > 0;
 }
 
 /* ---- GPU ------------------------------------------------------------------ */
@@ -728,9 +770,12 @@ void sampler_free(struct sampler *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		if (s->m[i].statm_fd >= 0)
 			close(s->m[i].statm_fd);
+		if (s->m[i].stat_fd >= 0)
+			close(s->m[i].stat_fd);
+	}
 	if (s->proc_dir)
 		closedir(s->proc_dir);
 	if (s->procs_fd >= 0)
@@ -751,6 +796,41 @@ void sampler_free(struct sampler *s)
 }
 
 /* ---- one sample ------------------------------------------------------------- */
+
+/* When a source next needs a read: at every tick until it is quiet, then
+ * at the next window (see quiet()). */
+static int64_t src_due(const struct source *src, int64_t now_ns)
+{
+	if (!src->read || now_ns - src->moved_ns < QUIET_AFTER_NS)
+		return now_ns;
+	return (src->read_ns / QUIET_EVERY_NS + 1) * QUIET_EVERY_NS;
+}
+
+/*
+ * Until when the ticks after this one have nothing to do. A rollup that
+ * becomes due by time alone (the rate limits of want_rollup()) waits for
+ * the next read of a source, at most QUIET_EVERY_NS; one that waits for
+ * credit, until the credit is there.
+ */
+static int64_t rest_until(const struct sampler *s, int64_t now_ns)
+{
+	if (s->cfg.every_tick)
+		return now_ns;          /* never rest: a budget is watched */
+	int64_t due = s->next_scan_ns;
+	if (s->cfg.nvml && s->next_gpu_ns < due)
+		due = s->next_gpu_ns;
+	if (s->usage_fd >= 0 && src_due(&s->usage_src, now_ns) < due)
+		due = src_due(&s->usage_src, now_ns);
+	for (size_t i = 0; i < s->n && due > now_ns; i++)
+		if (src_due(&s->m[i].src, now_ns) < due)
+			due = src_due(&s->m[i].src, now_ns);
+	if (s->rollup_waiting && s->cfg.pss_cpu_budget > 0) {
+		int64_t credit_at = now_ns + (int64_t)(-s->credit_ns / s->cfg.pss_cpu_budget) + 1;
+		if (credit_at < due)
+			due = credit_at;
+	}
+	return due;
+}
 
 /* The job cgroup's memory.current / memory.usage_in_bytes. */
 static bool read_usage(struct sampler *s, uint64_t *bytes)
@@ -814,11 +894,26 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 	s->last_now_ns = now_ns;
 	s->have_last_now = true;
 
+	/* Nothing due: the last sample stands (no read, so nothing is exact
+	 * at this one). This is most ticks of an idle job. */
+	if (!force_exact && now_ns < s->rest_until_ns) {
+		double t;
+		memcpy(&t, &out->t, sizeof(t));
+		*out = s->last;
+		memcpy(&out->t, &t, sizeof(t));
+		out->pss_exact = false;
+		return out->nprocs;
+	}
+
 	bool changed = false;
 	if (!s->scanned || force_exact || now_ns >= s->next_scan_ns) {
 		update_membership(s, now_ns, force_exact || !s->scanned, &changed);
 		s->scanned = true;
-		s->next_scan_ns = now_ns + s->cfg.tree_scan_interval_ns;
+		/* on the quiet sources' windows (see quiet()): one wake-up
+		 * does both */
+		s->next_scan_ns = (now_ns + s->cfg.tree_scan_interval_ns) / QUIET_EVERY_NS * QUIET_EVERY_NS;
+		if (s->next_scan_ns <= now_ns)
+			s->next_scan_ns = now_ns + s->cfg.tree_scan_interval_ns;
 		for (size_t i = 0; i < s->n; i++)
 			if (now_ns - s->m[i].stat_ns >= MEMBER_STAT_EVERY_NS)
 				refresh_stat(s, &s->m[i], now_ns);
@@ -826,7 +921,7 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 
 	/* The per-tick part: one pread per member and one for the cgroup's
 	 * usage, except for a source that is quiet (see quiet()). */
-	bool all = force_exact || changed;
+	bool all = force_exact || changed || s->cfg.every_tick;
 	if (s->usage_fd >= 0 && (all || !quiet(&s->usage_src, now_ns))) {
 		uint64_t v = 0;
 		s->have_usage = read_usage(s, &v);
@@ -909,6 +1004,8 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 	}
 	out->cgroup = s->usage;
 	out->has_cgroup = s->have_usage;
+	s->last = *out;
+	s->rest_until_ns = rest_until(s, now_ns);
 	return out->nprocs;
 }
 

@@ -9,7 +9,11 @@
  * processes that escaped the tree.
  *
  * Cost model (docs/internals/sampler.md): each tick reads /proc/PID/statm of
- * every member through a descriptor kept open (one pread each). PSS and USS
+ * every member through a descriptor kept open (one pread each), except that a
+ * member whose statm has not moved for 500 ms is read every 100 ms, and a
+ * tick with nothing to read returns the last sample as it stands. Membership
+ * is checked every tree_scan_interval_ns (a new process shows up within
+ * that, 200 ms by default) and only after a fork somewhere. PSS and USS
  * come from smaps_rollup, which costs milliseconds on large processes, so it
  * is re-read per process only when the process's RSS moved by more than
  * pss_refresh_fraction since its last exact read, or it is new, and never
@@ -38,8 +42,12 @@ struct sampler_config {
 	struct nvml *nvml;            /* NULL: no GPU sampling; not owned */
 	double pss_cpu_budget;        /* fraction of one CPU for smaps_rollup; default 0.02 */
 	double pss_refresh_fraction;  /* default 0.02 (2% of the process's RSS) */
-	int64_t tree_scan_interval_ns;/* /proc rescans without a cgroup; default 100 ms */
+	int64_t tree_scan_interval_ns;/* membership checks (a fork seen?); default 200 ms */
 	int64_t gpu_interval_ns;      /* default 500 ms */
+	bool every_tick;              /* read every member's statm (and the cgroup's
+	                               * usage) at every tick, quiet or not: a memory
+	                               * budget or soft limit is enforced on what
+	                               * the samples say (default false) */
 };
 void sampler_config_init(struct sampler_config *cfg);
 

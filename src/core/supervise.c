@@ -1181,6 +1181,8 @@ int supervise(const struct supervise_opts *o)
 	 * interval, but not more than 100 times a second */
 	if (o->measure == MEASURE_GPU || o->max_gpu_bytes)
 		sc.gpu_interval_ns = o->interval_ns > 10000000 ? o->interval_ns : 10000000;
+	/* a budget is enforced on the samples: no process may rest between them */
+	sc.every_tick = o->max_mem_bytes || o->soft_limit_bytes;
 	sv.sampler = sampler_new(&sc);
 	if (!sv.sampler)
 		goto out;

@@ -424,6 +424,17 @@ int pread_proc_statm(int fd, struct proc_statm *out)
 	return parse_proc_statm_buf(buf, out);
 }
 
+int pread_proc_stat(int fd, struct proc_stat *out)
+{
+	char buf[2048];             /* a stat line: ~300 bytes, 52 fields of at most 20 digits */
+	ssize_t n = pread_buf(fd, buf, sizeof(buf));
+	if (n < 0)
+		return -1;
+	if (n == 0 || (size_t)n + 1 >= sizeof(buf))
+		return einval();        /* nothing, or cut */
+	return parse_proc_stat_buf(buf, out);
+}
+
 int read_meminfo(const char *root, struct meminfo *out)
 {
 	char buf[16384];

@@ -129,6 +129,9 @@ int read_meminfo(const char *root, struct meminfo *out);
  * seq files restart at offset 0, so every call returns fresh values. Fails
  * with ESRCH once the process has been reaped. */
 int pread_proc_statm(int fd, struct proc_statm *out);
+/* The same for /proc/PID/stat (name, parent and page faults are the
+ * process's current ones, after an exec too). */
+int pread_proc_stat(int fd, struct proc_stat *out);
 
 /*
  * Walking the PIDs of the proc root. proc_opendir() returns NULL with errno
