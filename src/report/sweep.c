@@ -26,7 +26,8 @@ struct row {
 	bool has_metric;
 	double metric, growth, q[5], sps;
 	uint64_t peak;
-	const struct trial_row *t;  /* the trial (ungrouped) */
+	const struct trial_row *t;  /* the trial (ungrouped); the first of the group */
+	size_t first;               /* index of that trial */
 	char statuses[96];          /* grouped: "3 ok, 1 oom" */
 };
 
@@ -82,6 +83,91 @@ static double median_finite(double *v, size_t n)
 	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
 }
 
+struct keyed {
+	char *key;                  /* the chosen values, SEP-joined */
+	char **vals;
+	size_t i;                   /* the trial */
+};
+
+static int cmp_keyed(const void *x, const void *y)
+{
+	const struct keyed *a = x, *b = y;
+	int c = strcmp(a->key, b->key);
+	return c ? c : (a->i > b->i) - (a->i < b->i);
+}
+
+static int cmp_row_first(const void *x, const void *y)
+{
+	const struct row *a = x, *b = y;
+	return (a->first > b->first) - (a->first < b->first);
+}
+
+static void fill_trial(struct row *g, const struct trial_row *t)
+{
+	g->status = t->status;
+	g->cause = t->cause;
+	g->verdict = t->verdict;
+	g->note = t->note;
+	g->idx = t->idx;
+	g->attempt = t->attempt;
+	g->run_id = t->run_id;
+	g->has_metric = t->has_metric;
+	g->metric = t->metric;
+	g->growth = t->growth_bytes_per_step;
+	memcpy(g->q, t->q, sizeof(g->q));
+	g->sps = t->steps_per_second;
+	g->peak = t->peak_bytes;
+}
+
+/* A group: the min of the mins, the max of the maxes, the medians of the
+ * middle quantiles, of the rates and of the growths; the worst verdict
+ * (leak if any); the best metric; the statuses counted. */
+static void fill_group(const struct table *tb, struct row *g, const struct keyed *members, size_t n,
+                       double *tmp)
+{
+	static const char *const order[] = { "ok", "oom", "failed", "interrupted", "skipped", "running" };
+	int counts[6] = { 0 }, leaks = 0, noleak = 0;
+	g->q[0] = NAN;
+	g->q[4] = NAN;
+	for (size_t j = 0; j < n; j++) {
+		const struct trial_row *t = &tb->trials[members[j].i];
+		if (isfinite(t->q[0]) && !(t->q[0] >= g->q[0]))
+			g->q[0] = t->q[0];
+		if (isfinite(t->q[4]) && !(t->q[4] <= g->q[4]))
+			g->q[4] = t->q[4];
+		if (t->peak_bytes > g->peak)
+			g->peak = t->peak_bytes;
+		for (int s = 0; s < 6; s++)
+			if (!strcmp(t->status, order[s]))
+				counts[s]++;
+		leaks += !strcmp(t->verdict, "leak");
+		noleak += !strcmp(t->verdict, "no-leak");
+		if (t->has_metric && (!g->has_metric || (tb->sw.maximize ? t->metric > g->metric : t->metric < g->metric))) {
+			g->has_metric = true;
+			g->metric = t->metric;
+		}
+	}
+	for (int q = 1; q <= 3; q++) {
+		for (size_t j = 0; j < n; j++)
+			tmp[j] = tb->trials[members[j].i].q[q];
+		g->q[q] = median_finite(tmp, n);
+	}
+	for (size_t j = 0; j < n; j++)
+		tmp[j] = tb->trials[members[j].i].steps_per_second;
+	g->sps = median_finite(tmp, n);
+	for (size_t j = 0; j < n; j++)
+		tmp[j] = tb->trials[members[j].i].growth_bytes_per_step;
+	g->growth = median_finite(tmp, n);
+	g->verdict = leaks ? "leak" : noleak ? "no-leak" : "inconclusive";
+	size_t off = 0;
+	for (int s = 0; s < 6; s++)
+		if (counts[s] && off < sizeof(g->statuses))
+			off += (size_t)snprintf(g->statuses + off, sizeof(g->statuses) - off, "%s%d %s",
+			                        off ? ", " : "", counts[s], order[s]);
+	g->status = g->statuses;
+	g->cause = g->note = "";
+}
+
 static int load_table(struct store *st, int64_t sweep_id, const char *by, struct table *tb)
 {
 	memset(tb, 0, sizeof(*tb));
@@ -122,136 +208,55 @@ static int load_table(struct store *st, int64_t sweep_id, const char *by, struct
 		tb->nnames = nd;
 	}
 
-	/* one row per trial attempt, or per group of equal values */
-	tb->rows = xcalloc(tb->ntrials + 1, sizeof(*tb->rows));
-	for (size_t i = 0; i < tb->ntrials; i++) {
-		const struct trial_row *t = &tb->trials[i];
-		char **vals = xcalloc(tb->nnames + 1, sizeof(char *));
-		for (size_t k = 0; k < tb->nnames; k++)
-			vals[k] = value_of(t, tb->dim_of[k]);
-		struct row *g = NULL;
-		if (tb->grouped)
-			for (size_t j = 0; j < tb->nrows && !g; j++) {
-				bool same = true;
-				for (size_t k = 0; k < tb->nnames && same; k++)
-					same = !strcmp(tb->rows[j].vals[k], vals[k]);
-				if (same)
-					g = &tb->rows[j];
-			}
-		if (g) {
-			for (size_t k = 0; k < tb->nnames; k++)
-				free(vals[k]);
-			free(vals);
-			g->trials++;
-			continue;
+	/* one row per trial attempt, or per group of equal values: the trials
+	 * sorted by their values of the chosen dimensions, so each group is a
+	 * run of neighbours (O(n log n), whatever the number of groups) */
+	size_t n = tb->ntrials;
+	struct keyed *k = xcalloc(n + 1, sizeof(*k));
+	for (size_t i = 0; i < n; i++) {
+		k[i].i = i;
+		k[i].vals = xcalloc(tb->nnames + 1, sizeof(char *));
+		struct strbuf key = STRBUF_INIT;
+		for (size_t m = 0; m < tb->nnames; m++) {
+			k[i].vals[m] = value_of(&tb->trials[i], tb->dim_of[m]);
+			strbuf_addstr(&key, k[i].vals[m]);
+			strbuf_addch(&key, SEP);
 		}
-		g = &tb->rows[tb->nrows++];
-		g->vals = vals;
-		g->t = t;
-		g->trials = 1;
+		k[i].key = strbuf_detach(&key, NULL);
 	}
-	/* fill each row from its trials */
-	double *tmp = xmalloc((tb->ntrials + 1) * sizeof(double));
-	for (size_t j = 0; j < tb->nrows; j++) {
-		struct row *g = &tb->rows[j];
-		if (!tb->grouped) {
-			const struct trial_row *t = g->t;
-			g->status = t->status;
-			g->cause = t->cause;
-			g->verdict = t->verdict;
-			g->note = t->note;
-			g->idx = t->idx;
-			g->attempt = t->attempt;
-			g->run_id = t->run_id;
-			g->has_metric = t->has_metric;
-			g->metric = t->metric;
-			g->growth = t->growth_bytes_per_step;
-			memcpy(g->q, t->q, sizeof(g->q));
-			g->sps = t->steps_per_second;
-			g->peak = t->peak_bytes;
-			continue;
-		}
-		/* grouped: min of mins, max of maxes, medians of the middle
-		 * quantiles, of the rates and growths; the worst verdict; the
-		 * best metric; the statuses counted */
-		const char *order[] = { "ok", "oom", "failed", "interrupted", "skipped", "running" };
-		int counts[6] = { 0 };
-		int leaks = 0, noleak = 0;
-		g->q[0] = INFINITY;
-		g->q[4] = -INFINITY;
-		for (int q = 1; q <= 3; q++) {
-			size_t k = 0;
-			for (size_t i = 0; i < tb->ntrials; i++) {
-				bool member = true;
-				for (size_t m = 0; m < tb->nnames && member; m++) {
-					char *v = value_of(&tb->trials[i], tb->dim_of[m]);
-					member = !strcmp(v, g->vals[m]);
-					free(v);
-				}
-				if (!member)
-					continue;
-				const struct trial_row *t = &tb->trials[i];
-				tmp[k++] = t->q[q];
-				if (q == 1) {
-					if (isfinite(t->q[0]) && t->q[0] < g->q[0])
-						g->q[0] = t->q[0];
-					if (isfinite(t->q[4]) && t->q[4] > g->q[4])
-						g->q[4] = t->q[4];
-					if (t->peak_bytes > g->peak)
-						g->peak = t->peak_bytes;
-					for (int s = 0; s < 6; s++)
-						if (!strcmp(t->status, order[s]))
-							counts[s]++;
-					leaks += !strcmp(t->verdict, "leak");
-					noleak += !strcmp(t->verdict, "no-leak");
-					if (t->has_metric && (!g->has_metric ||
-					                      (tb->sw.maximize ? t->metric > g->metric : t->metric < g->metric))) {
-						g->has_metric = true;
-						g->metric = t->metric;
-					}
-				}
-			}
-			g->q[q] = median_finite(tmp, k);
-		}
-		if (!isfinite(g->q[0]))
-			g->q[0] = NAN;
-		if (!isfinite(g->q[4]))
-			g->q[4] = NAN;
-		g->verdict = leaks ? "leak" : noleak ? "no-leak" : "inconclusive";
-		size_t off = 0;
-		for (int s = 0; s < 6; s++)
-			if (counts[s])
-				off += (size_t)snprintf(g->statuses + off, sizeof(g->statuses) - off, "%s%d %s",
-				                        off ? ", " : "", counts[s], order[s]);
-		g->status = g->statuses;
-		g->cause = g->note = "";
-		/* rates and growths: medians over the group */
-		size_t k = 0;
-		for (size_t i = 0; i < tb->ntrials; i++) {
-			bool member = true;
-			for (size_t m = 0; m < tb->nnames && member; m++) {
-				char *v = value_of(&tb->trials[i], tb->dim_of[m]);
-				member = !strcmp(v, g->vals[m]);
-				free(v);
-			}
-			if (member)
-				tmp[k++] = tb->trials[i].steps_per_second;
-		}
-		g->sps = median_finite(tmp, k);
-		k = 0;
-		for (size_t i = 0; i < tb->ntrials; i++) {
-			bool member = true;
-			for (size_t m = 0; m < tb->nnames && member; m++) {
-				char *v = value_of(&tb->trials[i], tb->dim_of[m]);
-				member = !strcmp(v, g->vals[m]);
-				free(v);
-			}
-			if (member)
-				tmp[k++] = tb->trials[i].growth_bytes_per_step;
-		}
-		g->growth = median_finite(tmp, k);
+	if (tb->grouped)
+		qsort(k, n, sizeof(*k), cmp_keyed);
+	tb->rows = xcalloc(n + 1, sizeof(*tb->rows));
+	double *tmp = xmalloc((n + 1) * sizeof(double));
+	for (size_t a = 0; a < n;) {
+		size_t b = a + 1;
+		while (tb->grouped && b < n && !strcmp(k[a].key, k[b].key))
+			b++;
+		struct row *g = &tb->rows[tb->nrows++];
+		g->vals = k[a].vals;
+		k[a].vals = NULL;
+		g->t = &tb->trials[k[a].i];
+		g->trials = (int64_t)(b - a);
+		g->first = k[a].i;
+		if (!tb->grouped)
+			fill_trial(g, g->t);
+		else
+			fill_group(tb, g, k + a, b - a, tmp);
+		a = b;
 	}
 	free(tmp);
+	for (size_t i = 0; i < n; i++) {
+		if (k[i].vals) {
+			for (size_t m = 0; m < tb->nnames; m++)
+				free(k[i].vals[m]);
+			free(k[i].vals);
+		}
+		free(k[i].key);
+	}
+	free(k);
+	/* groups in the order of their first trial */
+	if (tb->grouped)
+		qsort(tb->rows, tb->nrows, sizeof(*tb->rows), cmp_row_first);
 	return 0;
 }
 
@@ -509,7 +514,46 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 			strbuf_addstr(sb, "null");
 		strbuf_addch(sb, '}');
 	}
-	strbuf_addstr(sb, tb->ntrials ? "\n  ]\n}\n" : "]\n}\n");
+	strbuf_addstr(sb, tb->ntrials ? "\n  ]" : "]");
+	if (tb->grouped) {
+		/* --by: the table's rows, one per combination of those values */
+		strbuf_addstr(sb, ",\n  \"by\": [");
+		for (size_t k = 0; k < tb->nnames; k++) {
+			strbuf_addstr(sb, k ? ", " : "");
+			report_add_json_str(sb, tb->names[k]);
+		}
+		strbuf_addstr(sb, "],\n  \"groups\": [");
+		for (size_t j = 0; j < tb->nrows; j++) {
+			const struct row *g = &tb->rows[j];
+			strbuf_addstr(sb, j ? ",\n    {\"values\": {" : "\n    {\"values\": {");
+			for (size_t k = 0; k < tb->nnames; k++) {
+				strbuf_addstr(sb, k ? ", " : "");
+				report_add_json_str(sb, tb->names[k]);
+				strbuf_addstr(sb, ": ");
+				report_add_json_str(sb, g->vals[k]);
+			}
+			strbuf_addf(sb, "}, \"trials\": %lld, \"statuses\": ", (long long)g->trials);
+			report_add_json_str(sb, g->status);
+			strbuf_addstr(sb, ", \"metric\": ");
+			json_num(sb, g->has_metric ? g->metric : NAN);
+			strbuf_addstr(sb, ", \"verdict\": ");
+			report_add_json_str(sb, g->verdict);
+			strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");
+			json_num(sb, g->growth);
+			strbuf_addstr(sb, ", \"step_change_quantiles_bytes\": [");
+			for (int q = 0; q < 5; q++) {
+				strbuf_addstr(sb, q ? ", " : "");
+				json_num(sb, g->q[q]);
+			}
+			strbuf_addstr(sb, "], \"steps_per_second\": ");
+			json_num(sb, g->sps);
+			strbuf_addstr(sb, ", \"peak_bytes\": ");
+			json_num(sb, g->peak ? (double)g->peak : NAN);
+			strbuf_addch(sb, '}');
+		}
+		strbuf_addstr(sb, tb->nrows ? "\n  ]" : "]");
+	}
+	strbuf_addstr(sb, "\n}\n");
 }
 
 int sweep_report_write(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by, FILE *out)

@@ -44,6 +44,7 @@ extern char **environ;
 #define MAX_PARALLEL 256
 #define RETRIES_MAX 4              /* halvings of one trial after OOMs */
 #define EXPECT_MARGIN 1.15         /* learned peaks are taken 15% larger */
+#define SIMILAR_SCAN_MAX 1000      /* finished trials looked at for "most like it" */
 #define STOP_WAIT_NS (30LL * 1000000000LL)
 #define VAL_SEP '\x1f'
 
@@ -331,10 +332,16 @@ static double expected_memory(struct runner *r, char **values)
 	double expect = r->memory_expect;
 	int best_sim = -1;
 	double best_peak = -1;
-	for (size_t i = 0; i < r->nrows; i++) {
+	size_t scanned = 0;
+	/* the most recent trials for "most like it" (a bounded scan keeps a
+	 * sweep of many thousands of trials linear), every OOM for suspicion */
+	for (size_t i = r->nrows; i-- > 0;) {
 		const struct trial_row *t = &r->rows[i];
 		if (!final_status(t->status) || !t->peak_bytes)
 			continue;
+		if (scanned >= SIMILAR_SCAN_MAX && strcmp(t->status, "oom"))
+			continue;
+		scanned++;
 		char **tv = r->row_vals[i];
 		if (!tv)
 			continue;
@@ -370,11 +377,13 @@ static double expected_gpu(struct runner *r, char **values)
 {
 	int best_sim = -1;
 	double best = -1;
-	for (size_t i = 0; i < r->nrows; i++) {
+	size_t scanned = 0;
+	for (size_t i = r->nrows; i-- > 0 && scanned < SIMILAR_SCAN_MAX;) {
 		const struct trial_row *t = &r->rows[i];
 		char **tv = r->row_vals[i];
 		if (!final_status(t->status) || !t->gpu_peak_bytes || !tv)
 			continue;
+		scanned++;
 		int sim = 0;
 		for (size_t d = 0; d < r->spec.ndims; d++)
 			sim += !strcmp(tv[d], values[d]);
