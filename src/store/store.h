@@ -3,9 +3,9 @@
  * results, kept in SQLite (WAL mode, one writer: the supervisor). This is the
  * only module that includes sqlite3.h. Reports are made from the store alone.
  *
- * Writes are batched: samples, steps, metrics, events and results are
- * staged in the writer's own connection (microseconds each, no lock on the
- * store) and reach the store, visible to every reader including this
+ * Writes are batched: samples are held in memory, steps, metrics, events
+ * and results staged in the writer's own connection (microseconds each, no
+ * lock on the store), and they reach the store, visible to every reader including this
  * connection, when store_flush() is called (the supervisor does so about
  * once a second and at the end), in one short transaction. A crash loses
  * at most that much. A run's beginning and end, and segments, are written

@@ -298,3 +298,27 @@ memory: {expect: 10M}
     r = lp.cmd(["sweep", f, "--store", lp.store, "-q"], env={**env, "CUDA_VISIBLE_DEVICES": "7"}, timeout=120)
     assert r.rc == 0, r
     assert all(t["note"] is None for t in sweep_json(lp)["trials"])
+
+
+def test_report_by_groups_in_every_format(lp):
+    f = write(lp, "by.yaml", f"""
+command: [{lp.py}, -c, "import leakproof; leakproof.step(); leakproof.result(v={{a}} * 10 + {{b}})"]
+metric: {{name: v}}
+parameters:
+  a: {{values: [1, 2]}}
+  b: {{values: [3, 4, 5]}}
+""")
+    assert sweep(lp, f, "-q").rc == 0
+    r = lp.cmd(["report", "--store", lp.store, "--by", "a", "--format", "json"])
+    assert r.rc == 0, r
+    rep = json.loads(r.stdout)
+    assert rep["by"] == ["a"] and len(rep["trials"]) == 6
+    groups = {g["values"]["a"]: g for g in rep["groups"]}
+    assert set(groups) == {"1", "2"}
+    assert groups["1"]["trials"] == 3 and groups["1"]["statuses"] == "3 ok"
+    assert groups["1"]["metric"] == 13 and groups["2"]["metric"] == 23   # the best (minimum)
+    csv = lp.cmd(["report", "--store", lp.store, "--by", "b", "--format", "csv"]).out.splitlines()
+    assert csv[0].startswith("trials,b,status") and len(csv) == 4
+    assert [line.split(",")[1] for line in csv[1:]] == ["3", "4", "5"]
+    bad = lp.cmd(["report", "--store", lp.store, "--by", "nope"])
+    assert bad.rc == 1 and "no dimension 'nope'" in bad.err
