@@ -11,4 +11,10 @@ int cmd_report(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 
+/* "leakproof: MESSAGE" and "Try 'leakproof CMD --help'..." on stderr;
+ * returns 124, the usage-error status. */
+int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A whole number in [min, max]: 0 and *out set, or -1 (nothing printed). */
+int cmd_parse_int(const char *s, long long min, long long max, long long *out);
+
 #endif

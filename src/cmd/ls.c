@@ -32,18 +32,7 @@ static const char usage[] =
 
 #define COMMAND_MAX_CHARS 60
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("leakproof: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\n\n", stderr);
-	fputs(usage, stderr);
-	return LP_EXIT_USAGE;
-}
+#define usage_error(...) cmd_usage_error("ls", __VA_ARGS__)
 
 static double run_duration(const struct run_row *r)
 {
@@ -107,11 +96,11 @@ static void list_json(struct strbuf *sb, const struct run_row *rows, size_t n)
 		for (size_t a = 0; a < argc; a++) {
 			if (a)
 				strbuf_addstr(sb, ", ");
-			report_add_json_str(sb, argv[a]);
+			strbuf_add_json_str(sb, argv[a]);
 		}
 		report_argv_free(argv, argc);
 		strbuf_addstr(sb, "], \"cwd\": ");
-		report_add_json_str(sb, r->cwd);
+		strbuf_add_json_str(sb, r->cwd);
 		strbuf_addstr(sb, ",\n   \"started_at\": ");
 		report_add_json_num(sb, r->started_at);
 		strbuf_addstr(sb, ", \"ended_at\": ");
@@ -119,18 +108,18 @@ static void list_json(struct strbuf *sb, const struct run_row *rows, size_t n)
 		strbuf_addstr(sb, ", \"duration_seconds\": ");
 		report_add_json_num(sb, run_duration(r));
 		strbuf_addstr(sb, ", \"status\": ");
-		report_add_json_str(sb, r->status);
+		strbuf_add_json_str(sb, r->status);
 		strbuf_addstr(sb, ", \"exit_code\": ");
 		report_add_json_num(sb, ended && !r->exit_signal ? r->exit_code : NAN);
 		strbuf_addstr(sb, ", \"exit_signal\": ");
 		report_add_json_num(sb, ended && r->exit_signal ? r->exit_signal : NAN);
 		strbuf_addstr(sb, ",\n   \"measure\": ");
-		report_add_json_str(sb, measure_name(r->measure));
+		strbuf_add_json_str(sb, measure_name(r->measure));
 		strbuf_addf(sb, ", \"steps\": %lld, \"peak_bytes\": ", (long long)r->steps);
 		report_add_json_num(sb, (double)r->peak_bytes);
 		strbuf_addstr(sb, ", \"verdict\": ");
 		if (r->verdict[0])
-			report_add_json_str(sb, r->verdict);
+			strbuf_add_json_str(sb, r->verdict);
 		else
 			strbuf_addstr(sb, "null");
 		strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");

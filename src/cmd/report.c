@@ -41,18 +41,7 @@ static const char usage[] =
 #include "store/sweeps.h"
 #include "util/util.h"
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("leakproof: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\n\n", stderr);
-	fputs(usage, stderr);
-	return LP_EXIT_USAGE;
-}
+#define usage_error(...) cmd_usage_error("report", __VA_ARGS__)
 
 /* A run id: a positive integer, or "latest" (0). -1 when it is neither. */
 static int parse_run_id(const char *s, int64_t *out)
@@ -61,10 +50,8 @@ static int parse_run_id(const char *s, int64_t *out)
 		*out = 0;
 		return 0;
 	}
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (!*s || *end || errno || v <= 0)
+	long long v;
+	if (cmd_parse_int(s, 1, INT64_MAX, &v) < 0)
 		return -1;
 	*out = v;
 	return 0;

@@ -102,17 +102,7 @@ enum {
 	OPT_RESULT_REGEX, OPT_RESULT_NAME, OPT_TRIAL,
 };
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("leakproof: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\nTry 'leakproof run --help' for more information.\n", stderr);
-	return LP_EXIT_USAGE;
-}
+#define usage_error(...) cmd_usage_error("run", __VA_ARGS__)
 
 /* "TERM", "SIGTERM", "15": the number, or -1. */
 static int parse_signal(const char *s)
@@ -147,10 +137,8 @@ static int parse_restart(const char *arg, struct supervise_opts *o)
 		} else if (!strcmp(p, "never")) {
 			o->restart = 0;
 		} else if (!strncmp(p, "every=", 6)) {
-			char *end;
-			errno = 0;
-			long long n = strtoll(p + 6, &end, 10);
-			if (errno || end == p + 6 || *end || n < 1)
+			long long n;
+			if (cmd_parse_int(p + 6, 1, INT64_MAX, &n) < 0)
 				return usage_error("--restart '%s': every=N needs a whole number of steps, at least 1", p);
 			o->restart |= RESTART_EVERY;
 			o->restart_every = n;
@@ -228,10 +216,8 @@ int cmd_run(int argc, char **argv)
 				return LP_EXIT_USAGE;
 			break;
 		case OPT_MAX_RESTARTS: {
-			char *end;
-			errno = 0;
-			long v = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || v < 0 || v > 1000000)
+			long long v;
+			if (cmd_parse_int(optarg, 0, 1000000, &v) < 0)
 				return usage_error("--max-restarts '%s' is not a number from 0 to 1000000", optarg);
 			o.max_restarts = (int)v;
 			break;

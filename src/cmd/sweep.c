@@ -45,9 +45,8 @@ static const char usage[] =
 "sweep could not go on; 124 for a bad file or option (with FILE:LINE:COLUMN);\n"
 "125 when leakproof failed; 128+N when stopped by signal N.\n";
 
-#include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,17 +56,7 @@ static const char usage[] =
 #include "sweep/runner.h"
 #include "util/util.h"
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("leakproof: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\nTry 'leakproof sweep --help' for more information.\n", stderr);
-	return LP_EXIT_USAGE;
-}
+#define usage_error(...) cmd_usage_error("sweep", __VA_ARGS__)
 
 int cmd_sweep(int argc, char **argv)
 {
@@ -90,10 +79,8 @@ int cmd_sweep(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":j:r:ns:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j': {
-			char *end;
-			errno = 0;
-			long v = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || v < 1 || v > 256)
+			long long v;
+			if (cmd_parse_int(optarg, 1, 256, &v) < 0)
 				return usage_error("--parallel '%s' is not a number from 1 to 256", optarg);
 			o.parallel = (int)v;
 			break;
@@ -101,10 +88,8 @@ int cmd_sweep(int argc, char **argv)
 		case 'R':
 			o.resume = true;
 			if (optarg) {
-				char *end;
-				errno = 0;
-				long long v = strtoll(optarg, &end, 10);
-				if (errno || end == optarg || *end || v < 1)
+				long long v;
+				if (cmd_parse_int(optarg, 1, INT64_MAX, &v) < 0)
 					return usage_error("--resume='%s': expected a sweep id", optarg);
 				o.resume_id = v;
 			}

@@ -15,7 +15,7 @@
 static void key(struct strbuf *sb, const char *name)
 {
 	strbuf_addstr(sb, ",\n  ");
-	report_add_json_str(sb, name);
+	strbuf_add_json_str(sb, name);
 	strbuf_addstr(sb, ": ");
 }
 
@@ -29,7 +29,7 @@ static void key_str(struct strbuf *sb, const char *name, const char *v)
 {
 	key(sb, name);
 	if (v)
-		report_add_json_str(sb, v);
+		strbuf_add_json_str(sb, v);
 	else
 		strbuf_addstr(sb, "null");
 }
@@ -38,7 +38,7 @@ static void key_str(struct strbuf *sb, const char *name, const char *v)
 static void inner(struct strbuf *sb, const char *name, bool first)
 {
 	strbuf_addstr(sb, first ? "" : ", ");
-	report_add_json_str(sb, name);
+	strbuf_add_json_str(sb, name);
 	strbuf_addstr(sb, ": ");
 }
 
@@ -55,16 +55,16 @@ static void add_run(struct strbuf *sb, const struct run_summary *s)
 	for (size_t i = 0; i < s->argc; i++) {
 		if (i)
 			strbuf_addstr(sb, ", ");
-		report_add_json_str(sb, s->argv[i]);
+		strbuf_add_json_str(sb, s->argv[i]);
 	}
 	strbuf_addstr(sb, "],\n    ");
 	inner(sb, "cwd", true);
-	report_add_json_str(sb, r->cwd);
+	strbuf_add_json_str(sb, r->cwd);
 	inner(sb, "hostname", false);
-	report_add_json_str(sb, r->hostname);
+	strbuf_add_json_str(sb, r->hostname);
 	strbuf_addstr(sb, ",\n    ");
 	inner(sb, "status", true);
-	report_add_json_str(sb, r->status);
+	strbuf_add_json_str(sb, r->status);
 	inner(sb, "exit_code", false);
 	if (ended && !r->exit_signal)
 		strbuf_addf(sb, "%d", r->exit_code);
@@ -81,16 +81,16 @@ static void add_run(struct strbuf *sb, const struct run_summary *s)
 	report_add_json_num(sb, ended ? r->ended_at : NAN);
 	strbuf_addstr(sb, ",\n    ");
 	inner(sb, "step_source", true);
-	report_add_json_str(sb, step_source_name(r->step_source));
+	strbuf_add_json_str(sb, step_source_name(r->step_source));
 	inner(sb, "step_regex", false);
 	if (r->step_regex[0])
-		report_add_json_str(sb, r->step_regex);
+		strbuf_add_json_str(sb, r->step_regex);
 	else
 		strbuf_addstr(sb, "null");
 	inner(sb, "interval_seconds", false);
 	report_add_json_num(sb, (double)r->interval_ns / 1e9);
 	inner(sb, "cgroup_mode", false);
-	report_add_json_str(sb, r->cgroup_mode);
+	strbuf_add_json_str(sb, r->cgroup_mode);
 	strbuf_addstr(sb, "}");
 }
 
@@ -120,12 +120,12 @@ static void add_segments(struct strbuf *sb, const struct run_summary *s)
 		report_add_json_num(sb, g_ended && g->exit_signal ? g->exit_signal : NAN);
 		inner(sb, "cause", false);
 		if (g->cause[0])
-			report_add_json_str(sb, g->cause);
+			strbuf_add_json_str(sb, g->cause);
 		else
 			strbuf_addstr(sb, "null");
 		inner(sb, "evidence", false);
 		if (g->evidence[0])
-			report_add_json_str(sb, g->evidence);
+			strbuf_add_json_str(sb, g->evidence);
 		else
 			strbuf_addstr(sb, "null");
 		inner(sb, "step", false);
@@ -136,7 +136,7 @@ static void add_segments(struct strbuf *sb, const struct run_summary *s)
 		report_add_json_num(sb, g->memory_bytes ? (double)g->memory_bytes : NAN);
 		inner(sb, "restart", false);
 		if (g->restart[0])
-			report_add_json_str(sb, g->restart);
+			strbuf_add_json_str(sb, g->restart);
 		else
 			strbuf_addstr(sb, "null");
 		strbuf_addch(sb, '}');
@@ -212,7 +212,7 @@ int report_write_json(const struct run_summary *s, FILE *out)
 		inner(&sb, "ppid", false);
 		strbuf_addf(&sb, "%d", p->ppid);
 		inner(&sb, "name", false);
-		report_add_json_str(&sb, p->name);
+		strbuf_add_json_str(&sb, p->name);
 		inner(&sb, "t", false);
 		report_add_json_num(&sb, p->t);
 		inner(&sb, "rss_bytes", false);
@@ -234,7 +234,7 @@ int report_write_json(const struct run_summary *s, FILE *out)
 	strbuf_addch(&sb, '{');
 	for (size_t i = 0; i < s->nresults; i++) {
 		strbuf_addstr(&sb, i ? ", " : "");
-		report_add_json_str(&sb, s->results[i].name);
+		strbuf_add_json_str(&sb, s->results[i].name);
 		strbuf_addstr(&sb, ": ");
 		report_add_json_num(&sb, s->results[i].value);
 	}
@@ -248,9 +248,9 @@ int report_write_json(const struct run_summary *s, FILE *out)
 		inner(&sb, "t", true);
 		report_add_json_num(&sb, s->events[i].t);
 		inner(&sb, "kind", false);
-		report_add_json_str(&sb, s->events[i].kind);
+		strbuf_add_json_str(&sb, s->events[i].kind);
 		inner(&sb, "detail", false);
-		report_add_json_str(&sb, s->events[i].detail);
+		strbuf_add_json_str(&sb, s->events[i].detail);
 		strbuf_addch(&sb, '}');
 	}
 	strbuf_addstr(&sb, shown ? "\n  ]" : "]");

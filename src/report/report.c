@@ -408,58 +408,6 @@ int render_flush(struct strbuf *sb, FILE *out)
 
 /* ---- JSON values ------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at p, or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *p)
-{
-	if (p[0] < 0x80)
-		return 1;
-	size_t n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
-	if (!n)
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	unsigned cp = n == 2 ? (p[0] & 0x1fu) : n == 3 ? (p[0] & 0x0fu) : (p[0] & 0x07u);
-	for (size_t i = 1; i < n; i++)
-		cp = (cp << 6) | (p[i] & 0x3fu);
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp < 0xe000))
-		return 0;
-	return n;
-}
-
-void report_add_json_str(struct strbuf *sb, const char *s)
-{
-	strbuf_addch(sb, '"');
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; ) {
-		size_t n = utf8_len(p);
-		if (n == 0) {
-			strbuf_addstr(sb, "\\ufffd");
-			p++;
-			continue;
-		}
-		if (n > 1) {
-			strbuf_add(sb, p, n);
-			p += n;
-			continue;
-		}
-		switch (*p) {
-		case '"': strbuf_addstr(sb, "\\\""); break;
-		case '\\': strbuf_addstr(sb, "\\\\"); break;
-		case '\n': strbuf_addstr(sb, "\\n"); break;
-		case '\r': strbuf_addstr(sb, "\\r"); break;
-		case '\t': strbuf_addstr(sb, "\\t"); break;
-		default:
-			if (*p < 0x20 || *p == 0x7f)
-				strbuf_addf(sb, "\\u%04x", *p);
-			else
-				strbuf_addch(sb, *p);
-		}
-		p++;
-	}
-	strbuf_addch(sb, '"');
-}
-
 void report_add_json_num(struct strbuf *sb, double v)
 {
 	if (!isfinite(v))

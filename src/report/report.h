@@ -92,9 +92,7 @@ char *report_fmt_duration(char *buf, size_t bufsz, double seconds);
 /* How the run ended: "exited 0", "killed by signal 9 (SIGKILL)", "running",
  * "failed to start (exit 127)", "interrupted". Returns buf. */
 char *report_fmt_outcome(char *buf, size_t bufsz, const struct run_row *r);
-/* JSON: a string literal (invalid UTF-8 replaced by U+FFFD) and a number
- * (null when not finite). */
-void report_add_json_str(struct strbuf *sb, const char *s);
+/* JSON: a number (null when not finite); strings: strbuf_add_json_str(). */
 void report_add_json_num(struct strbuf *sb, double v);
 
 #endif

@@ -452,25 +452,25 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 {
 	const struct sweep_row *s = &tb->sw;
 	strbuf_addf(sb, "{\n  \"sweep\": {\"id\": %lld, \"file\": ", (long long)s->id);
-	report_add_json_str(sb, s->file);
+	strbuf_add_json_str(sb, s->file);
 	strbuf_addstr(sb, ", \"method\": ");
-	report_add_json_str(sb, s->method);
+	strbuf_add_json_str(sb, s->method);
 	strbuf_addstr(sb, ", \"metric\": ");
 	if (s->metric[0])
-		report_add_json_str(sb, s->metric);
+		strbuf_add_json_str(sb, s->metric);
 	else
 		strbuf_addstr(sb, "null");
 	strbuf_addf(sb, ", \"goal\": \"%s\", \"status\": ", s->maximize ? "maximize" : "minimize");
-	report_add_json_str(sb, s->status);
+	strbuf_add_json_str(sb, s->status);
 	strbuf_addstr(sb, ", \"started_at\": ");
 	json_num(sb, s->started_at);
 	strbuf_addstr(sb, ", \"ended_at\": ");
 	json_num(sb, s->ended_at > 0 ? s->ended_at : NAN);
 	if (s->optuna_study[0]) {
 		strbuf_addstr(sb, ", \"optuna_storage\": ");
-		report_add_json_str(sb, s->optuna_storage);
+		strbuf_add_json_str(sb, s->optuna_storage);
 		strbuf_addstr(sb, ", \"optuna_study\": ");
-		report_add_json_str(sb, s->optuna_study);
+		strbuf_add_json_str(sb, s->optuna_study);
 	}
 	strbuf_addstr(sb, "},\n  \"trials\": [");
 	for (size_t i = 0; i < tb->ntrials; i++) {
@@ -478,17 +478,17 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		strbuf_addf(sb, "%s\n    {\"trial\": %lld, \"attempt\": %lld, \"params\": %s, \"env\": %s, \"argv\": %s, "
 		            "\"status\": ", i ? "," : "", (long long)t->idx + 1, (long long)t->attempt, t->params, t->env,
 		            t->argv);
-		report_add_json_str(sb, t->status);
+		strbuf_add_json_str(sb, t->status);
 		strbuf_addstr(sb, ", \"cause\": ");
 		if (t->cause[0])
-			report_add_json_str(sb, t->cause);
+			strbuf_add_json_str(sb, t->cause);
 		else
 			strbuf_addstr(sb, "null");
 		strbuf_addstr(sb, ", \"metric\": ");
 		json_num(sb, t->has_metric ? t->metric : NAN);
 		strbuf_addstr(sb, ", \"verdict\": ");
 		if (t->verdict[0])
-			report_add_json_str(sb, t->verdict);
+			strbuf_add_json_str(sb, t->verdict);
 		else
 			strbuf_addstr(sb, "null");
 		strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");
@@ -509,7 +509,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		json_num(sb, t->optuna_number >= 0 ? (double)t->optuna_number : NAN);
 		strbuf_addstr(sb, ", \"note\": ");
 		if (t->note[0])
-			report_add_json_str(sb, t->note);
+			strbuf_add_json_str(sb, t->note);
 		else
 			strbuf_addstr(sb, "null");
 		strbuf_addch(sb, '}');
@@ -520,7 +520,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		strbuf_addstr(sb, ",\n  \"by\": [");
 		for (size_t k = 0; k < tb->nnames; k++) {
 			strbuf_addstr(sb, k ? ", " : "");
-			report_add_json_str(sb, tb->names[k]);
+			strbuf_add_json_str(sb, tb->names[k]);
 		}
 		strbuf_addstr(sb, "],\n  \"groups\": [");
 		for (size_t j = 0; j < tb->nrows; j++) {
@@ -528,16 +528,16 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 			strbuf_addstr(sb, j ? ",\n    {\"values\": {" : "\n    {\"values\": {");
 			for (size_t k = 0; k < tb->nnames; k++) {
 				strbuf_addstr(sb, k ? ", " : "");
-				report_add_json_str(sb, tb->names[k]);
+				strbuf_add_json_str(sb, tb->names[k]);
 				strbuf_addstr(sb, ": ");
-				report_add_json_str(sb, g->vals[k]);
+				strbuf_add_json_str(sb, g->vals[k]);
 			}
 			strbuf_addf(sb, "}, \"trials\": %lld, \"statuses\": ", (long long)g->trials);
-			report_add_json_str(sb, g->status);
+			strbuf_add_json_str(sb, g->status);
 			strbuf_addstr(sb, ", \"metric\": ");
 			json_num(sb, g->has_metric ? g->metric : NAN);
 			strbuf_addstr(sb, ", \"verdict\": ");
-			report_add_json_str(sb, g->verdict);
+			strbuf_add_json_str(sb, g->verdict);
 			strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");
 			json_num(sb, g->growth);
 			strbuf_addstr(sb, ", \"step_change_quantiles_bytes\": [");

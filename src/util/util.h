@@ -79,7 +79,8 @@ void strbuf_addstr(struct strbuf *sb, const char *s);
 void strbuf_addch(struct strbuf *sb, int c);
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
-/* Append s as a JSON string literal, quotes included. */
+/* Append s as a JSON string literal, quotes included; invalid UTF-8 is
+ * replaced by U+FFFD, so the result is always valid JSON. */
 void strbuf_add_json_str(struct strbuf *sb, const char *s);
 void strbuf_reset(struct strbuf *sb);
 void strbuf_release(struct strbuf *sb);
