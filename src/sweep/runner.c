@@ -291,8 +291,9 @@ static const struct trial_row *last_attempt(const struct runner *r, int64_t idx)
 /* ---- memory -------------------------------------------------------------- */
 
 /* Memory available to new trials now: the kernel's MemAvailable, and no
- * more than what is left under our own cgroup's limit. */
-static double available_memory(void)
+ * more than what our own cgroup's limit leaves beside the running trials
+ * (in_use: their memory now; they are in our cgroup or below it). */
+static double available_memory(double in_use)
 {
 	char buf[4096];
 	double avail = -1;
@@ -302,13 +303,8 @@ static double available_memory(void)
 			avail = strtod(p + 13, NULL) * 1024;
 	}
 	uint64_t limit = cgroup_self_limit();
-	if (limit) {
-		/* what the cgroup still allows: its limit less what is used in it */
-		char path[PATH_MAX];
-		(void)path;
-		if (avail < 0 || (double)limit < avail)
-			avail = (double)limit;
-	}
+	if (limit && (avail < 0 || (double)limit - in_use < avail))
+		avail = (double)limit - in_use;
 	return avail;
 }
 
@@ -456,7 +452,7 @@ static bool admit(struct runner *r, struct trial *t)
 	}
 	if (t->expected < 0)
 		return false;
-	double reserve = 0;
+	double reserve = 0, in_use = 0;
 	for (size_t i = 0; i < r->nrunning; i++) {
 		struct trial *u = &r->running[i];
 		if (!u->expected_known) {
@@ -470,8 +466,10 @@ static bool admit(struct runner *r, struct trial *t)
 		double more = u->expected - (now > 0 ? now : 0);
 		if (more > 0)
 			reserve += more;
+		if (now > 0)
+			in_use += now;
 	}
-	double avail = available_memory();
+	double avail = available_memory(in_use);
 	if (avail >= 0 && avail - reserve < t->expected)
 		return false;
 	return !r->nvml || (t->gpu = place_gpu(r, t)) >= 0;
