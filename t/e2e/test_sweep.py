@@ -66,20 +66,24 @@ parallel: 2
         key = (t["params"]["keep"], t["env"]["OMP_NUM_THREADS"], t["env"]["MALLOC_ARENA_MAX"])
         seen.add(key)
         assert t["status"] == "ok", t
-        assert t["verdict"] == ("leak" if t["params"]["keep"] == "loss" else "no-leak"), t
+        if t["params"]["keep"] == "loss":
+            assert t["verdict"] == "leak", t
+        else:       # never called a leak; no-leak, or on a loaded machine at
+            assert t["verdict"] != "leak", t    # times "run longer"
         assert t["steps"] == 100
         assert t["metric"] is not None and t["steps_per_second"] > 0
         assert len(t["step_change_quantiles_bytes"]) == 5
         if t["params"]["keep"] == "loss":
             assert t["growth_bytes_per_step"] > 0.8 * (1 << 20), t
     assert len(seen) == 8
+    assert sum(t["verdict"] == "no-leak" for t in trials if t["params"]["keep"] == "item") >= 3, trials
     # the table, grouped by chosen dimensions
     r = lp.cmd(["report", "--store", lp.store, "--by", "keep,OMP_NUM_THREADS"])
     assert r.rc == 0, r
     rows = [line for line in r.out.splitlines() if line.startswith(("loss", "item"))]
     assert len(rows) == 4, r.out
     assert all("2 trials" in row for row in rows)
-    assert all(("leak" in row.split()) == row.startswith("loss") for row in rows), r.out
+    assert all(("leak" in row.split()) == row.startswith("loss") for row in rows), r.out   # worst verdict
     md = lp.cmd(["report", "--store", lp.store, "--format", "md"]).out
     assert sum(line.startswith("|") for line in md.splitlines()) == 10   # header, rule, 8 trials
     csv = lp.cmd(["report", "--store", lp.store, "--format", "csv"]).out.splitlines()
