@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static int tap_failures, tap_checks;
 static const char *tap_current;
@@ -45,6 +46,32 @@ static inline int tap_run(const char *suite, const struct tap_test *tests, int n
 	printf("%s: %d passed, %d failed\n", suite, passed, failed);
 	return failed ? 1 : 0;
 }
+/* What one call writes on stderr: capture_begin(), the call, then
+ * capture_end() returns it (a static buffer, cut at 16 KiB). */
+static FILE *tap_capture_file;
+static int tap_saved_stderr = -1;
+
+static inline void capture_begin(void)
+{
+	fflush(stderr);
+	tap_capture_file = tmpfile();
+	tap_saved_stderr = dup(STDERR_FILENO);
+	dup2(fileno(tap_capture_file), STDERR_FILENO);
+}
+
+static inline const char *capture_end(void)
+{
+	static char buf[16384];
+	fflush(stderr);
+	dup2(tap_saved_stderr, STDERR_FILENO);
+	close(tap_saved_stderr);
+	rewind(tap_capture_file);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, tap_capture_file);
+	buf[n] = '\0';
+	fclose(tap_capture_file);
+	return buf;
+}
+
 #define TEST_MAIN(suite, ...) int main(void) { static const struct tap_test t[] = { __VA_ARGS__ }; \
 	return tap_run(suite, t, (int)(sizeof(t) / sizeof(t[0]))); }
 #endif

@@ -23,31 +23,6 @@
 /* ------------------------------------------------------------------ */
 /* Helpers */
 
-/* stderr of one call, captured through a temporary file. */
-static char captured[8192];
-static int saved_fd = -1;
-static FILE *cap_file;
-
-static void capture_begin(void)
-{
-	fflush(stderr);
-	cap_file = tmpfile();
-	saved_fd = dup(STDERR_FILENO);
-	dup2(fileno(cap_file), STDERR_FILENO);
-}
-
-static const char *capture_end(void)
-{
-	fflush(stderr);
-	dup2(saved_fd, STDERR_FILENO);
-	close(saved_fd);
-	rewind(cap_file);
-	size_t n = fread(captured, 1, sizeof(captured) - 1, cap_file);
-	captured[n] = '\0';
-	fclose(cap_file);
-	return captured;
-}
-
 static char tmpdir[64];
 
 static void make_tmpdir(void)

@@ -561,30 +561,6 @@ static void test_command_parsing(void)
 
 /* ---- the commands ---------------------------------------------------------- */
 
-static int saved_fd = -1;
-static char capture_file[128];
-
-static void capture_begin(void)
-{
-	snprintf(capture_file, sizeof(capture_file), "%s/stderr.txt", tmpdir);
-	fflush(stderr);
-	saved_fd = dup(2);
-	int fd = open(capture_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	dup2(fd, 2);
-	close(fd);
-}
-
-static const char *capture_end(void)
-{
-	static char buf[16384];
-	fflush(stderr);
-	dup2(saved_fd, 2);
-	close(saved_fd);
-	if (read_file_buf(capture_file, buf, sizeof(buf)) < 0)
-		buf[0] = '\0';
-	return buf;
-}
-
 static int run_cmd(int (*fn)(int, char **), const char *a0, const char *a1, const char *a2,
                    const char *a3, const char *a4, const char *a5, const char **err)
 {

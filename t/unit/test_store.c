@@ -26,33 +26,6 @@ static const char *tmp_path(const char *name)
 	return buf;
 }
 
-/* ---- capturing stderr ---------------------------------------------------- */
-
-static int saved_stderr = -1;
-static char capture_file[256];
-
-static void capture_begin(void)
-{
-	snprintf(capture_file, sizeof(capture_file), "%s/stderr.txt", tmpdir);
-	fflush(stderr);
-	saved_stderr = dup(2);
-	int fd = open(capture_file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	dup2(fd, 2);
-	close(fd);
-}
-
-/* Stop capturing; returns what was written (static buffer). */
-static const char *capture_end(void)
-{
-	static char buf[8192];
-	fflush(stderr);
-	dup2(saved_stderr, 2);
-	close(saved_stderr);
-	if (read_file_buf(capture_file, buf, sizeof(buf)) < 0)
-		buf[0] = '\0';
-	return buf;
-}
-
 static int count_substr(const char *hay, const char *needle)
 {
 	int n = 0;

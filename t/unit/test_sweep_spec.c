@@ -14,31 +14,6 @@
 #include "sweep/spec.h"
 #include "util/util.h"
 
-/* stderr of one call, captured through a temporary file. */
-static char captured[4096];
-static int saved_fd = -1;
-static FILE *cap_file;
-
-static void capture_begin(void)
-{
-	fflush(stderr);
-	cap_file = tmpfile();
-	saved_fd = dup(STDERR_FILENO);
-	dup2(fileno(cap_file), STDERR_FILENO);
-}
-
-static const char *capture_end(void)
-{
-	fflush(stderr);
-	dup2(saved_fd, STDERR_FILENO);
-	close(saved_fd);
-	rewind(cap_file);
-	size_t n = fread(captured, 1, sizeof(captured) - 1, cap_file);
-	captured[n] = '\0';
-	fclose(cap_file);
-	return captured;
-}
-
 /* Parse text as "sweep.yaml"; 0 and no message, or the test fails. */
 static int parse_ok(const char *yaml, struct sweep_spec *s)
 {

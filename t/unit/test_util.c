@@ -14,31 +14,6 @@
 #define MIB (1024.0 * 1024.0)
 #define GIB (1024.0 * MIB)
 
-/* stderr of one call, captured through a temporary file. */
-static char captured[1024];
-static int saved_fd = -1;
-static FILE *cap_file;
-
-static void capture_begin(void)
-{
-	fflush(stderr);
-	cap_file = tmpfile();
-	saved_fd = dup(STDERR_FILENO);
-	dup2(fileno(cap_file), STDERR_FILENO);
-}
-
-static const char *capture_end(void)
-{
-	fflush(stderr);
-	dup2(saved_fd, STDERR_FILENO);
-	close(saved_fd);
-	rewind(cap_file);
-	size_t n = fread(captured, 1, sizeof(captured) - 1, cap_file);
-	captured[n] = '\0';
-	fclose(cap_file);
-	return captured;
-}
-
 static uint64_t size_ok(const char *s, uint64_t whole)
 {
 	uint64_t v = 12345;
