@@ -953,7 +953,8 @@ static int begin_segment(struct sv *sv, sigset_t *oldmask)
 	sv->seg_start_ns = now;
 	sv->seg_steps = 0;
 	cause_scan_init(&sv->scan);
-	sv->oom_kills_at_start = oom_kills_now(sv);
+	if (!sv->restarts)
+		sv->oom_kills_at_start = oom_kills_now(sv);   /* later: where the last one ended */
 	sv->stop_sent = sv->budget_killed = sv->soft_warned = false;
 	sv->stop_deadline_ns = 0;
 	sv->restart_why = NULL;
@@ -996,6 +997,7 @@ static const char *end_segment(struct sv *sv)
 	};
 	uint64_t ooms = oom_kills_now(sv);
 	in.oom_kills = ooms > sv->oom_kills_at_start ? ooms - sv->oom_kills_at_start : 0;
+	sv->oom_kills_at_start = ooms;   /* the next start's baseline: the cgroup is empty now */
 	char evidence[CAUSE_LINE_MAX + 64];
 	enum end_cause c = cause_classify(&in, evidence, sizeof(evidence));
 	if (c == CAUSE_BUDGET_KILL || c == CAUSE_STOP_REQUESTED) {
