@@ -1158,6 +1158,39 @@ static void *grow(void *arr, size_t *cap, size_t n, size_t sz)
 	return xrealloc(arr, *cap * sz);
 }
 
+/*
+ * Every row of statement s (prepared and bound; finalized here) into a new
+ * array of size-byte rows, each zeroed and filled by read; its length in
+ * *n, *rc 0. On a read error what was read is given to drop (NULL: free()),
+ * *rc is -1 after a message and NULL is returned.
+ */
+static void *load_rows(struct store *st, sqlite3_stmt *s, size_t size, void (*read)(sqlite3_stmt *, void *),
+                       void (*drop)(void *, size_t), size_t *n, int *rc)
+{
+	char *v = NULL;
+	size_t len = 0, cap = 0;
+	int step;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		v = grow(v, &cap, len, size);
+		memset(v + len * size, 0, size);
+		read(s, v + len * size);
+		len++;
+	}
+	sqlite3_finalize(s);
+	if (step != SQLITE_DONE) {
+		if (drop)
+			drop(v, len);
+		else
+			free(v);
+		*n = 0;
+		*rc = read_error(st);
+		return NULL;
+	}
+	*n = len;
+	*rc = 0;
+	return v;
+}
+
 #define RUN_COLUMNS "id, started_at, coalesce(ended_at, 0), command, cwd, hostname, status, verdict," \
 	" step_regex, cgroup_mode, limit_source, measure, step_source, interval_ns, steps, bad_lines," \
 	" long_lines, limit_bytes, mem_total_bytes, peak_bytes, coalesce(exit_code, -1)," \
@@ -1230,29 +1263,26 @@ int store_get_run(struct store *st, int64_t id, struct run_row *out)
 	return ret;
 }
 
+static void read_run(sqlite3_stmt *s, void *row)
+{
+	read_run_row(s, row);
+}
+
+static void drop_runs(void *rows, size_t n)
+{
+	run_rows_free(rows, n);
+}
+
 int store_list_runs(struct store *st, struct run_row **out, size_t *n)
 {
 	sqlite3_stmt *s;
-	struct run_row *rows = NULL;
-	size_t len = 0, cap = 0;
-	int rc;
-
 	*out = NULL;
 	*n = 0;
 	if (sqlite3_prepare_v2(st->db, "SELECT " RUN_COLUMNS " FROM runs ORDER BY id DESC", -1, &s, NULL) != SQLITE_OK)
 		return read_error(st);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		rows = grow(rows, &cap, len, sizeof(*rows));
-		read_run_row(s, &rows[len++]);
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		run_rows_free(rows, len);
-		return read_error(st);
-	}
-	*out = rows;
-	*n = len;
-	return 0;
+	int rc;
+	*out = load_rows(st, s, sizeof(**out), read_run, drop_runs, n, &rc);
+	return rc;
 }
 
 void run_rows_free(struct run_row *rows, size_t n)
@@ -1277,123 +1307,94 @@ static void read_mem(sqlite3_stmt *s, int first, struct mem_sample *m)
 	m->pss_exact = sqlite3_column_int(s, first + 7) != 0;
 }
 
+static void read_sample(sqlite3_stmt *s, void *row)
+{
+	struct mem_sample *m = row;
+	m->t = sqlite3_column_double(s, 0);
+	read_mem(s, 1, m);
+}
+
 int store_load_samples(struct store *st, int64_t run_id, struct mem_sample **out, size_t *n)
 {
 	sqlite3_stmt *s;
-	struct mem_sample *v = NULL;
-	size_t len = 0, cap = 0;
-	int rc;
-
 	*out = NULL;
 	*n = 0;
 	if (prepare_read(st, "SELECT t, nprocs, rss, pss, uss, swap, cgroup, gpu, pss_exact FROM samples"
 	                 " WHERE run_id = ?1 ORDER BY t, rowid", run_id, &s) < 0)
 		return -1;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		v = grow(v, &cap, len, sizeof(*v));
-		memset(&v[len], 0, sizeof(v[len]));
-		v[len].t = sqlite3_column_double(s, 0);
-		read_mem(s, 1, &v[len]);
-		len++;
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		free(v);
-		return read_error(st);
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	int rc;
+	*out = load_rows(st, s, sizeof(**out), read_sample, NULL, n, &rc);
+	return rc;
+}
+
+static void read_step(sqlite3_stmt *s, void *row)
+{
+	struct step_rec *r = row;
+	r->step = sqlite3_column_int64(s, 0);
+	r->epoch = sqlite3_column_int64(s, 1);
+	r->mem.t = sqlite3_column_double(s, 2);
+	read_mem(s, 3, &r->mem);
 }
 
 int store_load_steps(struct store *st, int64_t run_id, struct step_rec **out, size_t *n)
 {
 	sqlite3_stmt *s;
-	struct step_rec *v = NULL;
-	size_t len = 0, cap = 0;
-	int rc;
-
 	*out = NULL;
 	*n = 0;
 	if (prepare_read(st, "SELECT step, coalesce(epoch, -1), t, nprocs, rss, pss, uss, swap, cgroup, gpu,"
 	                 " pss_exact FROM steps WHERE run_id = ?1 ORDER BY t, rowid", run_id, &s) < 0)
 		return -1;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		v = grow(v, &cap, len, sizeof(*v));
-		memset(&v[len], 0, sizeof(v[len]));
-		v[len].step = sqlite3_column_int64(s, 0);
-		v[len].epoch = sqlite3_column_int64(s, 1);
-		v[len].mem.t = sqlite3_column_double(s, 2);
-		read_mem(s, 3, &v[len].mem);
-		len++;
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		free(v);
-		return read_error(st);
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	int rc;
+	*out = load_rows(st, s, sizeof(**out), read_step, NULL, n, &rc);
+	return rc;
+}
+
+static void read_metric(sqlite3_stmt *s, void *row)
+{
+	struct metric_row *m = row;
+	m->step = sqlite3_column_int64(s, 0);
+	m->t = sqlite3_column_double(s, 1);
+	col_strcpy(s, 2, m->name, sizeof(m->name));
+	m->value = sqlite3_column_type(s, 3) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 3);
 }
 
 int store_load_metrics(struct store *st, int64_t run_id, struct metric_row **out, size_t *n)
 {
 	sqlite3_stmt *s;
-	struct metric_row *v = NULL;
-	size_t len = 0, cap = 0;
-	int rc;
-
 	*out = NULL;
 	*n = 0;
 	if (prepare_read(st, "SELECT step, t, name, value FROM metrics WHERE run_id = ?1 ORDER BY t, rowid",
 	                 run_id, &s) < 0)
 		return -1;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		v = grow(v, &cap, len, sizeof(*v));
-		v[len].step = sqlite3_column_int64(s, 0);
-		v[len].t = sqlite3_column_double(s, 1);
-		col_strcpy(s, 2, v[len].name, sizeof(v[len].name));
-		v[len].value = sqlite3_column_type(s, 3) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 3);
-		len++;
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		free(v);
-		return read_error(st);
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	int rc;
+	*out = load_rows(st, s, sizeof(**out), read_metric, NULL, n, &rc);
+	return rc;
+}
+
+static void read_event(sqlite3_stmt *s, void *row)
+{
+	struct event_row *e = row;
+	e->t = sqlite3_column_double(s, 0);
+	col_strcpy(s, 1, e->kind, sizeof(e->kind));
+	e->detail = col_strdup(s, 2);
+}
+
+static void drop_events(void *rows, size_t n)
+{
+	event_rows_free(rows, n);
 }
 
 int store_load_events(struct store *st, int64_t run_id, struct event_row **out, size_t *n)
 {
 	sqlite3_stmt *s;
-	struct event_row *v = NULL;
-	size_t len = 0, cap = 0;
-	int rc;
-
 	*out = NULL;
 	*n = 0;
 	if (prepare_read(st, "SELECT t, kind, detail FROM events WHERE run_id = ?1 ORDER BY t, rowid",
 	                 run_id, &s) < 0)
 		return -1;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		v = grow(v, &cap, len, sizeof(*v));
-		v[len].t = sqlite3_column_double(s, 0);
-		col_strcpy(s, 1, v[len].kind, sizeof(v[len].kind));
-		v[len].detail = col_strdup(s, 2);
-		len++;
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		event_rows_free(v, len);
-		return read_error(st);
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	int rc;
+	*out = load_rows(st, s, sizeof(**out), read_event, drop_events, n, &rc);
+	return rc;
 }
 
 void event_rows_free(struct event_row *rows, size_t n)
@@ -1403,40 +1404,42 @@ void event_rows_free(struct event_row *rows, size_t n)
 	free(rows);
 }
 
+static void read_result(sqlite3_stmt *s, void *row)
+{
+	struct result_row *r = row;
+	col_strcpy(s, 0, r->name, sizeof(r->name));
+	r->value = sqlite3_column_type(s, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 1);
+}
+
 int store_load_results(struct store *st, int64_t run_id, struct result_row **out, size_t *n)
 {
 	sqlite3_stmt *s;
-	struct result_row *v = NULL;
-	size_t len = 0, cap = 0;
-	int rc;
-
 	*out = NULL;
 	*n = 0;
 	if (prepare_read(st, "SELECT name, value FROM results WHERE run_id = ?1 ORDER BY name", run_id, &s) < 0)
 		return -1;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		v = grow(v, &cap, len, sizeof(*v));
-		col_strcpy(s, 0, v[len].name, sizeof(v[len].name));
-		v[len].value = sqlite3_column_type(s, 1) == SQLITE_NULL ? NAN : sqlite3_column_double(s, 1);
-		len++;
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		free(v);
-		return read_error(st);
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	int rc;
+	*out = load_rows(st, s, sizeof(**out), read_result, NULL, n, &rc);
+	return rc;
+}
+
+static void read_proc(sqlite3_stmt *s, void *row)
+{
+	struct proc_row *p = row;
+	p->pid = sqlite3_column_int(s, 0);
+	p->ppid = sqlite3_column_int(s, 1);
+	col_strcpy(s, 2, p->name, sizeof(p->name));
+	p->rss = db_to_u64(sqlite3_column_int64(s, 3));
+	p->pss = db_to_u64(sqlite3_column_int64(s, 4));
+	p->uss = db_to_u64(sqlite3_column_int64(s, 5));
+	p->swap = db_to_u64(sqlite3_column_int64(s, 6));
+	p->gpu = db_to_u64(sqlite3_column_int64(s, 7));
+	p->t = sqlite3_column_double(s, 8);
 }
 
 int store_top_procs(struct store *st, int64_t run_id, struct proc_row **out, size_t *n, size_t max)
 {
 	sqlite3_stmt *s;
-	struct proc_row *v = NULL;
-	size_t len = 0, cap = 0;
-	int rc;
-
 	*out = NULL;
 	*n = 0;
 	/* SQLite takes the bare columns from the row holding max(pss). */
@@ -1444,36 +1447,36 @@ int store_top_procs(struct store *st, int64_t run_id, struct proc_row **out, siz
 	                 " WHERE run_id = ?1 GROUP BY pid, name ORDER BY top DESC, pid LIMIT ?2", run_id, &s) < 0)
 		return -1;
 	sqlite3_bind_int64(s, 2, max > (size_t)INT64_MAX ? INT64_MAX : (sqlite3_int64)max);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		v = grow(v, &cap, len, sizeof(*v));
-		v[len].pid = sqlite3_column_int(s, 0);
-		v[len].ppid = sqlite3_column_int(s, 1);
-		col_strcpy(s, 2, v[len].name, sizeof(v[len].name));
-		v[len].rss = db_to_u64(sqlite3_column_int64(s, 3));
-		v[len].pss = db_to_u64(sqlite3_column_int64(s, 4));
-		v[len].uss = db_to_u64(sqlite3_column_int64(s, 5));
-		v[len].swap = db_to_u64(sqlite3_column_int64(s, 6));
-		v[len].gpu = db_to_u64(sqlite3_column_int64(s, 7));
-		v[len].t = sqlite3_column_double(s, 8);
-		len++;
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		free(v);
-		return read_error(st);
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	int rc;
+	*out = load_rows(st, s, sizeof(**out), read_proc, NULL, n, &rc);
+	return rc;
+}
+
+static void read_segment(sqlite3_stmt *s, void *row)
+{
+	struct segment_row *g = row;
+	g->seq = sqlite3_column_int64(s, 0);
+	g->pid = sqlite3_column_int(s, 1);
+	g->started_at = sqlite3_column_double(s, 2);
+	g->ended_at = sqlite3_column_double(s, 3);
+	g->exit_code = sqlite3_column_int(s, 4);
+	g->exit_signal = sqlite3_column_int(s, 5);
+	g->cause = col_strdup(s, 6);
+	g->evidence = col_strdup(s, 7);
+	g->has_step = sqlite3_column_type(s, 8) != SQLITE_NULL;
+	g->end_step = sqlite3_column_int64(s, 8);
+	g->memory_bytes = db_to_u64(sqlite3_column_int64(s, 9));
+	g->restart = col_strdup(s, 10);
+}
+
+static void drop_segments(void *rows, size_t n)
+{
+	segment_rows_free(rows, n);
 }
 
 int store_load_segments(struct store *st, int64_t run_id, struct segment_row **out, size_t *n)
 {
 	sqlite3_stmt *s;
-	struct segment_row *v = NULL;
-	size_t len = 0, cap = 0;
-	int rc;
-
 	*out = NULL;
 	*n = 0;
 	if (prepare_read(st, "SELECT seq, coalesce(pid, 0), started_at, coalesce(ended_at, 0),"
@@ -1481,30 +1484,9 @@ int store_load_segments(struct store *st, int64_t run_id, struct segment_row **o
 	                 " end_step, coalesce(memory_bytes, 0), restart"
 	                 " FROM segments WHERE run_id = ?1 ORDER BY seq", run_id, &s) < 0)
 		return -1;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		v = grow(v, &cap, len, sizeof(*v));
-		v[len].seq = sqlite3_column_int64(s, 0);
-		v[len].pid = sqlite3_column_int(s, 1);
-		v[len].started_at = sqlite3_column_double(s, 2);
-		v[len].ended_at = sqlite3_column_double(s, 3);
-		v[len].exit_code = sqlite3_column_int(s, 4);
-		v[len].exit_signal = sqlite3_column_int(s, 5);
-		v[len].cause = col_strdup(s, 6);
-		v[len].evidence = col_strdup(s, 7);
-		v[len].has_step = sqlite3_column_type(s, 8) != SQLITE_NULL;
-		v[len].end_step = sqlite3_column_int64(s, 8);
-		v[len].memory_bytes = db_to_u64(sqlite3_column_int64(s, 9));
-		v[len].restart = col_strdup(s, 10);
-		len++;
-	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		segment_rows_free(v, len);
-		return read_error(st);
-	}
-	*out = v;
-	*n = len;
-	return 0;
+	int rc;
+	*out = load_rows(st, s, sizeof(**out), read_segment, drop_segments, n, &rc);
+	return rc;
 }
 
 void segment_rows_free(struct segment_row *rows, size_t n)
