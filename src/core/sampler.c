@@ -1035,6 +1035,11 @@ size_t sampler_procs(struct sampler *s, const struct proc_mem **out)
 	return k;
 }
 
+int64_t sampler_next_due(const struct sampler *s)
+{
+	return s->rest_until_ns;
+}
+
 int64_t sampler_rollup_ns(const struct sampler *s)
 {
 	return s->rollup_ns;

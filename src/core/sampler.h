@@ -73,6 +73,14 @@ struct proc_mem {
 };
 size_t sampler_procs(struct sampler *s, const struct proc_mem **out);
 
+/*
+ * When the sampler next has anything to read (CLOCK_MONOTONIC ns): every
+ * source quiet, no membership, stat or GPU check and no rollup due before
+ * then. Ticks before it would only repeat the last sample, so a caller may
+ * sleep until then. At or before the last sample's time: due at every tick.
+ */
+int64_t sampler_next_due(const struct sampler *s);
+
 /* CPU time the sampler spent in smaps_rollup reads so far, nanoseconds. */
 int64_t sampler_rollup_ns(const struct sampler *s);
 
