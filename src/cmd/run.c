@@ -60,6 +60,13 @@ static const char usage[] =
 "                         (default), INT, USR1, ... (LEAKPROOF_STOP_SIGNAL)\n"
 "      --grace DUR        from the stop signal to SIGKILL (default 30s)\n"
 "\n"
+"allocation tracing:\n"
+"      --trace            find where growing memory is allocated: preload a\n"
+"                         sampling tracer into the job and its children (call\n"
+"                         site, library, Python line); `report RUN --trace`\n"
+"      --trace-mean SIZE  sample one allocation per SIZE allocated, on average\n"
+"                         (default 512K; smaller sees more, costs more)\n"
+"\n"
 "      --no-cgroup        do not put the job in a cgroup of its own\n"
 "      --status-line      draw the live status line even when stderr is not a\n"
 "                         terminal; --no-status-line never draws it\n"
@@ -99,7 +106,7 @@ static const char usage[] =
 enum {
 	OPT_MAX_MEM = 256, OPT_NO_CGROUP, OPT_STATUS_LINE, OPT_NO_STATUS_LINE, OPT_MAX_GPU,
 	OPT_SOFT_LIMIT, OPT_RESTART, OPT_MAX_RESTARTS, OPT_STOP_SIGNAL, OPT_GRACE,
-	OPT_RESULT_REGEX, OPT_RESULT_NAME, OPT_TRIAL,
+	OPT_RESULT_REGEX, OPT_RESULT_NAME, OPT_TRIAL, OPT_TRACE, OPT_TRACE_MEAN,
 };
 
 #define usage_error(...) cmd_usage_error("run", __VA_ARGS__)
@@ -167,6 +174,8 @@ int cmd_run(int argc, char **argv)
 		{ "result-name", required_argument, NULL, OPT_RESULT_NAME },
 		{ "trial", required_argument, NULL, OPT_TRIAL },   /* set by `leakproof sweep` */
 		{ "no-cgroup", no_argument, NULL, OPT_NO_CGROUP },
+		{ "trace", no_argument, NULL, OPT_TRACE },
+		{ "trace-mean", required_argument, NULL, OPT_TRACE_MEAN },
 		{ "status-line", no_argument, NULL, OPT_STATUS_LINE },
 		{ "no-status-line", no_argument, NULL, OPT_NO_STATUS_LINE },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -211,6 +220,19 @@ int cmd_run(int argc, char **argv)
 		case OPT_SOFT_LIMIT:
 			soft = optarg;
 			break;
+		case OPT_TRACE:
+			o.trace = true;
+			break;
+		case OPT_TRACE_MEAN: {
+			uint64_t mean;
+			if (parse_size(optarg, 0, &mean) < 0)
+				return LP_EXIT_USAGE;
+			if (mean < 64 || mean > (1ULL << 40))
+				return usage_error("--trace-mean '%s' must be between 64 bytes and 1T", optarg);
+			o.trace = true;
+			o.trace_mean = (int64_t)mean;
+			break;
+		}
 		case OPT_RESTART:
 			if (parse_restart(optarg, &o) != 0)
 				return LP_EXIT_USAGE;

@@ -46,11 +46,14 @@
 #include "core/channel.h"
 #include "core/sampler.h"
 #include "core/scan.h"
+#include "core/trace.h"
 #include "platform/cgroup.h"
 #include "platform/nvml.h"
 #include "report/report.h"
 #include "store/store.h"
 #include "store/sweeps.h"
+#include "store/trace.h"
+#include "report/trace.h"
 #include "util/util.h"
 
 extern char **environ;
@@ -65,6 +68,9 @@ extern char **environ;
 #define QUICK_DEATH_NS (10 * NS_PER_S)     /* a process that ends sooner, before a step, */
 #define BACKOFF_FIRST_NS NS_PER_S          /* made no progress: wait before starting it again, */
 #define BACKOFF_MAX_NS (30 * NS_PER_S)     /* doubling up to this */
+#define TRACE_RECORDS 300                  /* --trace: site records over a run, at least ... */
+#define TRACE_WRITE_MIN_NS (NS_PER_S / 5)  /* ... written no more often than this */
+#define TRACE_WRITE_MAX_NS (5 * NS_PER_S)  /* ... and no less often than this */
 
 enum sv_state { SV_RUNNING, SV_ENDING, SV_KILLING, SV_DONE };
 
@@ -109,15 +115,18 @@ struct sv {
 	uint64_t soft_bytes, soft_gpu_bytes;
 
 	int64_t t0_ns;
-	int sigfd, timerfd, outfd, errfd, chanfd;
+	int sigfd, timerfd, outfd, errfd, chanfd, tracefd;
 	int64_t tick0_ns, next_tick_ns;        /* the timer's grid, and its next expiry */
-	struct linebuf out_lb, err_lb, chan_lb;
+	struct linebuf out_lb, err_lb, chan_lb, trace_lb;
+	struct trace_in *trace;                /* --trace: what the tracers said */
+	const char *tracer;                    /* the library preloaded */
 	bool out_broken, err_broken;           /* our stdout/stderr went away */
 
 	int64_t steps, last_step, epoch;
 	int64_t ignored_channel_steps;
 	enum step_source step_source;
-	int64_t bad_lines, long_lines;
+	int64_t bad_lines, long_lines, trace_long_lines;
+	int64_t last_trace_ns;                 /* sites last written */
 
 	struct mem_sample last;
 	bool have_last;
@@ -300,6 +309,101 @@ static void check_budgets(struct sv *sv, const struct mem_sample *s, int64_t now
 }
 
 /* ---- sampling -------------------------------------------------------- */
+
+/* ---- allocation tracing (--trace) ------------------------------------ */
+
+/* The tracer library: beside the binary (a build tree), in the installed
+ * layout relative to it, or where it was installed. NULL: none. */
+static const char *tracer_library(void)
+{
+	static char path[PATH_MAX];
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			static const char *const rel[] = { "", "/../lib/leakproof" };
+			for (size_t i = 0; i < 2; i++) {
+				char probe[PATH_MAX + 64];
+				snprintf(probe, sizeof(probe), "%s%s/libleakproof-trace.so", exe, rel[i]);
+				if (access(probe, R_OK) == 0 && realpath(probe, path))
+					return path;
+			}
+		}
+	}
+	snprintf(path, sizeof(path), "%s/libleakproof-trace.so", LP_TRACEDIR);
+	return access(path, R_OK) == 0 ? path : NULL;
+}
+
+static void on_trace_line(void *ctx, const char *line, size_t len, bool truncated)
+{
+	struct sv *sv = ctx;
+	if (truncated)
+		sv->trace_long_lines++;
+	else if (len)
+		trace_in_line(sv->trace, line, len);
+}
+
+/* The sites whose live bytes changed since the last write, as of now.
+ * A worker that ended freed what it held; the job's own end is not a
+ * release to record (the sites keep their last values). */
+static void trace_write(struct sv *sv, int64_t now_ns)
+{
+	if (!sv->trace)
+		return;
+	sv->last_trace_ns = now_ns;
+	if (!sv->child_exited)
+		trace_in_forget_dead(sv->trace);
+	size_t n;
+	struct trace_site **d = trace_take_dirty(sv->trace, &n);
+	store_trace_write(sv->st, sv->run_id, sv_now_t(sv, now_ns), sv->steps > 0, sv->last_step, d, n);
+}
+
+/*
+ * Write the sites when due: every TRACE_WRITE_MIN_NS at first, then less
+ * often as the run grows old, so that any run has a few hundred records
+ * per site to judge and an hour-long one stays small (a record every 5 s).
+ */
+static void trace_maybe_write(struct sv *sv, int64_t now_ns)
+{
+	int64_t every = (now_ns - sv->t0_ns) / TRACE_RECORDS;
+	if (every < TRACE_WRITE_MIN_NS)
+		every = TRACE_WRITE_MIN_NS;
+	if (every > TRACE_WRITE_MAX_NS)
+		every = TRACE_WRITE_MAX_NS;
+	if (now_ns - sv->last_trace_ns >= every)
+		trace_write(sv, now_ns);
+}
+
+/* The job is over: the last changes, each site's totals, and its frames
+ * named while the libraries are surely still there. */
+static void trace_finish(struct sv *sv)
+{
+	if (!sv->trace)
+		return;
+	trace_write(sv, mono_ns());
+	struct trace_counts tc;
+	trace_in_counts(sv->trace, &tc);
+	if (tc.mean_bytes > 0)
+		store_trace_begin(sv->st, sv->run_id, tc.mean_bytes);
+	const struct trace_site **all = xcalloc(tc.sites + 1, sizeof(*all));
+	for (size_t i = 0; i < tc.sites; i++)
+		all[i] = trace_in_site(sv->trace, (int64_t)i + 1);
+	store_trace_sites_end(sv->st, sv->run_id, all, tc.sites);
+	free(all);
+	if (tc.dropped_lines || tc.bad_lines || sv->trace_long_lines) {
+		char d[200];
+		snprintf(d, sizeof(d), "tracer: %lld lines dropped (pipe full), %lld malformed, %lld too long",
+		         (long long)tc.dropped_lines, (long long)tc.bad_lines, (long long)sv->trace_long_lines);
+		store_add_event(sv->st, sv->run_id, sv_now_t(sv, mono_ns()), "warning", d);
+	}
+	if (!tc.processes)
+		warning("--trace: no traced process reported (a statically linked job, or one that clears LD_PRELOAD?)");
+	trace_symbolize_run(sv->st, sv->run_id);
+	store_flush(sv->st);
+}
 
 static void take_sample(struct sv *sv, int64_t now_ns)
 {
@@ -626,18 +730,19 @@ static const char *python_client_dir(void)
 
 /* The job's environment: ours plus LEAKPROOF_*, PYTHONPATH, PYTHONUNBUFFERED.
  * The caller frees the array and its strings with free_env(). */
-static char **build_env(const struct sv *sv, int chan_fd)
+static char **build_env(const struct sv *sv, int chan_fd, int trace_fd)
 {
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **env = xcalloc(n + 10, sizeof(char *));
+	char **env = xcalloc(n + 13, sizeof(char *));
 	size_t k = 0;
 	const char *pypath = getenv("PYTHONPATH");
 	for (size_t i = 0; i < n; i++) {
 		if (!strncmp(environ[i], "LEAKPROOF_FD=", 13) || !strncmp(environ[i], "LEAKPROOF_RUN=", 14) ||
 		    !strncmp(environ[i], "LEAKPROOF_RESTART=", 18) || !strncmp(environ[i], "PYTHONPATH=", 11) ||
-		    !strncmp(environ[i], "LEAKPROOF_STOP_SIGNAL=", 22) || !strncmp(environ[i], "LEAKPROOF_TRIAL=", 16))
+		    !strncmp(environ[i], "LEAKPROOF_STOP_SIGNAL=", 22) || !strncmp(environ[i], "LEAKPROOF_TRIAL=", 16) ||
+		    !strncmp(environ[i], "LEAKPROOF_TRACE_", 16) || (sv->tracer && !strncmp(environ[i], "LD_PRELOAD=", 11)))
 			continue;
 		env[k++] = xstrdup(environ[i]);
 	}
@@ -668,6 +773,19 @@ static char **build_env(const struct sv *sv, int chan_fd)
 	}
 	if (!getenv("PYTHONUNBUFFERED"))
 		env[k++] = xstrdup("PYTHONUNBUFFERED=1");
+	if (sv->tracer) {
+		/* the tracer first: it hands every call on to the C library's
+		 * own allocator (see docs/internals/tracer.md) */
+		const char *pre = getenv("LD_PRELOAD");
+		strbuf_addf(&sb, "LD_PRELOAD=%s%s%s", sv->tracer, pre && *pre ? ":" : "", pre && *pre ? pre : "");
+		env[k++] = strbuf_detach(&sb, NULL);
+		strbuf_addf(&sb, "LEAKPROOF_TRACE_FD=%d", trace_fd);
+		env[k++] = strbuf_detach(&sb, NULL);
+		if (sv->o->trace_mean > 0) {
+			strbuf_addf(&sb, "LEAKPROOF_TRACE_MEAN=%lld", (long long)sv->o->trace_mean);
+			env[k++] = strbuf_detach(&sb, NULL);
+		}
+	}
 	env[k] = NULL;
 	return env;
 }
@@ -709,11 +827,14 @@ static void ensure_std_fds(void)
  */
 static int start_job(struct sv *sv, sigset_t *oldmask)
 {
-	int outp[2], errp[2], chanp[2], execp[2];
-	if (pipe2(outp, O_CLOEXEC) || pipe2(errp, O_CLOEXEC) || pipe2(chanp, O_CLOEXEC) || pipe2(execp, O_CLOEXEC))
+	int outp[2], errp[2], chanp[2], execp[2], tracep[2] = { -1, -1 };
+	if (pipe2(outp, O_CLOEXEC) || pipe2(errp, O_CLOEXEC) || pipe2(chanp, O_CLOEXEC) || pipe2(execp, O_CLOEXEC) ||
+	    (sv->tracer && pipe2(tracep, O_CLOEXEC)))
 		return error_errno("cannot create pipes"), LP_EXIT_FAILURE;
+	if (tracep[0] >= 0)
+		fcntl(tracep[0], F_SETPIPE_SZ, 1 << 20);   /* room for bursts; best effort */
 
-	char **env = build_env(sv, chanp[1]);
+	char **env = build_env(sv, chanp[1], tracep[1]);
 	char *const *argv = sv->o->argv;
 
 	pid_t pid = fork();
@@ -734,6 +855,8 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 		dup2(outp[1], STDOUT_FILENO);
 		dup2(errp[1], STDERR_FILENO);
 		fcntl(chanp[1], F_SETFD, 0);
+		if (tracep[1] >= 0)
+			fcntl(tracep[1], F_SETFD, 0);
 		execvpe(argv[0], argv, env);
 		int e = errno;
 		ssize_t w = write(execp[1], &e, sizeof(e));
@@ -746,6 +869,8 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 	close(errp[1]);
 	close(chanp[1]);
 	close(execp[1]);
+	if (tracep[1] >= 0)
+		close(tracep[1]);
 	sv->child = pid;
 
 	int e = 0;
@@ -759,6 +884,8 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 		close(outp[0]);
 		close(errp[0]);
 		close(chanp[0]);
+		if (tracep[0] >= 0)
+			close(tracep[0]);
 		errno = e;
 		if (e == ENOENT) {
 			error("cannot run '%s': command not found", argv[0]);
@@ -773,6 +900,9 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 	fcntl(sv->outfd, F_SETFL, O_NONBLOCK);
 	fcntl(sv->errfd, F_SETFL, O_NONBLOCK);
 	fcntl(sv->chanfd, F_SETFL, O_NONBLOCK);
+	sv->tracefd = tracep[0];
+	if (sv->tracefd >= 0)
+		fcntl(sv->tracefd, F_SETFL, O_NONBLOCK);
 	return 0;
 }
 
@@ -846,7 +976,7 @@ static void loop(struct sv *sv)
 		}
 		if (sv->state != SV_RUNNING) {
 			bool none_left = reap(sv);
-			bool drained = sv->outfd < 0 && sv->errfd < 0 && sv->chanfd < 0;
+			bool drained = sv->outfd < 0 && sv->errfd < 0 && sv->chanfd < 0 && sv->tracefd < 0;
 			if (none_left && drained)
 				break;
 			if (now >= sv->state_deadline_ns) {
@@ -857,13 +987,14 @@ static void loop(struct sv *sv)
 			}
 		}
 
-		struct pollfd pfd[5];
+		struct pollfd pfd[6];
 		int nfd = 0;
 		pfd[nfd++] = (struct pollfd){ .fd = sv->sigfd, .events = POLLIN };
 		pfd[nfd++] = (struct pollfd){ .fd = sv->timerfd, .events = POLLIN };
 		pfd[nfd++] = (struct pollfd){ .fd = sv->outfd, .events = POLLIN };
 		pfd[nfd++] = (struct pollfd){ .fd = sv->errfd, .events = POLLIN };
 		pfd[nfd++] = (struct pollfd){ .fd = sv->chanfd, .events = POLLIN };
+		pfd[nfd++] = (struct pollfd){ .fd = sv->tracefd, .events = POLLIN };
 		int timeout = -1;
 		if (sv->state == SV_RUNNING && sv->stop_deadline_ns) {
 			int64_t left = sv->stop_deadline_ns - now;
@@ -901,6 +1032,11 @@ static void loop(struct sv *sv)
 		if (pfd[4].revents & (POLLIN | POLLHUP | POLLERR)) {
 			bool dummy = false;
 			pump(sv, &sv->chanfd, -1, &dummy, &sv->chan_lb, on_channel_line);
+		}
+		if (pfd[5].revents & (POLLIN | POLLHUP | POLLERR)) {
+			bool dummy = false;
+			pump(sv, &sv->tracefd, -1, &dummy, &sv->trace_lb, on_trace_line);
+			trace_maybe_write(sv, now);
 		}
 	}
 }
@@ -997,6 +1133,8 @@ static int begin_segment(struct sv *sv, sigset_t *oldmask)
 	sv->stop_deadline_ns = 0;
 	sv->restart_why = NULL;
 	sv->why_stopped[0] = '\0';
+	if (sv->trace && sv->restarts)
+		trace_in_forget_dead(sv->trace);   /* the last segment's processes */
 	int rc = start_job(sv, oldmask);
 	if (rc)
 		return rc;
@@ -1122,7 +1260,7 @@ int supervise(const struct supervise_opts *o)
 
 	memset(&sv, 0, sizeof(sv));
 	sv.o = o;
-	sv.sigfd = sv.timerfd = sv.outfd = sv.errfd = sv.chanfd = -1;
+	sv.sigfd = sv.timerfd = sv.outfd = sv.errfd = sv.chanfd = sv.tracefd = -1;
 	sv.epoch = -1;
 	sv.peak = -1;
 	linebuf_init(&sv.out_lb, true);
@@ -1195,6 +1333,16 @@ int supervise(const struct supervise_opts *o)
 		store_add_event(sv.st, sv.run_id, 0, "warning", d);
 	}
 	announce_budgets(&sv, why);
+	if (o->trace) {
+		if (!(sv.tracer = tracer_library())) {
+			error("--trace: cannot find the tracer library libleakproof-trace.so (looked beside %s and in %s)",
+			      "the leakproof binary", LP_TRACEDIR);
+			goto out;
+		}
+		sv.trace = trace_in_new();
+		linebuf_init(&sv.trace_lb, false);
+		store_trace_begin(sv.st, sv.run_id, o->trace_mean > 0 ? o->trace_mean : TRACE_DEFAULT_MEAN);
+	}
 	store_flush(sv.st);
 
 	/* The sampler keeps a file open per process of the tree: a job with
@@ -1272,7 +1420,7 @@ int supervise(const struct supervise_opts *o)
 
 	/* Whatever is still unreported in the pipes is lost only if something
 	 * we could not kill holds them open; say so. */
-	if (sv.outfd >= 0 || sv.errfd >= 0 || sv.chanfd >= 0)
+	if (sv.outfd >= 0 || sv.errfd >= 0 || sv.chanfd >= 0 || sv.tracefd >= 0)
 		warning("a process outside leakproof's reach kept the job's output open");
 	if (sv.ignored_channel_steps)
 		warning("ignored %lld step messages from the client because --step-regex is set",
@@ -1291,6 +1439,7 @@ int supervise(const struct supervise_opts *o)
 	};
 	struct run_summary sum;
 	store_flush(sv.st);
+	trace_finish(&sv);
 	if (run_summary_load(sv.st, sv.run_id, -1, &sum) == 0) {
 		re.verdict = verdict_name(sum.a.verdict);
 		re.growth_bytes_per_step = sum.a.slope;
@@ -1317,12 +1466,13 @@ out:
 		cgroup_remove(&sv.cg);
 	}
 	sampler_free(sv.sampler);
+	trace_in_free(sv.trace);
 	nvml_close(sv.nvml);
 	step_regex_free(sv.re);
 	step_regex_free(sv.result_re);
 	if (sv.st)
 		store_close(sv.st);
-	int fds[] = { sv.sigfd, sv.timerfd, sv.outfd, sv.errfd, sv.chanfd };
+	int fds[] = { sv.sigfd, sv.timerfd, sv.outfd, sv.errfd, sv.chanfd, sv.tracefd };
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

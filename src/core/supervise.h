@@ -36,6 +36,8 @@ struct supervise_opts {
 	bool quiet;                /* no end-of-run summary */
 	int status_line;           /* 1 on, 0 off, -1 auto (stderr is a terminal) */
 	int64_t leftover_grace_ns; /* SIGTERM to SIGKILL for processes left behind */
+	bool trace;                /* --trace: preload the allocation tracer */
+	int64_t trace_mean;        /* its sampling mean, bytes; 0: the tracer's default */
 };
 enum {
 	RESTART_AT_LIMIT = 1,      /* stop at the soft limit, start again */

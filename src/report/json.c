@@ -255,6 +255,11 @@ int report_write_json(const struct run_summary *s, FILE *out)
 	}
 	strbuf_addstr(&sb, shown ? "\n  ]" : "]");
 	key_num(&sb, "events_omitted", (double)(s->nevents - shown));
+	key(&sb, "trace");
+	if (s->trace)
+		trace_report_json(s->trace, &sb);
+	else
+		strbuf_addstr(&sb, "null");
 	strbuf_addstr(&sb, "\n}\n");
 
 	int rc = render_flush(&sb, out);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "report/report.h"
+#include "report/trace.h"
 #include "util/util.h"
 
 int report_write_text(const struct run_summary *s, FILE *out);

@@ -11,6 +11,7 @@
 
 #define COMMAND_MAX_CHARS 120
 #define RESULTS_SHOWN 8
+#define TRACE_SITES_SHOWN 5       /* growing allocation sites in the summary */
 
 void render_range(struct strbuf *sb, double low, double high)
 {
@@ -196,6 +197,8 @@ int report_write_text(const struct run_summary *s, FILE *out)
 		render_add_clean(&sb, s->top_proc.name);
 		strbuf_addf(&sb, ") %s\n", fmt_bytes(b1, sizeof(b1), render_top_proc_bytes(s)));
 	}
+	if (s->trace)
+		trace_report_text(s->trace, TRACE_SITES_SHOWN, &sb);
 
 	int rc = render_flush(&sb, out);
 	strbuf_release(&sb);

@@ -32,6 +32,7 @@
  * time). Unsigned sizes are stored as signed 64-bit integers (clamped).
  */
 #include "store/store.h"
+#include "store/trace.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -197,6 +198,26 @@ static const char *const migrations[] = {
 	"ALTER TABLE runs ADD COLUMN step_q4 REAL;"
 	"ALTER TABLE runs ADD COLUMN steps_per_second REAL;"
 	"CREATE INDEX runs_trial ON runs(sweep_id, trial_idx, trial_attempt);",
+	/* 4: allocation sites of traced runs (store/trace.c) */
+	"ALTER TABLE runs ADD COLUMN trace_mean INTEGER;"   /* sampling mean, bytes; NULL: not traced */
+	"CREATE TABLE trace_sites ("
+	"  run_id INTEGER NOT NULL,"
+	"  site INTEGER NOT NULL,"
+	"  kind TEXT NOT NULL,"                  /* m heap, a anonymous mmap */
+	"  frames TEXT NOT NULL,"                /* PATH\tVADDR\tSYMBOL per line, innermost first */
+	"  python TEXT,"                         /* LINE:FUNCTION:FILE, tab-separated, innermost first */
+	"  symbols TEXT,"                        /* FUNCTION\tFILE:LINE per frame; NULL: not yet */
+	"  live INTEGER, allocs INTEGER, frees INTEGER,"   /* at the end */
+	"  PRIMARY KEY (run_id, site)"
+	") WITHOUT ROWID;"
+	"CREATE TABLE trace_live ("              /* a site's live bytes, when they changed */
+	"  run_id INTEGER NOT NULL,"
+	"  t REAL NOT NULL,"
+	"  site INTEGER NOT NULL,"
+	"  step INTEGER,"                        /* the last step marked by then; NULL: none */
+	"  live INTEGER NOT NULL,"
+	"  PRIMARY KEY (run_id, t, site)"
+	") WITHOUT ROWID;",
 };
 #define SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -1497,4 +1518,206 @@ void segment_rows_free(struct segment_row *rows, size_t n)
 		free(rows[i].restart);
 	}
 	free(rows);
+}
+
+/* ---- traced runs (store/trace.h) ------------------------------------- */
+
+int store_trace_begin(struct store *st, int64_t run_id, int64_t mean_bytes)
+{
+	sqlite3_stmt *s;
+	if (check_writable(st) < 0)
+		return -1;
+	if (sqlite3_prepare_v2(st->db, "UPDATE runs SET trace_mean = ?2 WHERE id = ?1", -1, &s, NULL) != SQLITE_OK)
+		return write_error(st, "the trace settings");
+	sqlite3_bind_int64(s, 1, run_id);
+	sqlite3_bind_int64(s, 2, mean_bytes);
+	int rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : write_error(st, "the trace settings");
+}
+
+int store_trace_write(struct store *st, int64_t run_id, double t, bool has_step, int64_t step,
+                      struct trace_site **sites, size_t n)
+{
+	if (check_writable(st) < 0)
+		return -1;
+	if (!n)
+		return 0;
+	sqlite3_stmt *site = NULL, *live = NULL;
+	bool ok = exec_sql(st, "BEGIN") == SQLITE_OK &&
+	          sqlite3_prepare_v2(st->db, "INSERT OR IGNORE INTO trace_sites (run_id, site, kind, frames, python)"
+	                             " VALUES (?1, ?2, ?3, ?4, ?5)", -1, &site, NULL) == SQLITE_OK &&
+	          sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO trace_live (run_id, t, site, step, live)"
+	                             " VALUES (?1, ?2, ?3, ?4, ?5)", -1, &live, NULL) == SQLITE_OK;
+	for (size_t i = 0; ok && i < n; i++) {
+		const struct trace_site *ts = sites[i];
+		if (!ts->announced) {
+			char kind[2] = { ts->kind, '\0' };
+			sqlite3_bind_int64(site, 1, run_id);
+			sqlite3_bind_int64(site, 2, ts->id);
+			sqlite3_bind_text(site, 3, kind, -1, SQLITE_TRANSIENT);
+			sqlite3_bind_text(site, 4, ts->frames, -1, SQLITE_STATIC);
+			if (ts->python)
+				sqlite3_bind_text(site, 5, ts->python, -1, SQLITE_STATIC);
+			else
+				sqlite3_bind_null(site, 5);
+			ok = step_done(site) == SQLITE_OK;
+		}
+		sqlite3_bind_int64(live, 1, run_id);
+		sqlite3_bind_double(live, 2, t);
+		sqlite3_bind_int64(live, 3, ts->id);
+		if (has_step)
+			sqlite3_bind_int64(live, 4, step);
+		else
+			sqlite3_bind_null(live, 4);
+		sqlite3_bind_int64(live, 5, ts->live);
+		ok = ok && step_done(live) == SQLITE_OK;
+	}
+	ok = ok && exec_sql(st, "COMMIT") == SQLITE_OK;
+	sqlite3_finalize(site);
+	sqlite3_finalize(live);
+	if (!ok) {
+		int r = write_error(st, "allocation sites");
+		if (!sqlite3_get_autocommit(st->db))
+			exec_sql(st, "ROLLBACK");
+		return r;
+	}
+	for (size_t i = 0; i < n; i++)
+		sites[i]->announced = true;
+	return 0;
+}
+
+int store_trace_sites_end(struct store *st, int64_t run_id, const struct trace_site *const *sites, size_t n)
+{
+	sqlite3_stmt *s = NULL;
+	if (check_writable(st) < 0)
+		return -1;
+	bool ok = exec_sql(st, "BEGIN") == SQLITE_OK &&
+	          sqlite3_prepare_v2(st->db, "UPDATE trace_sites SET live = ?3, allocs = ?4, frees = ?5"
+	                             " WHERE run_id = ?1 AND site = ?2", -1, &s, NULL) == SQLITE_OK;
+	for (size_t i = 0; ok && i < n; i++) {
+		sqlite3_bind_int64(s, 1, run_id);
+		sqlite3_bind_int64(s, 2, sites[i]->id);
+		sqlite3_bind_int64(s, 3, sites[i]->live);
+		sqlite3_bind_int64(s, 4, sites[i]->allocs);
+		sqlite3_bind_int64(s, 5, sites[i]->frees);
+		ok = step_done(s) == SQLITE_OK;
+	}
+	ok = ok && exec_sql(st, "COMMIT") == SQLITE_OK;
+	sqlite3_finalize(s);
+	if (!ok) {
+		int r = write_error(st, "allocation sites");
+		if (!sqlite3_get_autocommit(st->db))
+			exec_sql(st, "ROLLBACK");
+		return r;
+	}
+	return 0;
+}
+
+int store_trace_set_symbols(struct store *st, int64_t run_id, const int64_t *sites, char *const *symbols, size_t n)
+{
+	sqlite3_stmt *s = NULL;
+	if (check_writable(st) < 0)
+		return -1;
+	bool ok = exec_sql(st, "BEGIN") == SQLITE_OK &&
+	          sqlite3_prepare_v2(st->db, "UPDATE trace_sites SET symbols = ?3 WHERE run_id = ?1 AND site = ?2",
+	                             -1, &s, NULL) == SQLITE_OK;
+	for (size_t i = 0; ok && i < n; i++) {
+		sqlite3_bind_int64(s, 1, run_id);
+		sqlite3_bind_int64(s, 2, sites[i]);
+		sqlite3_bind_text(s, 3, symbols[i], -1, SQLITE_STATIC);
+		ok = step_done(s) == SQLITE_OK;
+	}
+	ok = ok && exec_sql(st, "COMMIT") == SQLITE_OK;
+	sqlite3_finalize(s);
+	if (!ok) {
+		int r = write_error(st, "symbols of allocation sites");
+		if (!sqlite3_get_autocommit(st->db))
+			exec_sql(st, "ROLLBACK");
+		return r;
+	}
+	return 0;
+}
+
+int store_trace_mean(struct store *st, int64_t run_id, int64_t *mean_bytes)
+{
+	sqlite3_stmt *s;
+	*mean_bytes = 0;
+	if (prepare_read(st, "SELECT coalesce(trace_mean, 0) FROM runs WHERE id = ?1", run_id, &s) < 0)
+		return -1;
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*mean_bytes = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : read_error(st);
+}
+
+static char *col_strdup_or_null(sqlite3_stmt *s, int col)
+{
+	return sqlite3_column_type(s, col) == SQLITE_NULL ? NULL : col_strdup(s, col);
+}
+
+static void read_trace_site(sqlite3_stmt *s, void *row)
+{
+	struct trace_site_row *r = row;
+	r->site = sqlite3_column_int64(s, 0);
+	const unsigned char *k = sqlite3_column_text(s, 1);
+	r->kind = k && *k ? (char)*k : 'm';
+	r->frames = col_strdup(s, 2);
+	r->python = col_strdup_or_null(s, 3);
+	r->symbols = col_strdup_or_null(s, 4);
+	r->live = sqlite3_column_int64(s, 5);
+	r->allocs = sqlite3_column_int64(s, 6);
+	r->frees = sqlite3_column_int64(s, 7);
+}
+
+static void drop_trace_sites(void *rows, size_t n)
+{
+	trace_site_rows_free(rows, n);
+}
+
+void trace_site_rows_free(struct trace_site_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(rows[i].frames);
+		free(rows[i].python);
+		free(rows[i].symbols);
+	}
+	free(rows);
+}
+
+int store_trace_load_sites(struct store *st, int64_t run_id, struct trace_site_row **out, size_t *n)
+{
+	sqlite3_stmt *s;
+	*out = NULL;
+	*n = 0;
+	if (prepare_read(st, "SELECT site, kind, frames, python, symbols, coalesce(live, 0), coalesce(allocs, 0),"
+	                 " coalesce(frees, 0) FROM trace_sites WHERE run_id = ?1 ORDER BY site", run_id, &s) < 0)
+		return -1;
+	int rc;
+	*out = load_rows(st, s, sizeof(**out), read_trace_site, drop_trace_sites, n, &rc);
+	return rc;
+}
+
+static void read_trace_live(sqlite3_stmt *s, void *row)
+{
+	struct trace_live_row *r = row;
+	r->t = sqlite3_column_double(s, 0);
+	r->site = sqlite3_column_int64(s, 1);
+	r->has_step = sqlite3_column_type(s, 2) != SQLITE_NULL;
+	r->step = sqlite3_column_int64(s, 2);
+	r->live = sqlite3_column_int64(s, 3);
+}
+
+int store_trace_load_live(struct store *st, int64_t run_id, struct trace_live_row **out, size_t *n)
+{
+	sqlite3_stmt *s;
+	*out = NULL;
+	*n = 0;
+	if (prepare_read(st, "SELECT t, site, step, live FROM trace_live WHERE run_id = ?1 ORDER BY t, site",
+	                 run_id, &s) < 0)
+		return -1;
+	int rc;
+	*out = load_rows(st, s, sizeof(**out), read_trace_live, NULL, n, &rc);
+	return rc;
 }

@@ -380,7 +380,7 @@ static void test_migrate_empty_file(void)
 	CHECK(fd >= 0);
 	unsigned char v[4] = { 0, 0, 0, 99 }, old[4];
 	CHECK_EQ_INT(pread(fd, old, 4, 60), 4);
-	CHECK_EQ_INT(old[3], 3);   /* the current schema version was written */
+	CHECK_EQ_INT(old[3], 4);   /* the current schema version was written */
 	CHECK_EQ_INT(pwrite(fd, v, 4, 60), 4);
 	close(fd);
 	capture_begin();

@@ -1,0 +1,130 @@
+"""
+`leakproof run --trace` end to end: the tracer preloaded into real jobs
+(PyTorch, h5py, numpy), the sites gathered by the supervisor, stored,
+named with libdw, judged across steps, and reported by `report --trace`
+and `report --format json` (`trace.sites`, `trace.libraries`).
+"""
+import textwrap
+
+import pytest
+
+KIB = 1024
+
+
+def growing(rep):
+    return [s for s in rep["trace"]["sites"] if s["growing"]]
+
+
+def lib_growth(rep, prefix):
+    return sum(l["growth_bytes_per_step"] or 0 for l in rep["trace"]["libraries"]
+               if l["library"].startswith(prefix))
+
+
+@pytest.mark.slow
+def test_torch_keep_loss_grows_in_libtorch(lp):
+    r = lp.run([lp.py, lp.workload("torch_keep_loss.py"), "--steps", "150"], "--trace", timeout=240)
+    assert r.rc == 0, r
+    expected = lp.expected_growth(r.stderr)
+    rep = lp.report()
+    sites = growing(rep)
+    assert sites, rep["trace"]["sites"][:3]
+    top = sites[0]
+    # the graph kept alive is allocated by ATen's empty tensors
+    assert top["library"].startswith("libtorch_cpu"), top
+    assert "empty" in top["function"], top
+    assert rep["trace"]["libraries"][0]["library"].startswith("libtorch_cpu")
+    assert lib_growth(rep, "libtorch_cpu") == pytest.approx(expected, rel=0.30), rep["trace"]["libraries"][:3]
+    # the summary on stderr names it too
+    assert "libtorch_cpu" in r.err and "Allocation sites" in r.err
+
+
+@pytest.mark.slow
+def test_torch_item_has_no_growing_torch_site(lp):
+    r = lp.run([lp.py, lp.workload("torch_keep_loss.py"), "--item", "--steps", "150"], "--trace", timeout=240)
+    assert r.rc == 0, r
+    rep = lp.report()
+    assert rep["trace"]["sites"], "no sites recorded"
+    assert lib_growth(rep, "libtorch_cpu") < 100 * KIB, rep["trace"]["libraries"][:3]
+
+
+@pytest.mark.slow
+def test_h5py_staging_grows_in_libhdf5(lp):
+    r = lp.run([lp.py, lp.workload("h5py_staging.py"), "--steps", "150"], "--trace", timeout=240)
+    assert r.rc == 0, r
+    rep = lp.report()
+    libs = [l for l in rep["trace"]["libraries"] if l["growing"]]
+    assert libs and libs[0]["library"].startswith("libhdf5"), rep["trace"]["libraries"][:3]
+    text = lp.cmd(["report", "--store", lp.store, "--trace"])
+    assert text.rc == 0 and "libhdf5" in text.out.splitlines()[1], text.out
+    # the html report lists the growing sites too
+    page = lp.cmd(["report", "--store", lp.store, "--format", "html"])
+    assert page.rc == 0 and "libhdf5" in page.out, page
+
+
+@pytest.mark.slow
+def test_h5py_closed_files_do_not_grow_in_libhdf5(lp):
+    r = lp.run([lp.py, lp.workload("h5py_staging.py"), "--close", "--steps", "150"], "--trace", timeout=240)
+    assert r.rc == 0, r
+    rep = lp.report()
+    assert not [l for l in rep["trace"]["libraries"] if l["growing"] and l["library"].startswith("libhdf5")], \
+        rep["trace"]["libraries"][:3]
+
+
+KEEPER = """\
+import time
+import numpy as np
+import leakproof
+
+kept = []
+
+def train_step():
+    kept.append(np.ones(1 << 18))     # line 8: 2 MiB kept every step
+    scratch = np.ones(1 << 19)        # line 9: 4 MiB, freed at once
+    return scratch.sum()
+
+for _ in range(120):
+    train_step()
+    leakproof.step()
+    time.sleep(0.02)
+"""
+
+
+def test_python_line_of_a_growing_numpy_site(lp):
+    (lp.dir / "keeper.py").write_text(KEEPER)
+    r = lp.run([lp.py, "keeper.py"], "--trace")
+    assert r.rc == 0, r
+    rep = lp.report()
+    sites = growing(rep)
+    assert len(sites) == 1, [(s["function"], s["python_stack"], s["growth_bytes_per_step"]) for s in sites]
+    top = sites[0]
+    assert top["growth_bytes_per_step"] == pytest.approx(2 * lp.MIB, rel=0.2), top
+    frames = [(f["file"].rsplit("/", 1)[-1], f["line"], f["function"]) for f in top["python_stack"]]
+    assert ("keeper.py", 8, "train_step") in frames, frames
+    # the scratch array is allocated as often, and bigger, but does not grow
+    scratch = [s for s in rep["trace"]["sites"]
+               if s["python_stack"] and any(f["line"] == 9 and f["function"] == "train_step"
+                                            for f in s["python_stack"])]
+    assert scratch and not any(s["growing"] for s in scratch)
+    text = lp.cmd(["report", "--store", lp.store, "--trace"])
+    assert "keeper.py:8 in train_step" in text.out, text.out
+
+
+def test_untraced_run_has_no_trace(lp):
+    r = lp.run([lp.py, "-c", "print('hi')"])
+    assert r.rc == 0, r
+    assert lp.report()["trace"] is None
+    t = lp.cmd(["report", "--store", lp.store, "--trace"])
+    assert t.rc == 1 and "was not traced" in t.err, t
+    u = lp.cmd(["report", "--store", lp.store, "--trace", "--format", "csv"])
+    assert u.rc == 124 and "--trace" in u.err, u
+
+
+def test_trace_mean_is_checked_and_recorded(lp):
+    bad = lp.cmd(["run", "--store", lp.store, "--trace-mean", "1", "--", "true"])
+    assert bad.rc == 124 and "--trace-mean" in bad.err, bad
+    r = lp.run([lp.py, "-c", "import numpy; x = [numpy.ones(1 << 16) for _ in range(50)]"],
+               "--trace-mean", "64K")
+    assert r.rc == 0, r
+    trace = lp.report()["trace"]
+    assert trace["mean_bytes"] == 64 * 1024
+    assert trace["sites"], "a job that allocated 25 MiB has sampled sites"
