@@ -29,7 +29,7 @@ int report_format_parse(const char *name, enum report_format *out)
 {
 	static const struct { const char *name; enum report_format f; } names[] = {
 		{ "text", REPORT_TEXT }, { "md", REPORT_MD }, { "markdown", REPORT_MD },
-		{ "csv", REPORT_CSV }, { "json", REPORT_JSON },
+		{ "csv", REPORT_CSV }, { "json", REPORT_JSON }, { "html", REPORT_HTML }, { "svg", REPORT_SVG },
 	};
 	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(name, names[i].name)) {
@@ -664,6 +664,18 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 	if (s->duration_s < 0)
 		s->duration_s = 0;
 
+	struct trace_report tr;
+	double until = s->steps ? s->step_recs[s->steps - 1].mem.t : 0;
+	int tr_rc = trace_report_load(st, id, strcmp(s->x_unit, "s") != 0, until, &tr);
+	if (tr_rc < 0) {
+		run_summary_release(s);
+		return -1;
+	}
+	if (tr_rc == 0) {
+		s->trace = xmalloc(sizeof(*s->trace));
+		*s->trace = tr;
+	}
+
 	compose_reason(s);
 	return 0;
 }
@@ -680,6 +692,10 @@ void run_summary_release(struct run_summary *s)
 	event_rows_free(s->events, s->nevents);
 	segment_rows_free(s->segments, s->nsegments);
 	free(s->segment_start_bytes);
+	if (s->trace) {
+		trace_report_release(s->trace);
+		free(s->trace);
+	}
 	memset(s, 0, sizeof(*s));
 }
 
@@ -690,6 +706,8 @@ int report_write(const struct run_summary *s, enum report_format fmt, FILE *out)
 	case REPORT_MD: return report_write_md(s, out);
 	case REPORT_CSV: return report_write_csv(s, out);
 	case REPORT_JSON: return report_write_json(s, out);
+	case REPORT_HTML: return report_write_html(s, NULL, out);
+	case REPORT_SVG: return report_write_svg(s, out);
 	}
 	return -1;
 }

@@ -1,7 +1,8 @@
 /*
  * report.h — what a run's numbers mean, from the store alone: the leak
  * judgment (core/analyze) on the run's step series, and its rendering as
- * text (the end-of-run summary), Markdown, CSV or JSON.
+ * text (the end-of-run summary), Markdown, CSV, JSON, an HTML page with
+ * charts, or one chart as SVG.
  */
 #ifndef LP_REPORT_H
 #define LP_REPORT_H
@@ -12,8 +13,10 @@
 #include "core/analyze.h"
 #include "store/store.h"
 
-enum report_format { REPORT_TEXT = 0, REPORT_MD, REPORT_CSV, REPORT_JSON };
-/* "text", "md" (or "markdown"), "csv", "json"; -1 for unknown. */
+struct trace_report;
+
+enum report_format { REPORT_TEXT = 0, REPORT_MD, REPORT_CSV, REPORT_JSON, REPORT_HTML, REPORT_SVG };
+/* "text", "md" (or "markdown"), "csv", "json", "html", "svg"; -1 for unknown. */
 int report_format_parse(const char *name, enum report_format *out);
 
 /* Everything a report says about one run. Owns everything it points to,
@@ -51,6 +54,7 @@ struct run_summary {
 	size_t nevents;
 	struct segment_row *segments;
 	size_t nsegments;
+	struct trace_report *trace;    /* allocation sites (--trace); NULL: not traced */
 	double *segment_start_bytes;   /* per segment: the measure at its first
 	                                * sample (-1: none), to show the reset */
 };
@@ -68,8 +72,53 @@ void run_summary_release(struct run_summary *s);
  *   csv   "step,epoch,t,rss,pss,uss,swap,cgroup,gpu" then one row per step
  *         (per sample, step and epoch empty, when the run marked no steps)
  *   json  one object; the fields are listed in docs/internals/store.md
+ *   html  report_write_html() without extras; svg  report_write_svg()
  */
 int report_write(const struct run_summary *s, enum report_format fmt, FILE *out);
+
+/* ---- reports to look at (html.c, svg.c; docs/internals/html-report.md) -- */
+
+struct strbuf;
+
+/* One allocation site among those growing the most, from the tracer. */
+struct alloc_site {
+	const char *label;              /* the function or symbol */
+	const char *library;            /* the object file it is in; may be "" */
+	double growth_bytes_per_step;   /* its live bytes' growth */
+	double live_bytes;              /* live at the end */
+};
+
+/* What the html report shows beside the summary. Not owned; every array
+ * may be NULL with its count 0. */
+struct report_extras {
+	const struct metric_row *metrics;   /* the run's client metrics (loss...),
+	                                     * store_load_metrics() */
+	size_t nmetrics;
+	const struct alloc_site *sites;     /* top growing allocation sites, when
+	                                     * the run was traced */
+	size_t nsites;
+};
+
+/* One self-contained HTML page (inline CSS, JS and SVG; a
+ * Content-Security-Policy that forbids any network load): the verdict and
+ * the text summary, memory over steps and over time with the warm-up, the
+ * trend, restarts and ends, metrics on a second axis, the distribution of
+ * the per-step change; hover shows values. x may be NULL. 0, or -1 when
+ * writing failed. */
+int report_write_html(const struct run_summary *s, const struct report_extras *x, FILE *out);
+/* One chart as a standalone SVG file: memory over steps (over time when
+ * the run marked none), every measure, the trend and the warm-up. */
+int report_write_svg(const struct run_summary *s, FILE *out);
+/* The html page's section for allocation sites: a table of the n rows, the
+ * largest growth first as given. Appends nothing when n is 0. */
+void report_html_add_alloc_sites(struct strbuf *sb, const struct alloc_site *rows, size_t n);
+
+/* A sweep (sweep_id 0: the latest) as an HTML page: memory and its
+ * per-step change for every trial, colored by configuration, and the table
+ * of trials, sortable by any column. Or as one SVG chart (memory). 0, or -1
+ * after a message. */
+int sweep_report_write_html(struct store *st, int64_t sweep_id, FILE *out);
+int sweep_report_write_svg(struct store *st, int64_t sweep_id, FILE *out);
 
 /* The table of sweep sweep_id (0: the latest): one row per trial attempt,
  * or per group of trials with equal values of the comma-separated

@@ -294,7 +294,9 @@ static void test_format_parse(void)
 	CHECK_EQ_INT(f, REPORT_MD);
 	CHECK_EQ_INT(report_format_parse("csv", &f), 0);
 	CHECK_EQ_INT(f, REPORT_CSV);
-	CHECK_EQ_INT(report_format_parse("html", &f), -1);
+	CHECK_EQ_INT(report_format_parse("html", &f), 0);
+	CHECK_EQ_INT(f, REPORT_HTML);
+	CHECK_EQ_INT(report_format_parse("pdf", &f), -1);
 }
 
 static void test_json_leak(void)
