@@ -16,10 +16,12 @@ DATADIR  ?= $(PREFIX)/share
 MANDIR   ?= $(DATADIR)/man
 INCDIR   ?= $(PREFIX)/include
 PYDIR    ?= $(LIBDIR)/leakproof/python
+PCDIR    ?= $(DATADIR)/pkgconfig
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 
 B        ?= build
 CC       ?= cc
-PKGS      = sqlite3 libpcre2-8 yaml-0.1
+PKGS      = sqlite3 libpcre2-8 yaml-0.1 libdw
 VERSION   = 0.1.0
 
 WARN      = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \
@@ -29,7 +31,8 @@ WARN      = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \
 CFLAGS   ?= -O2 -g
 LP_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -Isrc -Iinclude \
             $(shell pkg-config --cflags $(PKGS)) \
-            -DLP_VERSION='"$(VERSION)"' -DLP_PYDIR='"$(PYDIR)"' $(CFLAGS)
+            -DLP_VERSION='"$(VERSION)"' -DLP_PYDIR='"$(PYDIR)"' \
+            -DLP_TRACEDIR='"$(LIBDIR)/leakproof"' $(CFLAGS)
 LDLIBS   += $(shell pkg-config --libs $(PKGS)) -ldl -lm
 
 # `make V=1` shows the commands.
@@ -49,7 +52,7 @@ LIBOBJ = $(filter-out $(B)/src/main.o,$(OBJ))
 UNIT_SRC = $(wildcard t/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:t/unit/%.c=$(B)/t/%)
 
-all: $(B)/leakproof $(UNIT_BIN) $(B)/t/libnvidia-ml.so.1
+all: $(B)/leakproof $(UNIT_BIN) $(B)/t/libnvidia-ml.so.1 $(B)/libleakproof-trace.so
 
 $(B)/leakproof: $(B)/src/main.o $(LIBOBJ)
 	$(call say,LINK)
@@ -71,6 +74,32 @@ $(B)/t/libnvidia-ml.so.1: t/fake-nvml/fake_nvml.c
 	$(call say,LIB)
 	$(Q)$(CC) $(LP_CFLAGS) -fPIC -shared -o $@ $<
 
+# The allocation tracer that `run --trace` preloads into the job (src/trace,
+# docs/internals/tracer.md). Built position-independent on its own, never
+# linked into leakproof, and never with sanitizers (a preloaded library cannot
+# bring ASan's runtime along); its unit tests build the core (all but
+# preload.c) from source with the full CFLAGS, sanitizers included.
+TRACE_SRC      = $(wildcard src/trace/*.c)
+TRACE_OBJ      = $(TRACE_SRC:src/trace/%.c=$(B)/trace/%.o)
+TRACE_CORE_SRC = $(filter-out src/trace/preload.c,$(TRACE_SRC))
+TRACE_CFLAGS   = $(filter-out -fsanitize=% -fno-sanitize%,$(LP_CFLAGS)) -fPIC -fvisibility=hidden \
+                 $(shell pkg-config --cflags libunwind)
+
+$(B)/trace/%.o: src/trace/%.c
+	@mkdir -p $(dir $@)
+	$(call say,CC)
+	$(Q)$(CC) $(TRACE_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(B)/libleakproof-trace.so: $(TRACE_OBJ)
+	$(call say,LIB)
+	$(Q)$(CC) $(TRACE_CFLAGS) -shared -Wl,-z,defs -Wl,-soname,libleakproof-trace.so -o $@ $^ \
+		$(shell pkg-config --libs libunwind) -ldl -lm -lpthread
+
+$(B)/t/test_trace_%: t/unit/test_trace_%.c $(TRACE_CORE_SRC) src/trace/trace.h t/unit/tap.h
+	@mkdir -p $(dir $@)
+	$(call say,TEST)
+	$(Q)$(CC) $(LP_CFLAGS) -It/unit $(LDFLAGS) -o $@ $< $(TRACE_CORE_SRC) -lm
+
 unit: all
 	@fail=0; for t in $(UNIT_BIN); do $$t || fail=1; done; exit $$fail
 
@@ -80,15 +109,31 @@ check: all
 asan:
 	$(MAKE) B=build-asan CFLAGS='-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all'
 
-install: $(B)/leakproof
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PYDIR)/leakproof $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(INCDIR)
+# The pkg-config file names PREFIX, so it is made again at every install.
+$(B)/leakproof.pc: leakproof.pc.in FORCE
+	@mkdir -p $(dir $@)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@INCDIR@|$(INCDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+		leakproof.pc.in >$@
+
+# Everything under PREFIX (DESTDIR for staged installs): the binary, the
+# Python client and the tracer where the binary looks for them
+# ($(LIBDIR)/leakproof/), the man page, the C header and its leakproof.pc,
+# the bash completion.
+install: $(B)/leakproof $(B)/leakproof.pc $(B)/libleakproof-trace.so
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PYDIR)/leakproof $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(BASHCOMPDIR)
 	install -m 755 $(B)/leakproof $(DESTDIR)$(BINDIR)/leakproof
-	install -m 644 python/leakproof/*.py $(DESTDIR)$(PYDIR)/leakproof/
+	for f in $$(cd python && find leakproof -name '*.py'); do \
+		install -D -m 644 python/$$f $(DESTDIR)$(PYDIR)/$$f || exit 1; done
 	install -m 644 man/leakproof.1 $(DESTDIR)$(MANDIR)/man1/leakproof.1
 	install -m 644 include/leakproof.h $(DESTDIR)$(INCDIR)/leakproof.h
+	install -D -m 755 $(B)/libleakproof-trace.so $(DESTDIR)$(LIBDIR)/leakproof/libleakproof-trace.so
+	install -m 644 $(B)/leakproof.pc $(DESTDIR)$(PCDIR)/leakproof.pc
+	install -m 644 completion/leakproof.bash $(DESTDIR)$(BASHCOMPDIR)/leakproof
 
 clean:
 	rm -rf $(B) build-asan
 
-.PHONY: all unit check asan install clean
--include $(OBJ:.o=.d)
+.PHONY: all unit check asan install clean FORCE
+FORCE:
+-include $(OBJ:.o=.d) $(TRACE_OBJ:.o=.d)
