@@ -735,7 +735,7 @@ static char **build_env(const struct sv *sv, int chan_fd, int trace_fd)
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **env = xcalloc(n + 13, sizeof(char *));
+	char **env = xcalloc(n + 14, sizeof(char *));
 	size_t k = 0;
 	const char *pypath = getenv("PYTHONPATH");
 	for (size_t i = 0; i < n; i++) {
@@ -781,6 +781,14 @@ static char **build_env(const struct sv *sv, int chan_fd, int trace_fd)
 		env[k++] = strbuf_detach(&sb, NULL);
 		strbuf_addf(&sb, "LEAKPROOF_TRACE_FD=%d", trace_fd);
 		env[k++] = strbuf_detach(&sb, NULL);
+		/* the pipe itself: a job that closes the descriptor and opens a
+		 * file that gets its number must not have trace lines written there */
+		struct stat st;
+		if (fstat(trace_fd, &st) == 0) {
+			strbuf_addf(&sb, "LEAKPROOF_TRACE_FD_INODE=%llu:%llu", (unsigned long long)st.st_dev,
+			            (unsigned long long)st.st_ino);
+			env[k++] = strbuf_detach(&sb, NULL);
+		}
 		if (sv->o->trace_mean > 0) {
 			strbuf_addf(&sb, "LEAKPROOF_TRACE_MEAN=%lld", (long long)sv->o->trace_mean);
 			env[k++] = strbuf_detach(&sb, NULL);

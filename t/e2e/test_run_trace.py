@@ -128,3 +128,15 @@ def test_trace_mean_is_checked_and_recorded(lp):
     trace = lp.report()["trace"]
     assert trace["mean_bytes"] == 64 * 1024
     assert trace["sites"], "a job that allocated 25 MiB has sampled sites"
+
+
+def test_tracer_pipe_is_pinned_by_inode(lp):
+    """The job is told which pipe is the tracer's, so a descriptor number
+    the job closed and reused is never written to."""
+    job = ("import os\n"
+           "fd = int(os.environ['LEAKPROOF_TRACE_FD'])\n"
+           "st = os.fstat(fd)\n"
+           "assert os.environ['LEAKPROOF_TRACE_FD_INODE'] == '%d:%d' % (st.st_dev, st.st_ino)\n"
+           "assert os.environ['LD_PRELOAD'].split(':')[0].endswith('libleakproof-trace.so')\n")
+    r = lp.run([lp.py, "-c", job], "--trace")
+    assert r.rc == 0, r

@@ -23,7 +23,10 @@ BUILD = REPO / os.environ.get("LEAKPROOF_BUILD", "build")
 LIB = BUILD / "libleakproof-trace.so"
 SRC = REPO / "t" / "trace"
 PY = "/usr/bin/python3"
-MIB = 1 << 20
+# A site's estimate has a relative error of about 1/sqrt(live / mean): the
+# tests that keep tens of MiB sample more often than the default 512 KiB so
+# that their 25 % tolerance is 4 standard deviations or more.
+SMALL_MEAN = {"LEAKPROOF_TRACE_MEAN": "65536"}
 CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-g", "-Wall", "-Wextra", "-Werror"]
 LINE_MAX = 4096
 
@@ -251,7 +254,7 @@ def test_threads_stress(progs, tmp_path):
 # ---- 3. fork per batch ------------------------------------------------------
 
 def test_fork_per_batch(progs, tmp_path):
-    proc, tr = run_traced([str(progs / "forker")], tmp_path, pipe=True)
+    proc, tr = run_traced([str(progs / "forker")], tmp_path, env_extra=SMALL_MEAN, pipe=True)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode().split("\n")
     children = {int(l.split()[1]): int(l.split()[2]) for l in out if l.startswith("CHILD ")}
@@ -272,7 +275,8 @@ def test_fork_per_batch(progs, tmp_path):
 
 def test_python_numpy_site(tmp_path):
     script = SRC / "keep_numpy.py"
-    proc, tr = run_traced([PY, str(script)], tmp_path, pipe=True, timeout=300)
+    proc, tr = run_traced([PY, str(script)], tmp_path, env_extra={"LEAKPROOF_TRACE_MEAN": "131072"}, pipe=True,
+                          timeout=300)
     assert proc.returncode == 0, proc.stderr
     truth, line = kv(proc.stdout, "KEPT_BYTES"), kv(proc.stdout, "KEEP_LINE")
     img = tr.images[0]
@@ -292,7 +296,7 @@ def test_python_numpy_site(tmp_path):
 # ---- 5. exec, dlopen, signals, a dead reader, no channel ------------------------
 
 def test_exec_children_are_traced(progs, tmp_path):
-    proc, tr = run_traced([str(progs / "robust"), "exec"], tmp_path)
+    proc, tr = run_traced([str(progs / "robust"), "exec"], tmp_path, env_extra=SMALL_MEAN)
     assert proc.returncode == 0, proc.stderr
     allocs = {int(l.split()[1]): int(l.split()[2]) for l in proc.stdout.decode().splitlines()
               if l.startswith("ALLOC ")}
@@ -311,7 +315,8 @@ def test_exec_children_are_traced(progs, tmp_path):
 
 
 def test_dlopen_after_start(progs, tmp_path):
-    proc, tr = run_traced([str(progs / "robust"), "dlopen", str(progs / "libtracekeep.so")], tmp_path)
+    proc, tr = run_traced([str(progs / "robust"), "dlopen", str(progs / "libtracekeep.so")], tmp_path,
+                          env_extra=SMALL_MEAN)
     assert proc.returncode == 0, proc.stderr
     truth = kv(proc.stdout, "KEPT_BYTES")
     img = tr.images[0]
@@ -382,7 +387,6 @@ def test_no_channel_no_output(progs, tmp_path, fd):
 def test_pinned_descriptor(progs, tmp_path):
     """With LEAKPROOF_TRACE_FD_INODE, a descriptor that is some other file is left alone."""
     path = tmp_path / "trace.out"
-    st = None
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     st = os.fstat(fd)
     for pin, want in (("%d:%d" % (st.st_dev, st.st_ino), True), ("%d:%d" % (st.st_dev, st.st_ino + 1), False)):
