@@ -310,31 +310,55 @@ static void check_budgets(struct sv *sv, const struct mem_sample *s, int64_t now
 
 /* ---- sampling -------------------------------------------------------- */
 
+/*
+ * A file that ships with leakproof: leaf in one of the directories rel[],
+ * relative to the binary's own (a build tree, or an installed tree moved
+ * as a whole), else in the directory it was installed to. out gets the
+ * real path of the file, or with want_dir of the directory it was found
+ * in. False when none has it.
+ */
+static bool find_beside_binary(const char *const *rel, size_t nrel, const char *leaf, const char *installed,
+                               bool want_dir, char *out, size_t outsz)
+{
+	char exe[PATH_MAX], probe[2 * PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash = NULL;
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+	}
+	for (size_t i = 0; i <= nrel; i++) {
+		if (i == nrel)
+			snprintf(probe, sizeof(probe), "%s", installed);
+		else if (slash)
+			snprintf(probe, sizeof(probe), "%.*s%s", (int)(slash - exe), exe, rel[i]);
+		else
+			continue;
+		size_t dirlen = strlen(probe);
+		snprintf(probe + dirlen, sizeof(probe) - dirlen, "/%s", leaf);
+		if (access(probe, R_OK) != 0)
+			continue;
+		if (want_dir)
+			probe[dirlen] = '\0';
+		char *real = realpath(probe, NULL);
+		bool fits = real && strlen(real) < outsz;
+		if (fits)
+			memcpy(out, real, strlen(real) + 1);
+		free(real);
+		if (fits)
+			return true;
+	}
+	return false;
+}
+
 /* ---- allocation tracing (--trace) ------------------------------------ */
 
-/* The tracer library: beside the binary (a build tree), in the installed
- * layout relative to it, or where it was installed. NULL: none. */
+/* The tracer library, found as the Python client is (find_beside_binary). */
 static const char *tracer_library(void)
 {
 	static char path[PATH_MAX];
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			static const char *const rel[] = { "", "/../lib/leakproof" };
-			for (size_t i = 0; i < 2; i++) {
-				char probe[PATH_MAX + 64];
-				snprintf(probe, sizeof(probe), "%s%s/libleakproof-trace.so", exe, rel[i]);
-				if (access(probe, R_OK) == 0 && realpath(probe, path))
-					return path;
-			}
-		}
-	}
-	snprintf(path, sizeof(path), "%s/libleakproof-trace.so", LP_TRACEDIR);
-	return access(path, R_OK) == 0 ? path : NULL;
+	static const char *const rel[] = { "", "/../lib/leakproof" };
+	return find_beside_binary(rel, 2, "libleakproof-trace.so", LP_TRACEDIR, false, path, sizeof(path)) ? path : NULL;
 }
 
 static void on_trace_line(void *ctx, const char *line, size_t len, bool truncated)
@@ -701,31 +725,8 @@ static void on_signal(struct sv *sv, int64_t now)
 static const char *python_client_dir(void)
 {
 	static char dir[PATH_MAX];
-	char exe[PATH_MAX], probe[PATH_MAX + 64];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = '\0';
-			static const char *const rel[] = { "/../python", "/../lib/leakproof/python" };
-			for (size_t i = 0; i < 2; i++) {
-				snprintf(probe, sizeof(probe), "%s%s/leakproof/__init__.py", exe, rel[i]);
-				if (access(probe, R_OK) != 0)
-					continue;
-				snprintf(probe, sizeof(probe), "%s%s", exe, rel[i]);
-				char *real = realpath(probe, NULL);
-				if (real && strlen(real) < sizeof(dir)) {
-					memcpy(dir, real, strlen(real) + 1);
-					free(real);
-					return dir;
-				}
-				free(real);
-			}
-		}
-	}
-	snprintf(probe, sizeof(probe), "%s/leakproof/__init__.py", LP_PYDIR);
-	return access(probe, R_OK) == 0 ? LP_PYDIR : NULL;
+	static const char *const rel[] = { "/../python", "/../lib/leakproof/python" };
+	return find_beside_binary(rel, 2, "leakproof/__init__.py", LP_PYDIR, true, dir, sizeof(dir)) ? dir : NULL;
 }
 
 /* The job's environment: ours plus LEAKPROOF_*, PYTHONPATH, PYTHONUNBUFFERED.
