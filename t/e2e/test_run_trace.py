@@ -82,7 +82,7 @@ def train_step():
     scratch = np.ones(1 << 19)        # line 9: 4 MiB, freed at once
     return scratch.sum()
 
-for _ in range(120):
+for _ in range(250):            # 5 s: some 25 records of the sites
     train_step()
     leakproof.step()
     time.sleep(0.02)
