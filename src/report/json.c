@@ -83,10 +83,7 @@ static void add_run(struct strbuf *sb, const struct run_summary *s)
 	inner(sb, "step_source", true);
 	strbuf_add_json_str(sb, step_source_name(r->step_source));
 	inner(sb, "step_regex", false);
-	if (r->step_regex[0])
-		strbuf_add_json_str(sb, r->step_regex);
-	else
-		strbuf_addstr(sb, "null");
+	report_add_json_str_or_null(sb, r->step_regex);
 	inner(sb, "interval_seconds", false);
 	report_add_json_num(sb, (double)r->interval_ns / 1e9);
 	inner(sb, "cgroup_mode", false);
@@ -119,15 +116,9 @@ static void add_segments(struct strbuf *sb, const struct run_summary *s)
 		inner(sb, "exit_signal", false);
 		report_add_json_num(sb, g_ended && g->exit_signal ? g->exit_signal : NAN);
 		inner(sb, "cause", false);
-		if (g->cause[0])
-			strbuf_add_json_str(sb, g->cause);
-		else
-			strbuf_addstr(sb, "null");
+		report_add_json_str_or_null(sb, g->cause);
 		inner(sb, "evidence", false);
-		if (g->evidence[0])
-			strbuf_add_json_str(sb, g->evidence);
-		else
-			strbuf_addstr(sb, "null");
+		report_add_json_str_or_null(sb, g->evidence);
 		inner(sb, "step", false);
 		report_add_json_num(sb, g->has_step ? (double)g->end_step : NAN);
 		inner(sb, "memory_start_bytes", false);
@@ -135,10 +126,7 @@ static void add_segments(struct strbuf *sb, const struct run_summary *s)
 		inner(sb, "memory_bytes", false);
 		report_add_json_num(sb, g->memory_bytes ? (double)g->memory_bytes : NAN);
 		inner(sb, "restart", false);
-		if (g->restart[0])
-			strbuf_add_json_str(sb, g->restart);
-		else
-			strbuf_addstr(sb, "null");
+		report_add_json_str_or_null(sb, g->restart);
 		strbuf_addch(sb, '}');
 	}
 	strbuf_addstr(sb, s->nsegments ? "\n  ]" : "]");

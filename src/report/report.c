@@ -408,6 +408,14 @@ int render_flush(struct strbuf *sb, FILE *out)
 
 /* ---- JSON values ------------------------------------------------------- */
 
+void report_add_json_str_or_null(struct strbuf *sb, const char *s)
+{
+	if (s && *s)
+		strbuf_add_json_str(sb, s);
+	else
+		strbuf_addstr(sb, "null");
+}
+
 void report_add_json_num(struct strbuf *sb, double v)
 {
 	if (!isfinite(v))

@@ -143,5 +143,7 @@ char *report_fmt_duration(char *buf, size_t bufsz, double seconds);
 char *report_fmt_outcome(char *buf, size_t bufsz, const struct run_row *r);
 /* JSON: a number (null when not finite); strings: strbuf_add_json_str(). */
 void report_add_json_num(struct strbuf *sb, double v);
+/* JSON: a string, or null when s is NULL or empty. */
+void report_add_json_str_or_null(struct strbuf *sb, const char *s);
 
 #endif

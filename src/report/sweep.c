@@ -456,10 +456,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 	strbuf_addstr(sb, ", \"method\": ");
 	strbuf_add_json_str(sb, s->method);
 	strbuf_addstr(sb, ", \"metric\": ");
-	if (s->metric[0])
-		strbuf_add_json_str(sb, s->metric);
-	else
-		strbuf_addstr(sb, "null");
+	report_add_json_str_or_null(sb, s->metric);
 	strbuf_addf(sb, ", \"goal\": \"%s\", \"status\": ", s->maximize ? "maximize" : "minimize");
 	strbuf_add_json_str(sb, s->status);
 	strbuf_addstr(sb, ", \"started_at\": ");
@@ -480,17 +477,11 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		            t->argv);
 		strbuf_add_json_str(sb, t->status);
 		strbuf_addstr(sb, ", \"cause\": ");
-		if (t->cause[0])
-			strbuf_add_json_str(sb, t->cause);
-		else
-			strbuf_addstr(sb, "null");
+		report_add_json_str_or_null(sb, t->cause);
 		strbuf_addstr(sb, ", \"metric\": ");
 		json_num(sb, t->has_metric ? t->metric : NAN);
 		strbuf_addstr(sb, ", \"verdict\": ");
-		if (t->verdict[0])
-			strbuf_add_json_str(sb, t->verdict);
-		else
-			strbuf_addstr(sb, "null");
+		report_add_json_str_or_null(sb, t->verdict);
 		strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");
 		json_num(sb, t->growth_bytes_per_step);
 		strbuf_addstr(sb, ", \"peak_bytes\": ");
@@ -508,10 +499,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		strbuf_addstr(sb, ", \"optuna_number\": ");
 		json_num(sb, t->optuna_number >= 0 ? (double)t->optuna_number : NAN);
 		strbuf_addstr(sb, ", \"note\": ");
-		if (t->note[0])
-			strbuf_add_json_str(sb, t->note);
-		else
-			strbuf_addstr(sb, "null");
+		report_add_json_str_or_null(sb, t->note);
 		strbuf_addch(sb, '}');
 	}
 	strbuf_addstr(sb, tb->ntrials ? "\n  ]" : "]");

@@ -500,10 +500,7 @@ void trace_report_json(const struct trace_report *r, struct strbuf *sb)
 		strbuf_addstr(sb, ", \"function\": ");
 		strbuf_add_json_str(sb, b ? b->function : "");
 		strbuf_addstr(sb, ", \"source\": ");
-		if (b && b->source[0])
-			strbuf_add_json_str(sb, b->source);
-		else
-			strbuf_addstr(sb, "null");
+		report_add_json_str_or_null(sb, b ? b->source : NULL);
 		strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");
 		report_add_json_num(sb, s->growth);
 		strbuf_addstr(sb, ", \"growth_interval_bytes_per_step\": [");
@@ -521,10 +518,7 @@ void trace_report_json(const struct trace_report *r, struct strbuf *sb)
 			strbuf_addstr(sb, ", \"library\": ");
 			strbuf_add_json_str(sb, s->frames[j].library);
 			strbuf_addstr(sb, ", \"source\": ");
-			if (s->frames[j].source[0])
-				strbuf_add_json_str(sb, s->frames[j].source);
-			else
-				strbuf_addstr(sb, "null");
+			report_add_json_str_or_null(sb, s->frames[j].source);
 			strbuf_addch(sb, '}');
 		}
 		strbuf_addstr(sb, "],\n       \"python_stack\": ");
