@@ -40,3 +40,29 @@ def test_forked_workers_sharing_a_buffer_count_it_once(lp, options):
     assert max(procs) == WORKERS + 1, procs
     # ... and the store knows it too
     assert pss["max_processes"] == WORKERS + 1, pss["max_processes"]
+
+
+STEADY_THEN_GROW = """\
+import time
+a = bytearray(50 << 20)
+time.sleep(1.5)
+b = bytearray(100 << 20)
+time.sleep(1.5)
+"""
+
+
+def test_steady_memory_is_not_sampled_at_every_tick_but_changes_are_seen(lp):
+    # At 10 ms the supervisor sleeps through ticks that would only repeat an
+    # unchanged sample: the samples (csv rows of a run without steps) of a
+    # steady stretch are far fewer than 100 a second, yet never more than
+    # about a quiet window (100 ms) apart, and the 100 MiB allocation shows.
+    r = lp.run([lp.py, "-c", STEADY_THEN_GROW], "--interval", "10ms")
+    assert r.rc == 0, r
+    rows = [l.split(",") for l in lp.report(fmt="csv").splitlines()[1:]]
+    t = [float(x[2]) for x in rows]
+    rss = [int(x[3]) for x in rows]
+    steady = [x for x in t if 0.8 <= x <= 1.4]
+    assert 2 <= len(steady) <= 25, (len(steady), t)
+    gaps = [b - a for a, b in zip(t, t[1:]) if a < t[-1] - 0.2]
+    assert max(gaps) < 0.25, max(gaps)
+    assert max(rss) - min(v for v, x in zip(rss, t) if 0.8 <= x <= 1.4) > 90 * lp.MIB
