@@ -78,10 +78,10 @@ $(B)/t/libnvidia-ml.so.1: t/fake-nvml/fake_nvml.c
 # docs/internals/tracer.md). Built position-independent on its own, never
 # linked into leakproof, and never with sanitizers (a preloaded library cannot
 # bring ASan's runtime along); its unit tests build the core (all but
-# preload.c) from source with the full CFLAGS, sanitizers included.
+# preload.c and python.c) from source with the full CFLAGS, sanitizers included.
 TRACE_SRC      = $(wildcard src/trace/*.c)
 TRACE_OBJ      = $(TRACE_SRC:src/trace/%.c=$(B)/trace/%.o)
-TRACE_CORE_SRC = $(filter-out src/trace/preload.c,$(TRACE_SRC))
+TRACE_CORE_SRC = $(filter-out src/trace/preload.c src/trace/python.c,$(TRACE_SRC))
 TRACE_CFLAGS   = $(filter-out -fsanitize=% -fno-sanitize%,$(LP_CFLAGS)) -fPIC -fvisibility=hidden \
                  $(shell pkg-config --cflags libunwind)
 

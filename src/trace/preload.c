@@ -51,7 +51,6 @@
 #define DEFAULT_INTERVAL_MS 200
 #define MAPS_MAX 4096               /* objects given a map id; later ones get 0 */
 #define UNARMED_COUNTDOWN 65536     /* before the tracer is on: look again this soon */
-#define PY_RETRY_MAX 4096           /* sampled events between looks for CPython, at most */
 #define ALTSTACK_RECHECK 256        /* see on_altstack() */
 
 extern void *__libc_malloc(size_t);
@@ -348,126 +347,6 @@ static void hello(void)
 	guard_end(&pg);
 }
 
-/* ---- CPython ----------------------------------------------------------- */
-
-/*
- * The Python stack, through the public C API only, looked up with dlsym in
- * whatever is loaded (python3 exports it from the executable). State: 0 not
- * found yet (looked for again after 16, 32, ... up to PY_RETRY_MAX sampled
- * events: an embedding program may load libpython late), 1 ready, -1 found but unusable (no PyGC_Disable: < 3.10).
- */
-static struct {
-	int state;
-	int (*is_initialized)(void);
-	int (*gil_check)(void);
-	void *(*tstate)(void);
-	void *(*get_frame)(void *);
-	void *(*frame_back)(void *);
-	void *(*frame_code)(void *);
-	int (*frame_line)(void *);
-	void *(*getattr)(void *, void *);
-	const char *(*as_utf8)(void *);
-	void *(*from_string)(const char *);
-	void (*decref)(void *);
-	int (*gc_disable)(void);
-	int (*gc_enable)(void);
-	void (*err_fetch)(void **, void **, void **);
-	void (*err_restore)(void *, void *, void *);
-	void *s_filename, *s_name;      /* "co_filename", "co_name": kept for the process's life */
-	uint64_t until_look;            /* sampled events before the next look */
-	uint64_t look_every;
-	bool seen_running;              /* Py_IsInitialized() was true once */
-} py;
-
-#define LOOKUP(field, name) (py.field = (__typeof__(py.field))dlsym(RTLD_DEFAULT, name))
-
-/* Outside the lock, under the guard (dlsym may take the loader's lock). */
-static void py_resolve(void)
-{
-	if (__atomic_load_n(&py.state, __ATOMIC_ACQUIRE) != 0)
-		return;
-	if (py.until_look > 0) {
-		py.until_look--;
-		return;
-	}
-	LOOKUP(is_initialized, "Py_IsInitialized");
-	if (!py.is_initialized) {
-		/* a failed dlsym costs microseconds: look less and less often */
-		py.look_every = py.look_every ? py.look_every * 2 : 16;
-		if (py.look_every > PY_RETRY_MAX)
-			py.look_every = PY_RETRY_MAX;
-		py.until_look = py.look_every;
-		return;
-	}
-	LOOKUP(gil_check, "PyGILState_Check");
-	LOOKUP(tstate, "PyThreadState_GetUnchecked");     /* 3.13 */
-	if (!py.tstate)
-		LOOKUP(tstate, "_PyThreadState_UncheckedGet"); /* 3.5 - 3.12 */
-	if (!py.tstate)
-		LOOKUP(tstate, "PyGILState_GetThisThreadState");
-	LOOKUP(get_frame, "PyThreadState_GetFrame");
-	LOOKUP(frame_back, "PyFrame_GetBack");
-	LOOKUP(frame_code, "PyFrame_GetCode");
-	LOOKUP(frame_line, "PyFrame_GetLineNumber");
-	LOOKUP(getattr, "PyObject_GetAttr");
-	LOOKUP(as_utf8, "PyUnicode_AsUTF8");
-	LOOKUP(from_string, "PyUnicode_FromString");
-	LOOKUP(decref, "Py_DecRef");
-	LOOKUP(gc_disable, "PyGC_Disable");
-	LOOKUP(gc_enable, "PyGC_Enable");
-	LOOKUP(err_fetch, "PyErr_Fetch");
-	LOOKUP(err_restore, "PyErr_Restore");
-	bool ok = py.gil_check && py.tstate && py.get_frame && py.frame_back && py.frame_code
-		  && py.frame_line && py.getattr && py.as_utf8 && py.from_string && py.decref
-		  && py.gc_disable && py.gc_enable && py.err_fetch && py.err_restore;
-	/* threads may race here: they store the same pointers, and state last */
-	__atomic_store_n(&py.state, ok ? 1 : -1, __ATOMIC_RELEASE);
-}
-
-/* The calling thread's Python stack, innermost first, when it holds the GIL.
- * Outside the lock, under the guard; never from realloc or mmap. */
-static void py_capture(struct trace_py_text *t)
-{
-	if (__atomic_load_n(&py.state, __ATOMIC_ACQUIRE) != 1 || !py.is_initialized() || !py.gil_check())
-		return;
-	py.seen_running = true;
-	void *ts = py.tstate();
-	if (!ts)
-		return;
-	void *et, *ev, *etb;
-	py.err_fetch(&et, &ev, &etb);
-	int gc_was_on = py.gc_disable();
-	if (!py.s_filename)
-		py.s_filename = py.from_string("co_filename");
-	if (!py.s_name)
-		py.s_name = py.from_string("co_name");
-	void *f = py.s_filename && py.s_name ? py.get_frame(ts) : NULL;
-	while (f && !t->full) {
-		void *code = py.frame_code(f);
-		if (!code)
-			break;
-		int line = py.frame_line(f);
-		void *file = py.getattr(code, py.s_filename);
-		void *name = py.getattr(code, py.s_name);
-		const char *file_s = file ? py.as_utf8(file) : NULL;
-		const char *name_s = name ? py.as_utf8(name) : NULL;
-		trace_py_text_add(t, line, name_s ? name_s : "?", file_s ? file_s : "?");
-		if (file)
-			py.decref(file);
-		if (name)
-			py.decref(name);
-		py.decref(code);
-		void *back = py.frame_back(f);
-		py.decref(f);
-		f = back;
-	}
-	if (f)
-		py.decref(f);
-	if (gc_was_on)
-		py.gc_enable();
-	py.err_restore(et, ev, etb);    /* also drops any error raised above */
-}
-
 /*
  * CPython tears its modules down after Py_IsInitialized() turns false, and
  * frees everything they held: flushed at exit, every site would end near
@@ -476,7 +355,7 @@ static void py_capture(struct trace_py_text *t)
  */
 static bool py_finalizing(void)
 {
-	if (!py.seen_running || py.is_initialized())
+	if (!trace_py_gone())
 		return false;
 	flush(true);
 	__atomic_store_n(&g_state, ST_OFF, __ATOMIC_RELAXED);
@@ -511,7 +390,7 @@ static void account_alloc(struct trace_site *site, uintptr_t p, uint64_t weight)
 	__atomic_store_n(&g_nlive, g.ptrs.count, __ATOMIC_RELAXED);
 }
 
-static void record(void *p, size_t size, char kind, bool want_py)
+static void record(void *p, size_t size, char kind, bool py_api)
 {
 	void *ips[TRACE_FRAMES_MAX + 8];
 	struct raw_frame raw[TRACE_FRAMES_MAX];
@@ -526,10 +405,8 @@ static void record(void *p, size_t size, char kind, bool want_py)
 		keys[nf++] = (uintptr_t)ips[i];
 
 	trace_py_text_init(&pytext);
-	if (want_py) {
-		py_resolve();
-		py_capture(&pytext);
-	}
+	trace_py_resolve();
+	trace_py_capture(&pytext, py_api);
 	uint64_t hash = trace_site_hash(kind, keys, nf, pytext.buf, pytext.len);
 	uint64_t weight = trace_weight(size, g.mean_bytes);
 
@@ -650,7 +527,7 @@ static bool on_altstack(void)
 }
 
 /* The countdown crossed zero: sample this allocation, or re-arm. */
-static __attribute__((noinline)) void slow_alloc(void *p, size_t size, char kind, bool want_py)
+static __attribute__((noinline)) void slow_alloc(void *p, size_t size, char kind, bool py_api)
 {
 	int state = __atomic_load_n(&g_state, __ATOMIC_RELAXED);
 	if (state != ST_ON) {
@@ -674,15 +551,15 @@ static __attribute__((noinline)) void slow_alloc(void *p, size_t size, char kind
 		return;
 	}
 	t_busy++;
-	record(p, size, kind, want_py);
+	record(p, size, kind, py_api);
 	t_busy--;
 	errno = saved;
 }
 
-static inline void count(void *p, size_t size, char kind, bool want_py)
+static inline void count(void *p, size_t size, char kind, bool py_api)
 {
 	if (unlikely((t_left -= (int64_t)size) < 0))
-		slow_alloc(p, size, kind, want_py);
+		slow_alloc(p, size, kind, py_api);
 }
 
 static inline bool maybe_sampled(const void *p)
@@ -975,7 +852,7 @@ __attribute__((constructor)) static void trace_start(void)
 	}
 	trace_sites_init(&g.sites);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	py_resolve();
+	trace_py_resolve();
 	g.last_flush_ns = now_ns();
 	hello();
 	__atomic_store_n(&g_state, ST_ON, __ATOMIC_RELEASE);

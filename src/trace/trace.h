@@ -220,4 +220,16 @@ void trace_py_text_init(struct trace_py_text *t);
 /* false once the text is full (this frame and any after it are dropped). */
 bool trace_py_text_add(struct trace_py_text *t, long line, const char *func, const char *file);
 
+/*
+ * python.c — the Python stack of the calling thread at a sampled event.
+ * Outside the tracer's lock, under its guard.
+ */
+/* Looks for CPython in the process (cheap when already found or long absent). */
+void trace_py_resolve(void);
+/* Appends the calling thread's Python frames to t, innermost first, when it
+ * has any. py_api: the C API may be called (not from realloc or mmap). */
+void trace_py_capture(struct trace_py_text *t, bool py_api);
+/* CPython ran and has begun tearing itself down. */
+bool trace_py_gone(void);
+
 #endif

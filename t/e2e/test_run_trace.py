@@ -32,10 +32,17 @@ def test_torch_keep_loss_grows_in_libtorch(lp):
     # the graph kept alive is allocated by ATen's empty tensors
     assert top["library"].startswith("libtorch_cpu"), top
     assert "empty" in top["function"], top
+    # ... for the held-out batch that the kept graph holds, made while the
+    # GIL was released: its Python stack is read in place
+    workload = lp.workload("torch_keep_loss.py")
+    line = next(n for n, text in enumerate(open(workload), 1) if "held-out batch: kept" in text)
+    frames = [(f["file"], f["line"], f["function"]) for f in top["python_stack"] or []]
+    assert (str(workload), line, "main") in frames, frames
     assert rep["trace"]["libraries"][0]["library"].startswith("libtorch_cpu")
     assert lib_growth(rep, "libtorch_cpu") == pytest.approx(expected, rel=0.30), rep["trace"]["libraries"][:3]
     # the summary on stderr names it too
     assert "libtorch_cpu" in r.err and "Allocation sites" in r.err
+    assert "torch_keep_loss.py:" in r.err
 
 
 @pytest.mark.slow

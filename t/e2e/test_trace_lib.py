@@ -293,6 +293,59 @@ def test_python_numpy_site(tmp_path):
     assert churn and sum(img.site_live(s) for s in churn) < 0.1 * truth
 
 
+def interpreters():
+    """Debian's python3 and every other CPython 3.10+ found: on PATH, in
+    $LEAKPROOF_TEST_PYTHONS (colon-separated), or installed by pyenv. The
+    in-place frame reader has a layout per version."""
+    candidates = [shutil.which("python3.%d" % minor) for minor in range(10, 15)]
+    candidates += os.environ.get("LEAKPROOF_TEST_PYTHONS", "").split(":")
+    if shutil.which("pyenv"):
+        bare = subprocess.run(["pyenv", "versions", "--bare"], capture_output=True, text=True).stdout.split()
+        for v in bare:
+            if re.fullmatch(r"3\.1\d\.\d+", v):
+                prefix = subprocess.run(["pyenv", "prefix", v], capture_output=True, text=True).stdout.strip()
+                candidates.append(os.path.join(prefix, "bin", "python3"))
+    found = {os.path.realpath(PY): PY}
+    for exe in filter(None, candidates):
+        # by its real executable: a version manager's shim is a shell script
+        r = subprocess.run([exe, "-c", "import sys; print(sys.executable)"], capture_output=True, text=True)
+        real = r.stdout.strip()
+        if r.returncode == 0 and real:
+            found.setdefault(os.path.realpath(real), real)
+    return sorted(found.values())
+
+
+@pytest.mark.parametrize("python", interpreters())
+def test_python_line_without_the_gil(progs, tmp_path, python):
+    """keep_ctypes.py allocates through ctypes, which releases the GIL around
+    the call as PyTorch does around its operators: the Python line is read in
+    place, for the main thread, for a thread of its own, and for realloc."""
+    script = SRC / "keep_ctypes.py"
+    proc, tr = run_traced([python, str(script), str(progs / "libtracekeep.so")], tmp_path,
+                          env_extra=SMALL_MEAN, pipe=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    img = next(i for i in tr.images if i.py)
+    out = proc.stdout
+
+    def sites_at(line, func):
+        return [s for s, fr in img.py.items() if fr[0] == (line, func, str(script))]
+
+    main_sites = sites_at(kv(out, "KEEP_LINE"), "grow_step")
+    thread_sites = sites_at(kv(out, "THREAD_LINE"), "grow_in_thread")
+    assert main_sites and thread_sites, img.describe(20)
+    for s in main_sites + thread_sites:
+        assert has_sym(img, s, "keep_some", "libtracekeep.so"), img.frames_text(s)
+    # the thread's stack is its own: it starts in threading, not in main()
+    assert all(any(f[1] == "run" and f[2].endswith("threading.py") for f in img.py[s]) for s in thread_sites)
+    main_live = sum(img.site_live(s) for s in main_sites)
+    thread_live = sum(img.site_live(s) for s in thread_sites)
+    assert main_live > 0 and thread_live > 0, img.describe(20)
+    assert within(main_live + thread_live, kv(out, "KEPT_BYTES"), 0.25), img.describe()
+    grown = sites_at(kv(out, "REALLOC_LINE"), "grow_by_realloc")
+    assert grown, img.describe(20)
+    assert within(sum(img.site_live(s) for s in grown), kv(out, "REALLOC_BYTES"), 0.25), img.describe()
+
+
 # ---- 5. exec, dlopen, signals, a dead reader, no channel ------------------------
 
 def test_exec_children_are_traced(progs, tmp_path):

@@ -128,7 +128,7 @@ def main():
 
         # Score a held-out batch to follow generalization, step by step.
         model.eval()
-        xv, yv = batch()
+        xv, yv = batch()                                   # held-out batch: kept by the bug below
         val_loss = nn.functional.mse_loss(model(xv), yv)   # BUG: no torch.no_grad()
         if args.item:
             history.append(val_loss.item())
