@@ -478,3 +478,23 @@ def test_under_valgrind(progs, tmp_path, argv):
     img = max(tr.images, key=lambda i: len(i.sites)) if tr.images else None
     assert img and img.sites, "the tracer saw nothing under valgrind"
     assert img.ends
+
+
+@pytest.mark.skipif(os.environ.get("LEAKPROOF_TRACE_VALGRIND") == "0", reason="LEAKPROOF_TRACE_VALGRIND=0")
+def test_python_frames_under_valgrind(progs, tmp_path):
+    """The Python stack read in place, under memcheck: keep_ctypes.py's
+    allocations made without the GIL name their line, and memcheck finds
+    nothing wrong in the reads (PYTHONMALLOC=malloc: CPython's own small
+    object allocator is not memcheck-clean by design)."""
+    vg = shutil.which("valgrind")
+    assert vg, "valgrind is not installed (scripts/install-deps)"
+    prefix = [vg, "-q", "--error-exitcode=99", "--soname-synonyms=somalloc=nouserintercepts",
+              "--suppressions=" + str(SRC / "valgrind.supp")]
+    script = SRC / "keep_ctypes.py"
+    proc, tr = run_traced([PY, str(script), str(progs / "libtracekeep.so"), "20000"], tmp_path, prefix=prefix,
+                          env_extra=dict(SMALL_MEAN, PYTHONMALLOC="malloc"), timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode()[-4000:]
+    assert proc.stderr == b"", proc.stderr.decode()[-4000:]
+    img = next(i for i in tr.images if i.py)
+    line = kv(proc.stdout, "KEEP_LINE")
+    assert any(fr[0] == (line, "grow_step", str(script)) for fr in img.py.values()), img.describe(20)

@@ -1,10 +1,11 @@
 """
-keep_ctypes.py LIBTRACEKEEP — a Python job whose kept memory is allocated
+keep_ctypes.py LIBTRACEKEEP [CALLS] — a Python job whose kept memory is allocated
 while the GIL is released, as PyTorch's operators allocate theirs: ctypes
 releases the GIL around every foreign call. grow_step() calls the tracer's
 test helper keep_some() (which keeps one block in 50); a thread of its own
 does the same from grow_in_thread(); grow_by_realloc() keeps blocks made by
-libc's realloc. Needs only the standard library, so any CPython runs it.
+libc's realloc. CALLS: keep_some() calls per thread (default 100000).
+Needs only the standard library, so any CPython runs it.
 
 Prints, for the test to check the sites against:
     KEPT_BYTES=<bytes keep_some kept, both threads>
@@ -51,9 +52,10 @@ def line_of(mark):
 
 
 def main():
-    t = threading.Thread(target=grow_in_thread, args=(100000,))
+    calls = int(sys.argv[2]) if len(sys.argv) > 2 else 100000
+    t = threading.Thread(target=grow_in_thread, args=(calls,))
     t.start()
-    grow_step(100000)
+    grow_step(calls)
     t.join()
     grow_by_realloc(64, 256 * 1024)
     print("KEPT_BYTES=%d" % lib.keep_some_kept_bytes())
