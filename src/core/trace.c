@@ -423,11 +423,14 @@ struct trace_site **trace_take_dirty(struct trace_in *ti, size_t *n)
 		ti->dirty = xrealloc(ti->dirty, ti->dirty_cap * sizeof(*ti->dirty));
 	}
 	size_t k = 0;
-	for (size_t i = 0; i < ti->nsites; i++)
-		if (ti->sites[i]->dirty) {
-			ti->sites[i]->dirty = false;
-			ti->dirty[k++] = ti->sites[i];
+	for (size_t i = 0; i < ti->nsites; i++) {
+		struct trace_site *s = ti->sites[i];
+		if (s->dirty && s->live != s->taken_live) {
+			s->taken_live = s->live;
+			ti->dirty[k++] = s;
 		}
+		s->dirty = false;
+	}
 	*n = k;
 	return ti->dirty;
 }

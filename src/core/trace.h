@@ -25,7 +25,8 @@ struct trace_site {
 	int64_t live;              /* estimated live bytes, all processes */
 	int64_t allocs, frees;     /* sampled, all processes */
 	bool dirty;                /* changed since trace_take_dirty() */
-	bool announced;            /* returned by trace_take_dirty() once */
+	int64_t taken_live;        /* live as of the last trace_take_dirty() that returned it */
+	bool announced;            /* stored once (set by the store) */
 };
 
 struct trace_in;
@@ -42,8 +43,11 @@ void trace_in_forget(struct trace_in *ti, pid_t pid);
 /* Forget every process that no longer exists. */
 void trace_in_forget_dead(struct trace_in *ti);
 
-/* The sites changed since the last call, in id order; *n of them. Clears
- * their dirty marks. The array is valid until the next call. */
+/* The sites whose live bytes differ from what the last call that returned
+ * them said (from 0 for a site never returned), in id order; *n of them.
+ * A site that holds nothing whenever this is called is never returned:
+ * most sites are a step's temporaries, and they would be most of the
+ * store. Clears the dirty marks. The array is valid until the next call. */
 struct trace_site **trace_take_dirty(struct trace_in *ti, size_t *n);
 
 /* Site id (1..sites), or NULL. */
