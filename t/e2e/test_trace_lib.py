@@ -234,6 +234,28 @@ def test_helper_site_is_found_and_sized(progs, tmp_path):
     assert img.ends[-1][2] == 0, "lines dropped"
 
 
+def test_helper_is_the_top_growing_site_of_a_run(progs, lp):
+    """The same program under `leakproof run --trace`, its steps marked by a
+    regex on its output: keep_some is the one growing site, and the
+    short-lived sites, sampled far more often, are not growing."""
+    iters, steps = 2000000, 40
+    r = lp.run([progs / "keep_main", iters, steps], "--trace", "--step-regex", r"^step (\d+)$")
+    assert r.rc == 0, r
+    kept = kv(r.stdout, "KEPT_BYTES")
+    rep = lp.report()
+    sites = rep["trace"]["sites"]
+    grow = [s for s in sites if s["growing"]]
+    assert grow and grow[0]["function"] == "keep_some" and grow[0]["library"] == "libtracekeep.so", \
+        [(s["library"], s["function"], s["growth_bytes_per_step"]) for s in sites[:5]]
+    assert grow[0]["growth_bytes_per_step"] == pytest.approx(kept / steps, rel=0.25), grow[0]
+    assert all(s["function"] == "keep_some" for s in grow), grow
+    short = [s for s in sites if s["function"] in ("short_a", "short_b")]
+    assert all(not s["growing"] for s in short), short
+    assert rep["trace"]["libraries"][0]["library"] == "libtracekeep.so", rep["trace"]["libraries"]
+    text = lp.cmd(["report", "--store", lp.store, "--trace"])
+    assert text.rc == 0 and "keep_some" in text.out and "libtracekeep.so" in text.out, text
+
+
 # ---- 2. threads and every entry point --------------------------------------
 
 def test_threads_stress(progs, tmp_path):
