@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "report/render.h"
+#include "util/json.h"
 #include "util/util.h"
 
 #define MAX_BINS 2000
@@ -41,135 +42,33 @@ int report_format_parse(const char *name, enum report_format *out)
 
 /* ---- the command ----------------------------------------------------- */
 
-static void utf8_put(struct strbuf *sb, unsigned cp)
-{
-	if (cp < 0x80) {
-		strbuf_addch(sb, (int)cp);
-	} else if (cp < 0x800) {
-		strbuf_addch(sb, (int)(0xc0 | (cp >> 6)));
-		strbuf_addch(sb, (int)(0x80 | (cp & 0x3f)));
-	} else if (cp < 0x10000) {
-		strbuf_addch(sb, (int)(0xe0 | (cp >> 12)));
-		strbuf_addch(sb, (int)(0x80 | ((cp >> 6) & 0x3f)));
-		strbuf_addch(sb, (int)(0x80 | (cp & 0x3f)));
-	} else {
-		strbuf_addch(sb, (int)(0xf0 | (cp >> 18)));
-		strbuf_addch(sb, (int)(0x80 | ((cp >> 12) & 0x3f)));
-		strbuf_addch(sb, (int)(0x80 | ((cp >> 6) & 0x3f)));
-		strbuf_addch(sb, (int)(0x80 | (cp & 0x3f)));
-	}
-}
-
-static int hex4(const char *p, unsigned *out)
-{
-	unsigned v = 0;
-	for (int i = 0; i < 4; i++) {
-		int c = (unsigned char)p[i];
-		if (!isxdigit(c))
-			return -1;
-		v = v * 16 + (unsigned)(isdigit(c) ? c - '0' : tolower(c) - 'a' + 10);
-	}
-	*out = v;
-	return 0;
-}
-
-/* Parse one JSON string at *pp (at its opening quote) into sb. */
-static int parse_json_string(const char **pp, struct strbuf *sb)
-{
-	const char *p = *pp;
-	if (*p++ != '"')
-		return -1;
-	while (*p && *p != '"') {
-		if (*p != '\\') {
-			strbuf_addch(sb, *p++);
-			continue;
-		}
-		p++;
-		switch (*p) {
-		case '"': case '\\': case '/': strbuf_addch(sb, *p); break;
-		case 'b': strbuf_addch(sb, '\b'); break;
-		case 'f': strbuf_addch(sb, '\f'); break;
-		case 'n': strbuf_addch(sb, '\n'); break;
-		case 'r': strbuf_addch(sb, '\r'); break;
-		case 't': strbuf_addch(sb, '\t'); break;
-		case 'u': {
-			unsigned cp, lo;
-			if (hex4(p + 1, &cp) < 0)
-				return -1;
-			p += 4;
-			if (cp >= 0xd800 && cp < 0xdc00 && p[1] == '\\' && p[2] == 'u' &&
-			    hex4(p + 3, &lo) == 0 && lo >= 0xdc00 && lo < 0xe000) {
-				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-				p += 6;
-			} else if (cp >= 0xd800 && cp < 0xe000) {
-				cp = 0xfffd;
-			}
-			if (cp == 0)
-				cp = 0xfffd;   /* no NUL inside a C string */
-			utf8_put(sb, cp);
-			break;
-		}
-		default:
-			return -1;
-		}
-		p++;
-	}
-	if (*p != '"')
-		return -1;
-	*pp = p + 1;
-	return 0;
-}
-
 void report_parse_command(const char *json, char ***argv_out, size_t *argc_out)
 {
-	char **argv = NULL;
-	size_t argc = 0, cap = 0;
-	const char *p = json ? json : "";
-	struct strbuf sb = STRBUF_INIT;
+	struct jval v;
+	const char *err;
+	size_t err_at;
+	char **argv;
 
-	while (isspace((unsigned char)*p))
-		p++;
-	if (*p++ != '[')
-		goto bad;
-	for (;;) {
-		while (isspace((unsigned char)*p))
-			p++;
-		if (*p == ']' && argc == 0) {
-			p++;
-			break;
+	bool parsed = json && jval_parse(json, &v, &err, &err_at) == 0;
+	if (parsed && v.type == J_ARR) {
+		size_t n = 0;
+		argv = xcalloc(v.n + 1, sizeof(*argv));
+		for (size_t i = 0; i < v.n; i++)
+			if (v.items[i].type == J_STR) {
+				argv[n++] = v.items[i].s;
+				v.items[i].s = NULL;
+			}
+		if (n == v.n) {
+			jval_release(&v);
+			*argv_out = argv;
+			*argc_out = n;
+			return;
 		}
-		strbuf_reset(&sb);
-		if (parse_json_string(&p, &sb) < 0)
-			goto bad;
-		if (argc + 2 > cap) {
-			cap = cap ? cap * 2 : 8;
-			argv = xrealloc(argv, cap * sizeof(*argv));
-		}
-		argv[argc++] = xstrdup(strbuf_str(&sb));
-		while (isspace((unsigned char)*p))
-			p++;
-		if (*p == ',') {
-			p++;
-			continue;
-		}
-		if (*p++ != ']')
-			goto bad;
-		break;
+		report_argv_free(argv, n);
 	}
-	while (isspace((unsigned char)*p))
-		p++;
-	if (*p)
-		goto bad;
-	strbuf_release(&sb);
-	if (!argv)
-		argv = xcalloc(1, sizeof(*argv));
-	argv[argc] = NULL;
-	*argv_out = argv;
-	*argc_out = argc;
-	return;
-bad:
-	strbuf_release(&sb);
-	report_argv_free(argv, argc);
+	if (parsed)
+		jval_release(&v);
+	/* not an array of strings: the text itself */
 	argv = xcalloc(2, sizeof(*argv));
 	argv[0] = xstrdup(json ? json : "");
 	*argv_out = argv;

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/json.h"
 #include "util/util.h"
 
 extern char **environ;
@@ -334,309 +335,6 @@ done:
 	return rc;
 }
 
-/* ------------------------------------------------------------------ */
-/* A small strict JSON reader (RFC 8259, plus Python's NaN, Infinity and
- * -Infinity, which json.dumps writes for non-finite floats) */
-
-enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
-
-struct jval {
-	enum jtype type;
-	bool b;                 /* J_BOOL */
-	double num;             /* J_NUM */
-	bool is_int;            /* J_NUM written without fraction or exponent */
-	char *s;                /* J_STR: decoded (UTF-8); J_NUM: the text */
-	size_t n;               /* J_ARR, J_OBJ: the number of items */
-	struct jval *items;     /* J_ARR, J_OBJ: the values */
-	char **keys;            /* J_OBJ: the keys, decoded */
-};
-
-struct jparser {
-	const char *start, *p;
-	const char *err;        /* static text of the first error */
-	size_t err_at;
-	int depth;
-};
-
-#define JSON_MAX_DEPTH 32
-
-static void jval_release(struct jval *v)
-{
-	for (size_t i = 0; i < v->n; i++) {
-		jval_release(&v->items[i]);
-		if (v->keys)
-			free(v->keys[i]);
-	}
-	free(v->items);
-	free(v->keys);
-	free(v->s);
-	memset(v, 0, sizeof(*v));
-}
-
-static int jfail(struct jparser *jp, const char *msg)
-{
-	if (!jp->err) {
-		jp->err = msg;
-		jp->err_at = (size_t)(jp->p - jp->start);
-	}
-	return -1;
-}
-
-static void jspace(struct jparser *jp)
-{
-	while (*jp->p == ' ' || *jp->p == '\t' || *jp->p == '\n' || *jp->p == '\r')
-		jp->p++;
-}
-
-static void add_utf8(struct strbuf *sb, unsigned cp)
-{
-	if (cp < 0x80) {
-		strbuf_addch(sb, (int)cp);
-	} else if (cp < 0x800) {
-		strbuf_addch(sb, (int)(0xc0 | cp >> 6));
-		strbuf_addch(sb, (int)(0x80 | (cp & 0x3f)));
-	} else if (cp < 0x10000) {
-		strbuf_addch(sb, (int)(0xe0 | cp >> 12));
-		strbuf_addch(sb, (int)(0x80 | ((cp >> 6) & 0x3f)));
-		strbuf_addch(sb, (int)(0x80 | (cp & 0x3f)));
-	} else {
-		strbuf_addch(sb, (int)(0xf0 | cp >> 18));
-		strbuf_addch(sb, (int)(0x80 | ((cp >> 12) & 0x3f)));
-		strbuf_addch(sb, (int)(0x80 | ((cp >> 6) & 0x3f)));
-		strbuf_addch(sb, (int)(0x80 | (cp & 0x3f)));
-	}
-}
-
-static int hex4(const char *p, unsigned *out)
-{
-	unsigned v = 0;
-	for (int i = 0; i < 4; i++) {
-		char c = p[i];
-		v <<= 4;
-		if (c >= '0' && c <= '9')
-			v |= (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			v |= (unsigned)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			v |= (unsigned)(c - 'A' + 10);
-		else
-			return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-/* A string at jp->p (the opening quote); the caller frees *out. */
-static int jstring(struct jparser *jp, char **out)
-{
-	struct strbuf sb = STRBUF_INIT;
-	jp->p++;
-	for (;;) {
-		unsigned char c = (unsigned char)*jp->p;
-		if (c == '"') {
-			jp->p++;
-			*out = strbuf_detach(&sb, NULL);
-			return 0;
-		}
-		if (c == '\0' || c < 0x20) {
-			strbuf_release(&sb);
-			return jfail(jp, c ? "control character in a string" : "unterminated string");
-		}
-		if (c != '\\') {
-			strbuf_addch(&sb, c);
-			jp->p++;
-			continue;
-		}
-		char e = jp->p[1];
-		jp->p += 2;
-		switch (e) {
-		case '"': strbuf_addch(&sb, '"'); break;
-		case '\\': strbuf_addch(&sb, '\\'); break;
-		case '/': strbuf_addch(&sb, '/'); break;
-		case 'b': strbuf_addch(&sb, '\b'); break;
-		case 'f': strbuf_addch(&sb, '\f'); break;
-		case 'n': strbuf_addch(&sb, '\n'); break;
-		case 'r': strbuf_addch(&sb, '\r'); break;
-		case 't': strbuf_addch(&sb, '\t'); break;
-		case 'u': {
-			unsigned cp, lo;
-			if (hex4(jp->p, &cp)) {
-				strbuf_release(&sb);
-				return jfail(jp, "bad \\u escape");
-			}
-			jp->p += 4;
-			if (cp >= 0xd800 && cp <= 0xdbff) {
-				if (jp->p[0] != '\\' || jp->p[1] != 'u' || hex4(jp->p + 2, &lo) ||
-				    lo < 0xdc00 || lo > 0xdfff) {
-					strbuf_release(&sb);
-					return jfail(jp, "unpaired surrogate in a \\u escape");
-				}
-				jp->p += 6;
-				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-			} else if (cp >= 0xdc00 && cp <= 0xdfff) {
-				strbuf_release(&sb);
-				return jfail(jp, "unpaired surrogate in a \\u escape");
-			} else if (cp == 0) {
-				strbuf_release(&sb);
-				return jfail(jp, "\\u0000 in a string");
-			}
-			add_utf8(&sb, cp);
-			break;
-		}
-		default:
-			jp->p -= 2;
-			strbuf_release(&sb);
-			return jfail(jp, "bad escape in a string");
-		}
-	}
-}
-
-static int jnumber(struct jparser *jp, struct jval *v)
-{
-	const char *s = jp->p, *p = s;
-	static const struct { const char *word; double val; } special[] = {
-		{ "NaN", NAN }, { "Infinity", INFINITY }, { "-Infinity", -INFINITY },
-	};
-	for (size_t i = 0; i < 3; i++) {
-		size_t len = strlen(special[i].word);
-		if (!strncmp(p, special[i].word, len)) {
-			v->type = J_NUM;
-			v->num = special[i].val;
-			v->s = xstrdup(special[i].word);
-			jp->p += len;
-			return 0;
-		}
-	}
-	bool is_int = true;
-	if (*p == '-')
-		p++;
-	if (*p == '0')
-		p++;
-	else if (*p >= '1' && *p <= '9')
-		while (*p >= '0' && *p <= '9')
-			p++;
-	else
-		return jfail(jp, "bad number");
-	if (*p == '.') {
-		is_int = false;
-		p++;
-		if (!(*p >= '0' && *p <= '9'))
-			return jfail(jp, "bad number");
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	if (*p == 'e' || *p == 'E') {
-		is_int = false;
-		p++;
-		if (*p == '+' || *p == '-')
-			p++;
-		if (!(*p >= '0' && *p <= '9'))
-			return jfail(jp, "bad number");
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	v->type = J_NUM;
-	v->is_int = is_int;
-	v->s = xmalloc((size_t)(p - s) + 1);
-	memcpy(v->s, s, (size_t)(p - s));
-	v->s[p - s] = '\0';
-	v->num = strtod(v->s, NULL);
-	jp->p = p;
-	return 0;
-}
-
-static int jvalue(struct jparser *jp, struct jval *v);
-
-/* An array or object at jp->p ('[' or '{'). */
-static int jcompound(struct jparser *jp, struct jval *v, bool object)
-{
-	size_t alloc = 0;
-	char close = object ? '}' : ']';
-	v->type = object ? J_OBJ : J_ARR;
-	if (++jp->depth > JSON_MAX_DEPTH)
-		return jfail(jp, "nested too deeply");
-	jp->p++;
-	jspace(jp);
-	if (*jp->p == close) {
-		jp->p++;
-		jp->depth--;
-		return 0;
-	}
-	for (;;) {
-		if (v->n == alloc) {
-			alloc = alloc ? 2 * alloc : 4;
-			v->items = xrealloc(v->items, alloc * sizeof(*v->items));
-			if (object)
-				v->keys = xrealloc(v->keys, alloc * sizeof(*v->keys));
-		}
-		struct jval *item = &v->items[v->n];
-		memset(item, 0, sizeof(*item));
-		if (object) {
-			jspace(jp);
-			if (*jp->p != '"')
-				return jfail(jp, "expected a key");
-			char *key;
-			if (jstring(jp, &key))
-				return -1;
-			v->keys[v->n] = key;
-			jspace(jp);
-			if (*jp->p != ':') {
-				v->n++;     /* the key is owned: freed with v */
-				return jfail(jp, "expected ':'");
-			}
-			jp->p++;
-		}
-		v->n++;
-		if (jvalue(jp, item))
-			return -1;
-		jspace(jp);
-		if (*jp->p == ',') {
-			jp->p++;
-			continue;
-		}
-		if (*jp->p == close) {
-			jp->p++;
-			jp->depth--;
-			return 0;
-		}
-		return jfail(jp, object ? "expected ',' or '}'" : "expected ',' or ']'");
-	}
-}
-
-static int jvalue(struct jparser *jp, struct jval *v)
-{
-	jspace(jp);
-	switch (*jp->p) {
-	case '{': return jcompound(jp, v, true);
-	case '[': return jcompound(jp, v, false);
-	case '"':
-		v->type = J_STR;
-		return jstring(jp, &v->s);
-	case 't':
-	case 'f':
-	case 'n':
-		if (!strncmp(jp->p, "true", 4) || !strncmp(jp->p, "false", 5)) {
-			v->type = J_BOOL;
-			v->b = *jp->p == 't';
-			jp->p += v->b ? 4 : 5;
-			return 0;
-		}
-		if (!strncmp(jp->p, "null", 4)) {
-			v->type = J_NULL;
-			jp->p += 4;
-			return 0;
-		}
-		return jfail(jp, "unexpected word");
-	case '\0':
-		return jfail(jp, "unexpected end");
-	default:
-		if (*jp->p == '-' || (*jp->p >= '0' && *jp->p <= '9') || *jp->p == 'N' ||
-		    *jp->p == 'I')
-			return jnumber(jp, v);
-		return jfail(jp, "unexpected text");
-	}
-}
-
 /* A short printable excerpt of text for messages; the caller frees. */
 static char *excerpt(const char *text)
 {
@@ -660,31 +358,18 @@ static char *excerpt(const char *text)
  * Returns 0, or -1 after printing "unexpected output from 'WHAT': ...". */
 static int json_parse(const char *text, const char *what, struct jval *v)
 {
-	struct jparser jp = { text, text, NULL, 0, 0 };
-	memset(v, 0, sizeof(*v));
-	if (jvalue(&jp, v) == 0) {
-		jspace(&jp);
-		if (*jp.p == '\0')
-			return 0;
-		jfail(&jp, "text after the value");
-	}
-	jval_release(v);
+	const char *err;
+	size_t err_at;
+	if (jval_parse(text, v, &err, &err_at) == 0)
+		return 0;
 	char *ex = excerpt(text);
 	if (!*text)
 		error("unexpected output from '%s': nothing", what);
 	else
-		error("unexpected output from '%s': %s at byte %zu of '%s'", what, jp.err,
-		      jp.err_at, ex);
+		error("unexpected output from '%s': %s at byte %zu of '%s'", what, err,
+		      err_at, ex);
 	free(ex);
 	return -1;
-}
-
-static const struct jval *jget(const struct jval *obj, const char *key)
-{
-	for (size_t i = 0; obj->type == J_OBJ && i < obj->n; i++)
-		if (!strcmp(obj->keys[i], key))
-			return &obj->items[i];
-	return NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -873,7 +558,7 @@ int optuna_parse_ask(const char *text, const struct sweep_spec *spec,
 
 	struct strbuf msg = STRBUF_INIT;
 	char **values = xcalloc(spec->ndims + 1, sizeof(*values));  /* NULL-terminated */
-	const struct jval *num = jget(&root, "number"), *params = jget(&root, "params");
+	const struct jval *num = jval_get(&root, "number"), *params = jval_get(&root, "params");
 	if (root.type != J_OBJ) {
 		strbuf_addstr(&msg, "not an object");
 		goto fail;
@@ -1001,7 +686,7 @@ int optuna_create(const struct optuna_study *st)
 		goto done;
 	}
 	for (size_t i = 0; i < root.n; i++) {
-		const struct jval *s = &root.items[i], *n = jget(s, "name"), *d = jget(s, "direction");
+		const struct jval *s = &root.items[i], *n = jval_get(s, "name"), *d = jval_get(s, "direction");
 		if (!n || n->type != J_STR || strcmp(n->s, st->name))
 			continue;
 		/* ["MINIMIZE"] in 3.1; a bare string is taken too. */

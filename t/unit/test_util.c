@@ -1,14 +1,18 @@
 /*
  * test_util.c — sizes and durations as users type them (--max-mem,
  * --soft-limit, --max-gpu, --interval, --grace): what is accepted, what it
- * means, and that a bad value is refused with a message naming it.
+ * means, and that a bad value is refused with a message naming it; and the
+ * JSON reader (what Python's json module writes, and where it stops on bad
+ * text).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "tap.h"
+#include "util/json.h"
 #include "util/util.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -110,4 +114,53 @@ static void test_durations(void)
 	CHECK(strstr(msg, "'5 parsecs'") != NULL);
 }
 
-TEST_MAIN("util", TEST(test_sizes), TEST(test_percentages), TEST(test_bad_sizes), TEST(test_durations))
+static void test_json(void)
+{
+	struct jval v;
+	const char *err = NULL;
+	size_t at = 0;
+	CHECK_EQ_INT(jval_parse(" {\"a\": [1, -2.5e1, NaN, -Infinity, true, null],"
+	                        " \"s\": \"\\u00e9\\ud83d\\ude00\\n\"} ", &v, &err, &at), 0);
+	CHECK_EQ_INT(v.type, J_OBJ);
+	const struct jval *a = jval_get(&v, "a"), *s = jval_get(&v, "s");
+	CHECK(a && a->type == J_ARR && a->n == 6);
+	if (a && a->n == 6) {
+		CHECK(a->items[0].is_int && a->items[0].num == 1);
+		CHECK(!a->items[1].is_int && a->items[1].num == -25);
+		CHECK(isnan(a->items[2].num));
+		CHECK(isinf(a->items[3].num) && a->items[3].num < 0);
+		CHECK(a->items[4].type == J_BOOL && a->items[4].b);
+		CHECK_EQ_INT(a->items[5].type, J_NULL);
+	}
+	CHECK(s && s->type == J_STR);
+	if (s)
+		CHECK_STR(s->s, "\xc3\xa9\xf0\x9f\x98\x80\n");
+	CHECK(jval_get(&v, "missing") == NULL);
+	CHECK(jval_get(a, "a") == NULL);          /* not an object */
+	jval_release(&v);
+
+	static const struct { const char *text, *err; size_t at; } bad[] = {
+		{ "", "unexpected end", 0 },
+		{ "[1, 2", "expected ',' or ']'", 5 },
+		{ "[1] x", "text after the value", 4 },
+		{ "{\"a\" 1}", "expected ':'", 5 },
+		{ "\"\\ud800\"", "unpaired surrogate in a \\u escape", 7 },
+		{ "\"\\u0000\"", "\\u0000 in a string", 7 },
+		{ "\"tab\there\"", "control character in a string", 4 },
+		{ "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]", "nested too deeply", 32 },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err = NULL;
+		CHECK_EQ_INT(jval_parse(bad[i].text, &v, &err, &at), -1);
+		CHECK(err != NULL);
+		if (err) {
+			CHECK_STR(err, bad[i].err);
+			CHECK_EQ_INT(at, bad[i].at);
+		}
+		CHECK_EQ_INT(v.type, J_NULL);     /* emptied */
+		CHECK_EQ_INT(v.n, 0);
+	}
+}
+
+TEST_MAIN("util", TEST(test_sizes), TEST(test_percentages), TEST(test_bad_sizes), TEST(test_durations),
+          TEST(test_json))

@@ -1,0 +1,38 @@
+/*
+ * json.h — a small strict JSON reader: RFC 8259, plus the NaN, Infinity and
+ * -Infinity that Python's json.dumps writes for non-finite floats (which
+ * is why it is not a library's; see docs/internals/dependencies.md).
+ * Strings are decoded to UTF-8; a \u0000 or an unpaired surrogate is an
+ * error. Writing JSON is strbuf_add_json_str() in util.h.
+ */
+#ifndef LP_JSON_H
+#define LP_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+
+struct jval {
+	enum jtype type;
+	bool b;                 /* J_BOOL */
+	double num;             /* J_NUM */
+	bool is_int;            /* J_NUM written without fraction or exponent */
+	char *s;                /* J_STR: decoded (UTF-8); J_NUM: the text */
+	size_t n;               /* J_ARR, J_OBJ: the number of items */
+	struct jval *items;     /* J_ARR, J_OBJ: the values */
+	char **keys;            /* J_OBJ: the keys, decoded */
+};
+
+/* Parse the whole of text (one value, white space around it allowed) into
+ * *v. Returns 0, or -1 with *v empty and, in *err and *err_at, a static
+ * description of the first error and its byte offset. */
+int jval_parse(const char *text, struct jval *v, const char **err, size_t *err_at);
+
+/* The value of key in an object; NULL when v is not an object or lacks it. */
+const struct jval *jval_get(const struct jval *obj, const char *key);
+
+/* Free what v holds and empty it. */
+void jval_release(struct jval *v);
+
+#endif
