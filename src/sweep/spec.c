@@ -44,6 +44,7 @@
 #include <strings.h>
 #include <yaml.h>
 
+#include "util/json.h"
 #include "util/util.h"
 
 #define SPEC_MAX_BYTES (1024 * 1024)    /* a sweep file is a page of YAML */
@@ -238,37 +239,6 @@ static bool parse_number(const char *t, double *v, bool *is_int)
 	if (is_int)
 		*is_int = integer;
 	return true;
-}
-
-/* JSON's stricter number syntax: -?(0|[1-9]digits)(.digits)?([eE][+-]?digits)? */
-static bool json_number_syntax(const char *t)
-{
-	const char *p = t;
-	if (*p == '-')
-		p++;
-	if (*p == '0')
-		p++;
-	else if (*p >= '1' && *p <= '9')
-		while (*p >= '0' && *p <= '9')
-			p++;
-	else
-		return false;
-	if (*p == '.') {
-		if (!(*++p >= '0' && *p <= '9'))
-			return false;
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	if (*p == 'e' || *p == 'E') {
-		p++;
-		if (*p == '+' || *p == '-')
-			p++;
-		if (!(*p >= '0' && *p <= '9'))
-			return false;
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	return !*p;
 }
 
 /* The shortest "%.Ng" (N <= 17) that reads back as v. */
@@ -1262,9 +1232,10 @@ static char *assign_json(const struct sweep_spec *s, const struct sweep_assign *
 		strbuf_add_json_str(&sb, d->name);
 		strbuf_addstr(&sb, ": ");
 		double num;
+		const char *end;
 		if (env || !value_is_number(d, v) || !parse_number(v, &num, NULL)) {
 			strbuf_add_json_str(&sb, v);
-		} else if (json_number_syntax(v)) {
+		} else if ((end = json_number_end(v, NULL)) && !*end) {
 			strbuf_addstr(&sb, v);
 		} else {        /* "+1", "007", ".5": the same number in JSON's syntax */
 			char buf[64];

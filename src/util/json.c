@@ -150,6 +150,41 @@ static int jstring(struct jparser *jp, char **out)
 	}
 }
 
+const char *json_number_end(const char *p, bool *is_int)
+{
+	bool integer = true;
+	if (*p == '-')
+		p++;
+	if (*p == '0')
+		p++;
+	else if (*p >= '1' && *p <= '9')
+		while (*p >= '0' && *p <= '9')
+			p++;
+	else
+		return NULL;
+	if (*p == '.') {
+		integer = false;
+		p++;
+		if (!(*p >= '0' && *p <= '9'))
+			return NULL;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (*p == 'e' || *p == 'E') {
+		integer = false;
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!(*p >= '0' && *p <= '9'))
+			return NULL;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (is_int)
+		*is_int = integer;
+	return p;
+}
+
 static int jnumber(struct jparser *jp, struct jval *v)
 {
 	const char *s = jp->p, *p = s;
@@ -166,34 +201,10 @@ static int jnumber(struct jparser *jp, struct jval *v)
 			return 0;
 		}
 	}
-	bool is_int = true;
-	if (*p == '-')
-		p++;
-	if (*p == '0')
-		p++;
-	else if (*p >= '1' && *p <= '9')
-		while (*p >= '0' && *p <= '9')
-			p++;
-	else
+	bool is_int;
+	p = json_number_end(s, &is_int);
+	if (!p)
 		return jfail(jp, "bad number");
-	if (*p == '.') {
-		is_int = false;
-		p++;
-		if (!(*p >= '0' && *p <= '9'))
-			return jfail(jp, "bad number");
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	if (*p == 'e' || *p == 'E') {
-		is_int = false;
-		p++;
-		if (*p == '+' || *p == '-')
-			p++;
-		if (!(*p >= '0' && *p <= '9'))
-			return jfail(jp, "bad number");
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
 	v->type = J_NUM;
 	v->is_int = is_int;
 	v->s = xmalloc((size_t)(p - s) + 1);

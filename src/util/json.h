@@ -29,6 +29,12 @@ struct jval {
  * description of the first error and its byte offset. */
 int jval_parse(const char *text, struct jval *v, const char **err, size_t *err_at);
 
+/* The end of the JSON number (RFC 8259: -?(0|[1-9]digits)(.digits)?
+ * ([eE][+-]?digits)?) that p starts with, or NULL when p does not start with
+ * one; *is_int (unless NULL) tells whether it had neither fraction nor
+ * exponent. */
+const char *json_number_end(const char *p, bool *is_int);
+
 /* The value of key in an object; NULL when v is not an object or lacks it. */
 const struct jval *jval_get(const struct jval *obj, const char *key);
 

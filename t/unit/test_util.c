@@ -139,6 +139,15 @@ static void test_json(void)
 	CHECK(jval_get(a, "a") == NULL);          /* not an object */
 	jval_release(&v);
 
+	bool is_int = false;
+	const char *n = "-12e3,";
+	CHECK(json_number_end(n, &is_int) == n + 5 && !is_int);
+	n = "07";                                 /* no leading zeros */
+	CHECK(json_number_end(n, &is_int) == n + 1 && is_int);
+	CHECK(json_number_end(".5", NULL) == NULL);
+	CHECK(json_number_end("1.", NULL) == NULL);
+	CHECK(json_number_end("-", NULL) == NULL);
+
 	static const struct { const char *text, *err; size_t at; } bad[] = {
 		{ "", "unexpected end", 0 },
 		{ "[1, 2", "expected ',' or ']'", 5 },
