@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -70,6 +71,7 @@ extern char **environ;
 #define BACKOFF_MAX_NS (30 * NS_PER_S)     /* doubling up to this */
 #define TRACE_RECORDS 300                  /* --trace: site records over a run, at least ... */
 #define TRACE_WRITE_MIN_NS (NS_PER_S / 5)  /* ... written no more often than this */
+#define TRACE_WRITE_STEP_NS (NS_PER_S / 50) /* ... or this, when a step was marked since */
 #define TRACE_WRITE_MAX_NS (5 * NS_PER_S)  /* ... and no less often than this */
 
 enum sv_state { SV_RUNNING, SV_ENDING, SV_KILLING, SV_DONE };
@@ -127,6 +129,9 @@ struct sv {
 	enum step_source step_source;
 	int64_t bad_lines, long_lines, trace_long_lines;
 	int64_t last_trace_ns;                 /* sites last written */
+	int64_t last_trace_steps;              /* sv->steps then */
+	int stepfd;                            /* --trace: the step counter the tracers read, */
+	uint64_t *step_word;                   /* ... mapped (see start_trace_steps) */
 
 	struct mem_sample last;
 	bool have_last;
@@ -378,6 +383,7 @@ static void trace_write(struct sv *sv, int64_t now_ns)
 	if (!sv->trace)
 		return;
 	sv->last_trace_ns = now_ns;
+	sv->last_trace_steps = sv->steps;
 	if (!sv->child_exited)
 		trace_in_forget_dead(sv->trace);
 	size_t n;
@@ -386,19 +392,54 @@ static void trace_write(struct sv *sv, int64_t now_ns)
 }
 
 /*
- * Write the sites when due: every TRACE_WRITE_MIN_NS at first, then less
- * often as the run grows old, so that any run has a few hundred records
- * per site to judge and an hour-long one stays small (a record every 5 s).
+ * Write the sites when due: at each step (the tracers flush when the step
+ * counter moves) or every TRACE_WRITE_MIN_NS at first, then less often as
+ * the run grows old, so that any run has a few hundred records per site to
+ * judge, even one of a few seconds, and an hour-long one stays small (a
+ * record every 5 s).
  */
 static void trace_maybe_write(struct sv *sv, int64_t now_ns)
 {
 	int64_t every = (now_ns - sv->t0_ns) / TRACE_RECORDS;
-	if (every < TRACE_WRITE_MIN_NS)
-		every = TRACE_WRITE_MIN_NS;
+	int64_t least = sv->steps != sv->last_trace_steps ? TRACE_WRITE_STEP_NS : TRACE_WRITE_MIN_NS;
+	if (every < least)
+		every = least;
 	if (every > TRACE_WRITE_MAX_NS)
 		every = TRACE_WRITE_MAX_NS;
 	if (now_ns - sv->last_trace_ns >= every)
 		trace_write(sv, now_ns);
+}
+
+/*
+ * The step counter the tracers read (LEAKPROOF_TRACE_STEPS_FD): 8 bytes of
+ * a memfd shared with every traced process, the number of steps marked so
+ * far. A tracer flushes its changed sites once it sees the number move, so
+ * the records follow the steps however they are marked (client or regex),
+ * with nothing sent to the job. Without it (no memfd), the tracers flush on
+ * their interval alone.
+ */
+static void start_trace_steps(struct sv *sv)
+{
+	sv->stepfd = memfd_create("leakproof-steps", MFD_CLOEXEC);
+	if (sv->stepfd < 0)
+		return;
+	void *m = MAP_FAILED;
+	if (ftruncate(sv->stepfd, sizeof(uint64_t)) == 0)
+		m = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, sv->stepfd, 0);
+	if (m == MAP_FAILED) {
+		close(sv->stepfd);
+		sv->stepfd = -1;
+		return;
+	}
+	sv->step_word = m;
+}
+
+static void stop_trace_steps(struct sv *sv)
+{
+	if (sv->step_word)
+		munmap(sv->step_word, sizeof(uint64_t));
+	if (sv->stepfd >= 0)
+		close(sv->stepfd);
 }
 
 /* The job is over: the last changes, each site's totals, and its frames
@@ -475,6 +516,8 @@ static void record_step(struct sv *sv, int64_t step, int64_t now)
 		sv->first_step_t = rec.mem.t;
 	sv->steps++;
 	sv->last_step = rec.step;
+	if (sv->step_word)
+		__atomic_store_n(sv->step_word, (uint64_t)sv->steps, __ATOMIC_RELAXED);
 
 	if (sv->ring_n == LIVE_RING) {
 		memmove(sv->ring_x, sv->ring_x + 1, (LIVE_RING - 1) * sizeof(double));
@@ -736,7 +779,7 @@ static char **build_env(const struct sv *sv, int chan_fd, int trace_fd)
 	size_t n = 0;
 	while (environ[n])
 		n++;
-	char **env = xcalloc(n + 14, sizeof(char *));
+	char **env = xcalloc(n + 16, sizeof(char *));
 	size_t k = 0;
 	const char *pypath = getenv("PYTHONPATH");
 	for (size_t i = 0; i < n; i++) {
@@ -787,6 +830,13 @@ static char **build_env(const struct sv *sv, int chan_fd, int trace_fd)
 		struct stat st;
 		if (fstat(trace_fd, &st) == 0) {
 			strbuf_addf(&sb, "LEAKPROOF_TRACE_FD_INODE=%llu:%llu", (unsigned long long)st.st_dev,
+			            (unsigned long long)st.st_ino);
+			env[k++] = strbuf_detach(&sb, NULL);
+		}
+		if (sv->stepfd >= 0 && fstat(sv->stepfd, &st) == 0) {
+			strbuf_addf(&sb, "LEAKPROOF_TRACE_STEPS_FD=%d", sv->stepfd);
+			env[k++] = strbuf_detach(&sb, NULL);
+			strbuf_addf(&sb, "LEAKPROOF_TRACE_STEPS_INODE=%llu:%llu", (unsigned long long)st.st_dev,
 			            (unsigned long long)st.st_ino);
 			env[k++] = strbuf_detach(&sb, NULL);
 		}
@@ -866,6 +916,8 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 		fcntl(chanp[1], F_SETFD, 0);
 		if (tracep[1] >= 0)
 			fcntl(tracep[1], F_SETFD, 0);
+		if (sv->stepfd >= 0)
+			fcntl(sv->stepfd, F_SETFD, 0);
 		execvpe(argv[0], argv, env);
 		int e = errno;
 		ssize_t w = write(execp[1], &e, sizeof(e));
@@ -1269,7 +1321,7 @@ int supervise(const struct supervise_opts *o)
 
 	memset(&sv, 0, sizeof(sv));
 	sv.o = o;
-	sv.sigfd = sv.timerfd = sv.outfd = sv.errfd = sv.chanfd = sv.tracefd = -1;
+	sv.sigfd = sv.timerfd = sv.outfd = sv.errfd = sv.chanfd = sv.tracefd = sv.stepfd = -1;
 	sv.epoch = -1;
 	sv.peak = -1;
 	linebuf_init(&sv.out_lb, true);
@@ -1350,6 +1402,7 @@ int supervise(const struct supervise_opts *o)
 		}
 		sv.trace = trace_in_new();
 		linebuf_init(&sv.trace_lb, false);
+		start_trace_steps(&sv);
 		store_trace_begin(sv.st, sv.run_id, o->trace_mean > 0 ? o->trace_mean : TRACE_DEFAULT_MEAN);
 	}
 	store_flush(sv.st);
@@ -1476,6 +1529,7 @@ out:
 	}
 	sampler_free(sv.sampler);
 	trace_in_free(sv.trace);
+	stop_trace_steps(&sv);
 	nvml_close(sv.nvml);
 	step_regex_free(sv.re);
 	step_regex_free(sv.result_re);

@@ -49,6 +49,7 @@
 
 #define DEFAULT_MEAN_BYTES 524288
 #define DEFAULT_INTERVAL_MS 200
+#define STEP_FLUSH_MIN_NS 20000000ull   /* a step flushes, but not more often than this */
 #define MAPS_MAX 4096               /* objects given a map id; later ones get 0 */
 #define UNARMED_COUNTDOWN 65536     /* before the tracer is on: look again this soon */
 #define ALTSTACK_RECHECK 256        /* see on_altstack() */
@@ -92,6 +93,7 @@ static struct {
 	bool fd_is_pipe;
 	uint64_t mean_bytes;
 	uint64_t interval_ns;
+	const uint64_t *steps;          /* the supervisor's step counter (mapped), or NULL */
 	long pid;
 	uintptr_t self_lo, self_hi;     /* this library's mapped range */
 	char exe[4096];
@@ -105,6 +107,7 @@ static struct {
 	int64_t total_live_bytes;
 	uint64_t seq, dropped;
 	uint64_t last_flush_ns;
+	uint64_t flushed_steps;         /* *steps at the last flush */
 	uint64_t samples;
 	char line[TRACE_LINE_MAX];
 	uint32_t in_line[TRACE_LINE_MAX / 8];   /* sites in the live line being built */
@@ -285,13 +288,17 @@ static void announce(struct pipe_guard *pg, struct trace_site *site)
 }
 
 /* Writes the live lines of the changed sites and an end line, when the
- * interval has passed or force (under lock). */
+ * interval has passed, a step was marked since the last time (at most every
+ * STEP_FLUSH_MIN_NS), or force (under lock). */
 static void flush(bool force)
 {
 	uint64_t t = now_ns();
-	if (!force && t - g.last_flush_ns < g.interval_ns)
+	uint64_t steps = g.steps ? __atomic_load_n(g.steps, __ATOMIC_RELAXED) : 0;
+	if (!force && t - g.last_flush_ns < g.interval_ns &&
+	    (steps == g.flushed_steps || t - g.last_flush_ns < STEP_FLUSH_MIN_NS))
 		return;
 	g.last_flush_ns = t;
+	g.flushed_steps = steps;
 	uint32_t next = trace_sites_take_dirty(&g.sites);
 	if (!next && !force)
 		return;
@@ -863,15 +870,16 @@ static void atfork_child(void)
 	t_busy--;
 }
 
-/* The descriptor, when usable: open, not stdin/stdout/stderr, and the pipe
- * pinned in LEAKPROOF_TRACE_FD_INODE ("DEV:INO") when that is set. */
-static int trace_fd(void)
+/* The descriptor in environment variable fd_var, when usable: open, not
+ * stdin/stdout/stderr, and the file pinned in inode_var ("DEV:INO") when
+ * that is set, so that a descriptor the job closed and reused is never
+ * taken for ours. */
+static int pinned_fd(const char *fd_var, const char *inode_var, struct stat *st)
 {
-	struct stat st;
-	long long fd = env_num("LEAKPROOF_TRACE_FD", -1, 3, 1 << 20);
-	if (fd < 3 || fcntl((int)fd, F_GETFL) < 0 || fstat((int)fd, &st))
+	long long fd = env_num(fd_var, -1, 3, 1 << 20);
+	if (fd < 3 || fcntl((int)fd, F_GETFL) < 0 || fstat((int)fd, st))
 		return -1;
-	const char *pin = getenv("LEAKPROOF_TRACE_FD_INODE");
+	const char *pin = getenv(inode_var);
 	if (pin && *pin) {
 		unsigned long long dev = 0, ino = 0;
 		const char *s = pin;
@@ -881,18 +889,30 @@ static int trace_fd(void)
 			return -1;
 		for (; *s >= '0' && *s <= '9'; s++)
 			ino = ino * 10 + (unsigned long long)(*s - '0');
-		if (*s || dev != (unsigned long long)st.st_dev || ino != (unsigned long long)st.st_ino)
+		if (*s || dev != (unsigned long long)st->st_dev || ino != (unsigned long long)st->st_ino)
 			return -1;
 	}
-	g.fd_is_pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
 	return (int)fd;
+}
+
+/* The supervisor's step counter: 8 bytes of a shared file, mapped read-only
+ * (left open for the programs the job execs). NULL when there is none. */
+static const uint64_t *map_steps(void)
+{
+	struct stat st;
+	int fd = pinned_fd("LEAKPROOF_TRACE_STEPS_FD", "LEAKPROOF_TRACE_STEPS_INODE", &st);
+	if (fd < 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(uint64_t))
+		return NULL;
+	long p = syscall(SYS_mmap, NULL, sizeof(uint64_t), PROT_READ, MAP_SHARED, fd, 0);
+	return p == -1 ? NULL : (const uint64_t *)p;
 }
 
 __attribute__((constructor)) static void trace_start(void)
 {
 	t_busy++;
 	int saved = errno;
-	int fd = trace_fd();
+	struct stat st;
+	int fd = pinned_fd("LEAKPROOF_TRACE_FD", "LEAKPROOF_TRACE_FD_INODE", &st);
 	if (fd < 0) {
 		__atomic_store_n(&g_state, ST_OFF, __ATOMIC_RELAXED);
 		goto out;
@@ -901,6 +921,9 @@ __attribute__((constructor)) static void trace_start(void)
 	if (!(fl & O_NONBLOCK))
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 	g.fd = fd;
+	g.fd_is_pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+	g.steps = map_steps();
+	g.flushed_steps = g.steps ? __atomic_load_n(g.steps, __ATOMIC_RELAXED) : 0;
 	g.mean_bytes = (uint64_t)env_num("LEAKPROOF_TRACE_MEAN", DEFAULT_MEAN_BYTES, 1, 1LL << 40);
 	g.interval_ns = (uint64_t)env_num("LEAKPROOF_TRACE_INTERVAL_MS", DEFAULT_INTERVAL_MS, 0,
 					  86400000) * 1000000ull;

@@ -149,6 +149,32 @@ def test_temporaries_do_not_fill_the_store(lp):
     assert len(temps) < 50, "%d of the 200 temporary sites stored" % len(temps)
 
 
+FAST = """\
+import time
+import numpy as np
+import leakproof
+
+kept = []
+for step in range(60):
+    kept.append(np.ones(131072))                 # 1 MiB kept a step
+    time.sleep(0.01)
+    leakproof.step()
+"""
+
+
+def test_a_fast_short_run_is_judged_by_its_steps(lp):
+    """60 steps in under a second: the tracers flush at each step (not only
+    every 200 ms), so the kept array's site has a record for most steps and
+    is judged growing by 1 MiB a step."""
+    (lp.dir / "fast.py").write_text(FAST)
+    r = lp.run([lp.py, "fast.py"], "--trace")
+    assert r.rc == 0, r
+    sites = growing(lp.report())
+    assert len(sites) == 1, [(s["function"], s["python_stack"], s["growth_bytes_per_step"]) for s in sites]
+    assert sites[0]["growth_bytes_per_step"] == pytest.approx(lp.MIB, rel=0.25), sites[0]
+    assert any(f["file"].endswith("fast.py") and f["line"] == 7 for f in sites[0]["python_stack"]), sites[0]
+
+
 def test_untraced_run_has_no_trace(lp):
     r = lp.run([lp.py, "-c", "print('hi')"])
     assert r.rc == 0, r
