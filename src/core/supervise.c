@@ -772,6 +772,22 @@ static const char *python_client_dir(void)
 	return find_beside_binary(rel, 2, "leakproof/__init__.py", LP_PYDIR, true, dir, sizeof(dir)) ? dir : NULL;
 }
 
+/* Add VAR=FD and, when fd can be looked at, VAR_INODE=DEV:INO to env at k;
+ * the next free index. */
+static size_t env_add_pinned_fd(char **env, size_t k, const char *var, int fd)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct stat st;
+	strbuf_addf(&sb, "%s=%d", var, fd);
+	env[k++] = strbuf_detach(&sb, NULL);
+	if (fstat(fd, &st) == 0) {
+		strbuf_addf(&sb, "%s_INODE=%llu:%llu", var, (unsigned long long)st.st_dev,
+		            (unsigned long long)st.st_ino);
+		env[k++] = strbuf_detach(&sb, NULL);
+	}
+	return k;
+}
+
 /* The job's environment: ours plus LEAKPROOF_*, PYTHONPATH, PYTHONUNBUFFERED.
  * The caller frees the array and its strings with free_env(). */
 static char **build_env(const struct sv *sv, int chan_fd, int trace_fd)
@@ -823,23 +839,11 @@ static char **build_env(const struct sv *sv, int chan_fd, int trace_fd)
 		const char *pre = getenv("LD_PRELOAD");
 		strbuf_addf(&sb, "LD_PRELOAD=%s%s%s", sv->tracer, pre && *pre ? ":" : "", pre && *pre ? pre : "");
 		env[k++] = strbuf_detach(&sb, NULL);
-		strbuf_addf(&sb, "LEAKPROOF_TRACE_FD=%d", trace_fd);
-		env[k++] = strbuf_detach(&sb, NULL);
-		/* the pipe itself: a job that closes the descriptor and opens a
-		 * file that gets its number must not have trace lines written there */
-		struct stat st;
-		if (fstat(trace_fd, &st) == 0) {
-			strbuf_addf(&sb, "LEAKPROOF_TRACE_FD_INODE=%llu:%llu", (unsigned long long)st.st_dev,
-			            (unsigned long long)st.st_ino);
-			env[k++] = strbuf_detach(&sb, NULL);
-		}
-		if (sv->stepfd >= 0 && fstat(sv->stepfd, &st) == 0) {
-			strbuf_addf(&sb, "LEAKPROOF_TRACE_STEPS_FD=%d", sv->stepfd);
-			env[k++] = strbuf_detach(&sb, NULL);
-			strbuf_addf(&sb, "LEAKPROOF_TRACE_STEPS_INODE=%llu:%llu", (unsigned long long)st.st_dev,
-			            (unsigned long long)st.st_ino);
-			env[k++] = strbuf_detach(&sb, NULL);
-		}
+		/* each descriptor pinned by inode: a job that closes one and opens
+		 * a file that gets its number must not have it taken for ours */
+		k = env_add_pinned_fd(env, k, "LEAKPROOF_TRACE_FD", trace_fd);
+		if (sv->stepfd >= 0)
+			k = env_add_pinned_fd(env, k, "LEAKPROOF_TRACE_STEPS_FD", sv->stepfd);
 		if (sv->o->trace_mean > 0) {
 			strbuf_addf(&sb, "LEAKPROOF_TRACE_MEAN=%lld", (long long)sv->o->trace_mean);
 			env[k++] = strbuf_detach(&sb, NULL);

@@ -900,7 +900,7 @@ static int pinned_fd(const char *fd_var, const char *inode_var, struct stat *st)
 static const uint64_t *map_steps(void)
 {
 	struct stat st;
-	int fd = pinned_fd("LEAKPROOF_TRACE_STEPS_FD", "LEAKPROOF_TRACE_STEPS_INODE", &st);
+	int fd = pinned_fd("LEAKPROOF_TRACE_STEPS_FD", "LEAKPROOF_TRACE_STEPS_FD_INODE", &st);
 	if (fd < 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(uint64_t))
 		return NULL;
 	long p = syscall(SYS_mmap, NULL, sizeof(uint64_t), PROT_READ, MAP_SHARED, fd, 0);
