@@ -29,7 +29,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "core/sample.h"
+#include "base/sample.h"
 
 struct nvml;
 

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/sample.h"
+#include "base/sample.h"
 
 struct supervise_opts {
 	char **argv;               /* the command, NULL-terminated; not owned */

@@ -17,17 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct trace_site {
-	int64_t id;                /* 1, 2, ... in the order first seen */
-	char kind;                 /* 'm' heap, 'a' anonymous mmap */
-	char *frames;              /* "PATH\t0xVADDR\tSYMBOL\n" per frame, innermost first */
-	char *python;              /* "LINE:FUNCTION:FILE\t..." innermost first, or NULL */
-	int64_t live;              /* estimated live bytes, all processes */
-	int64_t allocs, frees;     /* sampled, all processes */
-	bool dirty;                /* changed since trace_take_dirty() */
-	int64_t taken_live;        /* live as of the last trace_take_dirty() that returned it */
-	bool announced;            /* stored once (set by the store) */
-};
+#include "base/trace_site.h"
+
 
 struct trace_in;
 

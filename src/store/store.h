@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/sample.h"
+#include "base/sample.h"
 
 struct store;
 

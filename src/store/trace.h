@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/trace.h"
+#include "base/trace_site.h"
 #include "store/store.h"
 
 /* Mark the run as traced with this sampling mean. */

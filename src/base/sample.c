@@ -1,7 +1,7 @@
 /*
  * sample.c — names of the memory measures and access by measure.
  */
-#include "core/sample.h"
+#include "base/sample.h"
 
 #include <string.h>
 
