@@ -174,6 +174,21 @@ char *fmt_bytes(char *buf, size_t bufsz, double bytes)
 	return buf;
 }
 
+char *fmt_duration(char *buf, size_t bufsz, double s)
+{
+	if (!isfinite(s) || s < 0)
+		snprintf(buf, bufsz, "?");
+	else if (s < 60)
+		snprintf(buf, bufsz, "%.1f s", s);
+	else if (s < 3600)
+		snprintf(buf, bufsz, "%d min %d s", (int)(s / 60), (int)fmod(s, 60));
+	else if (s < 2 * 86400)
+		snprintf(buf, bufsz, "%d h %d min", (int)(s / 3600), (int)fmod(s / 60, 60));
+	else
+		snprintf(buf, bufsz, "%.1f days", s / 86400);
+	return buf;
+}
+
 ssize_t read_file_buf(const char *path, char *buf, size_t cap)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

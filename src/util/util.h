@@ -56,6 +56,9 @@ int parse_duration_ns(const char *s, int64_t *out_ns);
 
 /* Human size: "1.9 MiB", "512 B", "-3.0 KiB". Writes into buf, returns buf. */
 char *fmt_bytes(char *buf, size_t bufsz, double bytes);
+/* Human duration: "42.1 s", "12 min 5 s", "3 h 2 min", "2.5 days"; "?" for
+ * a negative or infinite one. Writes into buf, returns buf. */
+char *fmt_duration(char *buf, size_t bufsz, double seconds);
 
 /* Read a whole small file (at most cap bytes) into buf, NUL-terminated.
  * Returns the length, or -1 with errno set. */
