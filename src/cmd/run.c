@@ -1,6 +1,8 @@
 /*
- * run.c — `leakproof run`: supervise one job. Parses options into a
- * struct supervise_opts and hands over to core/supervise.c.
+ * run.c — `leakproof run`: supervise one job. In phases: parse the options
+ * into a struct supervise_opts, check them, open the store, hand over to
+ * core/supervise.c, then judge the stored run (record its verdict) and
+ * print the summary on stderr; the exit status is the job's.
  */
 static const char usage[] =
 "usage: leakproof run [options] -- COMMAND [ARGS...]\n"
@@ -89,6 +91,7 @@ static const char usage[] =
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <strings.h>
 #include <stdarg.h>
@@ -98,9 +101,13 @@ static const char usage[] =
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "core/analyze.h"
+#include "core/scan.h"
 #include "core/supervise.h"
 #include "platform/cgroup.h"
+#include "report/report.h"
 #include "store/store.h"
+#include "store/sweeps.h"
 #include "util/util.h"
 
 enum {
@@ -156,140 +163,171 @@ static int parse_restart(const char *arg, struct supervise_opts *o)
 	return 0;
 }
 
-int cmd_run(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "interval", required_argument, NULL, 'i' },
-		{ "measure", required_argument, NULL, 'm' },
-		{ "step-regex", required_argument, NULL, 'r' },
-		{ "store", required_argument, NULL, 's' },
-		{ "max-mem", required_argument, NULL, OPT_MAX_MEM },
-		{ "max-gpu", required_argument, NULL, OPT_MAX_GPU },
-		{ "soft-limit", required_argument, NULL, OPT_SOFT_LIMIT },
-		{ "restart", required_argument, NULL, OPT_RESTART },
-		{ "max-restarts", required_argument, NULL, OPT_MAX_RESTARTS },
-		{ "stop-signal", required_argument, NULL, OPT_STOP_SIGNAL },
-		{ "grace", required_argument, NULL, OPT_GRACE },
-		{ "result-regex", required_argument, NULL, OPT_RESULT_REGEX },
-		{ "result-name", required_argument, NULL, OPT_RESULT_NAME },
-		{ "trial", required_argument, NULL, OPT_TRIAL },   /* set by `leakproof sweep` */
-		{ "no-cgroup", no_argument, NULL, OPT_NO_CGROUP },
-		{ "trace", no_argument, NULL, OPT_TRACE },
-		{ "trace-mean", required_argument, NULL, OPT_TRACE_MEAN },
-		{ "status-line", no_argument, NULL, OPT_STATUS_LINE },
-		{ "no-status-line", no_argument, NULL, OPT_NO_STATUS_LINE },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+/* What `run` was asked: the supervisor's options and what becomes them. */
+struct run_args {
 	struct supervise_opts o;
-	const char *store_opt = NULL, *max_mem = NULL, *soft = NULL;
-	int c;
+	const char *store_opt, *max_mem, *soft, *result_regex;
+	bool quiet;                /* no summary at the end */
+	bool help;
+};
 
-	supervise_opts_init(&o);
+static const struct option longopts[] = {
+	{ "interval", required_argument, NULL, 'i' },
+	{ "measure", required_argument, NULL, 'm' },
+	{ "step-regex", required_argument, NULL, 'r' },
+	{ "store", required_argument, NULL, 's' },
+	{ "max-mem", required_argument, NULL, OPT_MAX_MEM },
+	{ "max-gpu", required_argument, NULL, OPT_MAX_GPU },
+	{ "soft-limit", required_argument, NULL, OPT_SOFT_LIMIT },
+	{ "restart", required_argument, NULL, OPT_RESTART },
+	{ "max-restarts", required_argument, NULL, OPT_MAX_RESTARTS },
+	{ "stop-signal", required_argument, NULL, OPT_STOP_SIGNAL },
+	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ "result-regex", required_argument, NULL, OPT_RESULT_REGEX },
+	{ "result-name", required_argument, NULL, OPT_RESULT_NAME },
+	{ "trial", required_argument, NULL, OPT_TRIAL },   /* set by `leakproof sweep` */
+	{ "no-cgroup", no_argument, NULL, OPT_NO_CGROUP },
+	{ "trace", no_argument, NULL, OPT_TRACE },
+	{ "trace-mean", required_argument, NULL, OPT_TRACE_MEAN },
+	{ "status-line", no_argument, NULL, OPT_STATUS_LINE },
+	{ "no-status-line", no_argument, NULL, OPT_NO_STATUS_LINE },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* One option c with its value arg (getopt's optarg): 0, or 124 after a
+ * usage error. */
+static int take_option(struct run_args *a, int c, const char *arg)
+{
+	struct supervise_opts *o = &a->o;
+	switch (c) {
+	case 'i':
+		if (parse_duration_ns(arg, &o->interval_ns) < 0)
+			return LP_EXIT_USAGE;
+		if (o->interval_ns < 100000 || o->interval_ns > 3600LL * 1000000000LL)
+			return usage_error("--interval '%s' is out of range (100us to 1h)", arg);
+		break;
+	case 'm':
+		if (measure_parse(arg, &o->measure) < 0)
+			return usage_error("unknown --measure '%s' (use pss, rss, uss, cgroup or gpu)", arg);
+		break;
+	case 'r':
+		o->step_regex = arg;
+		break;
+	case 's':
+		a->store_opt = arg;
+		break;
+	case OPT_MAX_MEM:
+		a->max_mem = arg;
+		break;
+	case OPT_MAX_GPU:
+		if (parse_size(arg, 0, &o->max_gpu_bytes) < 0)
+			return LP_EXIT_USAGE;
+		if (!o->max_gpu_bytes)
+			return usage_error("--max-gpu '%s' must be more than zero", arg);
+		break;
+	case OPT_SOFT_LIMIT:
+		a->soft = arg;
+		break;
+	case OPT_TRACE:
+		o->trace = true;
+		break;
+	case OPT_TRACE_MEAN: {
+		uint64_t mean;
+		if (parse_size(arg, 0, &mean) < 0)
+			return LP_EXIT_USAGE;
+		if (mean < 64 || mean > (1ULL << 40))
+			return usage_error("--trace-mean '%s' must be between 64 bytes and 1T", arg);
+		o->trace = true;
+		o->trace_mean = (int64_t)mean;
+		break;
+	}
+	case OPT_RESTART:
+		if (parse_restart(arg, o) != 0)
+			return LP_EXIT_USAGE;
+		break;
+	case OPT_MAX_RESTARTS: {
+		long long v;
+		if (cmd_parse_int(arg, 0, 1000000, &v) < 0)
+			return usage_error("--max-restarts '%s' is not a number from 0 to 1000000", arg);
+		o->max_restarts = (int)v;
+		break;
+	}
+	case OPT_STOP_SIGNAL:
+		if ((o->stop_signal = parse_signal(arg)) <= 0)
+			return usage_error("--stop-signal '%s' is not a signal name (TERM, INT, USR1, ...) or number", arg);
+		break;
+	case OPT_GRACE:
+		if (parse_duration_ns(arg, &o->grace_ns) < 0)
+			return LP_EXIT_USAGE;
+		break;
+	case OPT_RESULT_REGEX:
+		a->result_regex = arg;
+		break;
+	case OPT_RESULT_NAME:
+		o->result_name = arg;
+		break;
+	case OPT_TRIAL: {
+		long long x, y, k;
+		int used = 0;
+		if (sscanf(arg, "%lld:%lld:%lld%n", &x, &y, &k, &used) != 3 || arg[used] || x < 1 || y < 0 || k < 0)
+			return usage_error("--trial '%s' is not SWEEP:INDEX:ATTEMPT", arg);
+		o->trial[0] = x, o->trial[1] = y, o->trial[2] = k;
+		break;
+	}
+	case OPT_NO_CGROUP:
+		o->use_cgroup = false;
+		break;
+	case OPT_STATUS_LINE:
+		o->status_line = 1;
+		break;
+	case OPT_NO_STATUS_LINE:
+		o->status_line = 0;
+		break;
+	case 'q':
+		a->quiet = true;
+		break;
+	}
+	return 0;
+}
+
+/* The options, up to the job's command (a->o.argv). 0 (with a->help set
+ * at --help, the rest unread), or 124 after a usage error. */
+static int parse_options(int argc, char **argv, struct run_args *a)
+{
+	int c;
+	memset(a, 0, sizeof(*a));
+	supervise_opts_init(&a->o);
 	opterr = 0;
 	optind = 1;
 	/* "+": stop at the first non-option, so the job's own options are its own. */
 	while ((c = getopt_long(argc, argv, "+:i:m:r:s:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'i':
-			if (parse_duration_ns(optarg, &o.interval_ns) < 0)
-				return LP_EXIT_USAGE;
-			if (o.interval_ns < 100000 || o.interval_ns > 3600LL * 1000000000LL)
-				return usage_error("--interval '%s' is out of range (100us to 1h)", optarg);
-			break;
-		case 'm':
-			if (measure_parse(optarg, &o.measure) < 0)
-				return usage_error("unknown --measure '%s' (use pss, rss, uss, cgroup or gpu)", optarg);
-			break;
-		case 'r':
-			o.step_regex = optarg;
-			break;
-		case 's':
-			store_opt = optarg;
-			break;
-		case OPT_MAX_MEM:
-			max_mem = optarg;
-			break;
-		case OPT_MAX_GPU:
-			if (parse_size(optarg, 0, &o.max_gpu_bytes) < 0)
-				return LP_EXIT_USAGE;
-			if (!o.max_gpu_bytes)
-				return usage_error("--max-gpu '%s' must be more than zero", optarg);
-			break;
-		case OPT_SOFT_LIMIT:
-			soft = optarg;
-			break;
-		case OPT_TRACE:
-			o.trace = true;
-			break;
-		case OPT_TRACE_MEAN: {
-			uint64_t mean;
-			if (parse_size(optarg, 0, &mean) < 0)
-				return LP_EXIT_USAGE;
-			if (mean < 64 || mean > (1ULL << 40))
-				return usage_error("--trace-mean '%s' must be between 64 bytes and 1T", optarg);
-			o.trace = true;
-			o.trace_mean = (int64_t)mean;
-			break;
-		}
-		case OPT_RESTART:
-			if (parse_restart(optarg, &o) != 0)
-				return LP_EXIT_USAGE;
-			break;
-		case OPT_MAX_RESTARTS: {
-			long long v;
-			if (cmd_parse_int(optarg, 0, 1000000, &v) < 0)
-				return usage_error("--max-restarts '%s' is not a number from 0 to 1000000", optarg);
-			o.max_restarts = (int)v;
-			break;
-		}
-		case OPT_STOP_SIGNAL:
-			if ((o.stop_signal = parse_signal(optarg)) <= 0)
-				return usage_error("--stop-signal '%s' is not a signal name (TERM, INT, USR1, ...) or number", optarg);
-			break;
-		case OPT_GRACE:
-			if (parse_duration_ns(optarg, &o.grace_ns) < 0)
-				return LP_EXIT_USAGE;
-			break;
-		case OPT_RESULT_REGEX:
-			o.result_regex = optarg;
-			break;
-		case OPT_RESULT_NAME:
-			o.result_name = optarg;
-			break;
-		case OPT_TRIAL: {
-			long long a, b, k;
-			int used = 0;
-			if (sscanf(optarg, "%lld:%lld:%lld%n", &a, &b, &k, &used) != 3 || optarg[used] || a < 1 || b < 0 || k < 0)
-				return usage_error("--trial '%s' is not SWEEP:INDEX:ATTEMPT", optarg);
-			o.trial[0] = a, o.trial[1] = b, o.trial[2] = k;
-			break;
-		}
-		case OPT_NO_CGROUP:
-			o.use_cgroup = false;
-			break;
-		case OPT_STATUS_LINE:
-			o.status_line = 1;
-			break;
-		case OPT_NO_STATUS_LINE:
-			o.status_line = 0;
-			break;
-		case 'q':
-			o.quiet = true;
-			break;
-		case 'h':
-			fputs(usage, stdout);
+		if (c == 'h') {
+			a->help = true;
 			return 0;
-		case ':':
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
+		if (c == ':')
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
+		if (c == '?')
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		int rc = take_option(a, c, optarg);
+		if (rc)
+			return rc;
 	}
 	if (optind >= argc)
 		return usage_error("%s", "no command given: leakproof run [options] -- COMMAND [ARGS...]");
-	if (max_mem) {
+	a->o.argv = argv + optind;
+	return 0;
+}
+
+/* What depends on several options, the sizes given as percentages, and
+ * the regular expressions compiled (freed by release_args()). 0, or 124
+ * after a usage error. */
+static int validate(struct run_args *a)
+{
+	struct supervise_opts *o = &a->o;
+	if (a->max_mem) {
 		/* a percentage of what the job can have: the enclosing cgroup's
 		 * limit where there is one, else the machine's memory */
 		uint64_t whole = cgroup_self_limit();
@@ -297,22 +335,84 @@ int cmd_run(int argc, char **argv)
 			long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 			whole = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
 		}
-		if (parse_size(max_mem, whole, &o.max_mem_bytes) < 0)
+		if (parse_size(a->max_mem, whole, &o->max_mem_bytes) < 0)
 			return LP_EXIT_USAGE;
-		if (!o.max_mem_bytes)
-			return usage_error("--max-mem '%s' must be more than zero", max_mem);
+		if (!o->max_mem_bytes)
+			return usage_error("--max-mem '%s' must be more than zero", a->max_mem);
 	}
-	if (soft) {
-		if (strchr(soft, '%') && !o.max_mem_bytes)
-			return usage_error("--soft-limit '%s' is a percentage of --max-mem, which is not set", soft);
-		if (parse_size(soft, o.max_mem_bytes, &o.soft_limit_bytes) < 0)
+	if (a->soft) {
+		if (strchr(a->soft, '%') && !o->max_mem_bytes)
+			return usage_error("--soft-limit '%s' is a percentage of --max-mem, which is not set", a->soft);
+		if (parse_size(a->soft, o->max_mem_bytes, &o->soft_limit_bytes) < 0)
 			return LP_EXIT_USAGE;
-		if (!o.soft_limit_bytes || (o.max_mem_bytes && o.soft_limit_bytes > o.max_mem_bytes))
-			return usage_error("--soft-limit '%s' must be more than zero and at most --max-mem", soft);
+		if (!o->soft_limit_bytes || (o->max_mem_bytes && o->soft_limit_bytes > o->max_mem_bytes))
+			return usage_error("--soft-limit '%s' must be more than zero and at most --max-mem", a->soft);
 	}
-	if ((o.restart & RESTART_AT_LIMIT) && !o.max_mem_bytes && !o.soft_limit_bytes && !o.max_gpu_bytes)
+	if ((o->restart & RESTART_AT_LIMIT) && !o->max_mem_bytes && !o->soft_limit_bytes && !o->max_gpu_bytes)
 		return usage_error("%s", "--restart at-limit needs a budget: --max-mem, --soft-limit or --max-gpu");
-	o.store_path = store_default_path(store_opt);
-	o.argv = argv + optind;
-	return supervise(&o);
+	if (o->step_regex && !(o->step_re = step_regex_new(o->step_regex, "--step-regex")))
+		return LP_EXIT_USAGE;
+	if (a->result_regex && !(o->result_re = step_regex_new(a->result_regex, "--result-regex")))
+		return LP_EXIT_USAGE;
+	return 0;
+}
+
+static void release_args(struct run_args *a)
+{
+	step_regex_free(a->o.step_re);
+	step_regex_free(a->o.result_re);
+}
+
+/*
+ * The job has ended: judge its run from the store (the model of a run,
+ * loaded once), record the verdict with the end supervise() recorded, and
+ * print the summary unless quiet. A run that cannot be loaded stays
+ * recorded unjudged, without a summary.
+ */
+static void judge_and_print(struct store *st, const struct supervise_result *res, bool quiet)
+{
+	struct run_summary sum;
+	if (run_summary_load(st, res->run_id, -1, &sum) != 0)
+		return;
+	struct run_end re = res->end;
+	re.verdict = verdict_name(sum.a.verdict);
+	re.growth_bytes_per_step = sum.a.slope;
+	store_run_end(st, res->run_id, &re);
+	double q[5];
+	for (int i = 0; i < 5; i++)
+		q[i] = sum.a.points >= 2 ? sum.a.q[i] : NAN;
+	store_run_set_summary(st, res->run_id, q, sum.steps_per_second);
+	store_flush(st);
+	if (!quiet)
+		report_write(&sum, REPORT_TEXT, stderr);
+	run_summary_release(&sum);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_args a;
+	int status = parse_options(argc, argv, &a);
+	if (status || a.help) {
+		if (a.help)
+			fputs(usage, stdout);
+		return status;
+	}
+	status = validate(&a);
+	if (status) {
+		release_args(&a);
+		return status;
+	}
+	supervise_std_fds();
+	struct store *st = store_open(store_default_path(a.store_opt));
+	if (!st) {
+		release_args(&a);
+		return LP_EXIT_FAILURE;
+	}
+	struct supervise_result res;
+	status = supervise(st, &a.o, &res);
+	if (res.outcome == SUPERVISE_ENDED)
+		judge_and_print(st, &res, a.quiet);
+	store_close(st);
+	release_args(&a);
+	return status;
 }

@@ -1,8 +1,10 @@
 /*
  * supervise.h — run one job under supervision: start it in its own process
  * group (and its own cgroup where the machine allows), pass its output
- * through, read its channel, sample its memory, store everything, and at the
- * end print the judgment. Returns the exit status leakproof should exit with.
+ * through, read its channel, sample its memory, enforce its budgets,
+ * restart it by its policy, and store everything as a run. Judging the run
+ * and printing the summary are the caller's (cmd/run.c): supervise() says
+ * which run it stored and how the job ended.
  */
 #ifndef LP_SUPERVISE_H
 #define LP_SUPERVISE_H
@@ -11,16 +13,19 @@
 #include <stdint.h>
 
 #include "base/sample.h"
+#include "store/store.h"
+
+struct step_regex;
 
 struct supervise_opts {
 	char **argv;               /* the command, NULL-terminated; not owned */
 	int64_t interval_ns;       /* sampling interval */
 	enum measure measure;      /* what the verdict judges */
-	const char *step_regex;    /* PCRE2 pattern or NULL */
-	const char *result_regex;  /* PCRE2: group 1 of a matching line is a result */
+	const char *step_regex;    /* PCRE2 pattern or NULL, as the run records it */
+	struct step_regex *step_re;   /* ... compiled (core/scan.h); not owned */
+	struct step_regex *result_re; /* group 1 of a matching line is a result; not owned */
 	const char *result_name;   /* ... named this ("result" by default) */
 	int64_t trial[3];          /* sweep id, trial index, attempt; trial[0] 0: none */
-	const char *store_path;
 	uint64_t max_mem_bytes;    /* --max-mem: the budget (kernel-enforced where the
 	                            * job has a memory cgroup, else polled); 0: none,
 	                            * the cgroup's or machine's limit for projections */
@@ -33,7 +38,6 @@ struct supervise_opts {
 	int64_t restart_every;     /* steps per process with RESTART_EVERY */
 	int max_restarts;
 	bool use_cgroup;           /* put the job in a cgroup of its own when possible */
-	bool quiet;                /* no end-of-run summary */
 	int status_line;           /* 1 on, 0 off, -1 auto (stderr is a terminal) */
 	int64_t leftover_grace_ns; /* SIGTERM to SIGKILL for processes left behind */
 	bool trace;                /* --trace: preload the allocation tracer */
@@ -46,6 +50,35 @@ enum {
 };
 void supervise_opts_init(struct supervise_opts *o);
 
-int supervise(const struct supervise_opts *o);
+/* Make sure descriptors 0-2 are open (on /dev/null), so that nothing
+ * opened later (the store, the job's pipes) lands on them: call it before
+ * opening the store. */
+void supervise_std_fds(void);
+
+enum supervise_outcome {
+	SUPERVISE_FAILED,          /* leakproof failed (a message was printed); the
+	                            * run, if one was recorded, did not end */
+	SUPERVISE_NOT_STARTED,     /* the job could not start: the run is recorded
+	                            * as failed to start */
+	SUPERVISE_ENDED,           /* the job ran and ended: the run is recorded,
+	                            * not yet judged */
+};
+
+struct supervise_result {
+	enum supervise_outcome outcome;
+	int64_t run_id;            /* the run recorded; 0: none */
+	int exit_status;           /* what leakproof exits with: the job's own
+	                            * status, 128+N for signal N, or 125, 126, 127 */
+	struct run_end end;        /* SUPERVISE_ENDED: the end as recorded, verdict
+	                            * NULL; the caller records it again judged */
+};
+
+/*
+ * Supervise the job o->argv to its end, recording it as a run in st (open;
+ * the caller's, still open on return). Fills *out and returns
+ * out->exit_status. On SUPERVISE_ENDED the caller judges the run (the
+ * model of a run) and records the verdict with store_run_end().
+ */
+int supervise(struct store *st, const struct supervise_opts *o, struct supervise_result *out);
 
 #endif

@@ -1,0 +1,231 @@
+/*
+ * observe.c — what the job says and what it holds: its output lines
+ * (passed through, and scanned for steps, results and out-of-memory
+ * messages), the client channel's messages, the steps they mark, and the
+ * samples of its memory, taken on the timer's tick and at each step. Each
+ * goes to the store as it comes. Part of the supervisor (supervise-int.h).
+ *
+ * Times are CLOCK_MONOTONIC nanoseconds (seconds since the run began in the
+ * store); memory is bytes.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/channel.h"
+#include "core/sampler.h"
+#include "core/supervise-int.h"
+#include "store/store.h"
+
+#define STEP_RESAMPLE_NS 200000LL          /* steps closer than this share a sample */
+#define READ_CHUNK 65536
+
+/* Sample the tree now: store it, check the budgets, and the per-process
+ * rows when due; commit the store once a second. */
+void sv_take_sample(struct sv *sv, int64_t now_ns)
+{
+	struct mem_sample s;
+	memset(&s, 0, sizeof(s));
+	if (sampler_sample(sv->sampler, now_ns, false, &s) <= 0)
+		return;  /* the tree is empty: between the exit and the reaping */
+	s.t = sv_now_t(sv, now_ns);
+	sv->last = s;
+	sv->have_last = true;
+	sv->last_sample_ns = now_ns;
+	double v = mem_sample_value(&s, sv->o->measure);
+	if (v > sv->peak)
+		sv->peak = v;
+	store_add_sample(sv->st, sv->run_id, &s);
+	sv_check_budgets(sv, &s, now_ns);
+
+	/* per-process rows once a second, and sooner while memory climbs, so
+	 * that "which process held the most" sees a job that dies fast */
+	if (now_ns - sv->last_proc_ns >= PROC_SAMPLE_EVERY_NS || v > sv->proc_level * 1.1) {
+		sv->proc_level = v;
+		const struct proc_mem *pm;
+		size_t n = sampler_procs(sv->sampler, &pm);
+		for (size_t i = 0; i < n; i++)
+			store_add_proc_sample(sv->st, sv->run_id, s.t, pm[i].pid, pm[i].ppid, pm[i].name,
+			                      pm[i].rss, pm[i].pss, pm[i].uss, pm[i].swap, pm[i].gpu);
+		sv->last_proc_ns = now_ns;
+	}
+	if (now_ns - sv->last_flush_ns >= FLUSH_EVERY_NS) {
+		store_flush(sv->st);
+		sv->last_flush_ns = now_ns;
+	}
+}
+
+/* Store step `step`, ended now, with the memory just sampled. */
+static void record_step(struct sv *sv, int64_t step, int64_t now)
+{
+	struct step_rec rec;
+	rec.step = step;
+	rec.epoch = sv->epoch;
+	rec.mem = sv->last;
+	rec.mem.t = sv_now_t(sv, now);
+	store_add_step(sv->st, sv->run_id, &rec);
+	if (sv->steps == 0)
+		sv->first_step_t = rec.mem.t;
+	sv->steps++;
+	sv->last_step = rec.step;
+	if (sv->step_word)
+		__atomic_store_n(sv->step_word, (uint64_t)sv->steps, __ATOMIC_RELAXED);
+
+	if (sv->ring_n == LIVE_RING) {
+		memmove(sv->ring_x, sv->ring_x + 1, (LIVE_RING - 1) * sizeof(double));
+		memmove(sv->ring_y, sv->ring_y + 1, (LIVE_RING - 1) * sizeof(double));
+		sv->ring_n--;
+	}
+	sv->ring_x[sv->ring_n] = (double)rec.step;
+	sv->ring_y[sv->ring_n] = mem_sample_value(&rec.mem, sv->o->measure);
+	sv->ring_n++;
+}
+
+/* A step ended: measure now and record it. */
+static void on_step(struct sv *sv, bool has_n, int64_t n, enum step_source src)
+{
+	int64_t now = mono_ns();
+
+	if (sv->o->step_regex && src == STEP_SOURCE_CHANNEL) {
+		sv->ignored_channel_steps++;   /* --step-regex chooses the source */
+		return;
+	}
+	sv->step_source = src;
+	if (!sv->have_last || now - sv->last_sample_ns >= STEP_RESAMPLE_NS)
+		sv_take_sample(sv, now);
+	if (!sv->have_last)
+		return;
+
+	/* A step announced again with the number it had (a restarted job
+	 * printing "Epoch 3/10" once more as it resumes) is not a new step. */
+	if (!(has_n && sv->steps > 0 && n == sv->last_step))
+		record_step(sv, has_n ? n : sv->last_step + 1, now);
+
+	/* The schedule. A client marks the end of a step; a matched line is
+	 * usually a progress line that announces the next one (Keras prints
+	 * "Epoch 2/10" as epoch 2 starts), so the first line a process prints
+	 * opens its count rather than closing a step. */
+	sv->seg_steps++;
+	int64_t done = src == STEP_SOURCE_REGEX ? sv->seg_steps - 1 : sv->seg_steps;
+	if ((sv->o->restart & RESTART_EVERY) && done >= sv->o->restart_every) {
+		char reason[96];
+		snprintf(reason, sizeof(reason), "%lld step%s done in this process (--restart every=%lld)",
+		         (long long)done, done == 1 ? "" : "s", (long long)sv->o->restart_every);
+		sv_request_stop(sv, now, "every", reason);
+	}
+}
+
+/* One line of the client channel ($LEAKPROOF_FD): a step, epoch, metric,
+ * GPU figure, result or mark (core/channel.h). A linebuf callback. */
+void sv_on_channel_line(void *ctx, const char *line, size_t len, bool truncated)
+{
+	struct sv *sv = ctx;
+	struct chan_msg m;
+	char err[160];
+	double t = sv_now_t(sv, mono_ns());
+
+	if (truncated) {
+		sv->long_lines++;
+		return;
+	}
+	int rc = channel_parse(line, len, &m, err, sizeof(err));
+	if (rc < 0) {
+		if (sv->bad_lines++ < 5) {
+			char detail[256];
+			snprintf(detail, sizeof(detail), "bad channel line: %s", err);
+			store_add_event(sv->st, sv->run_id, t, "channel-error", detail);
+		}
+		return;
+	}
+	if (rc == 0)
+		return;
+	switch (m.type) {
+	case CHAN_STEP:
+		on_step(sv, m.has_n, m.n, STEP_SOURCE_CHANNEL);
+		break;
+	case CHAN_EPOCH: {
+		char d[32];
+		sv->epoch = m.has_n ? m.n : sv->epoch + 1;
+		snprintf(d, sizeof(d), "%lld", (long long)sv->epoch);
+		store_add_event(sv->st, sv->run_id, t, "epoch", d);
+		break;
+	}
+	case CHAN_METRIC:
+		for (int i = 0; i < m.nkv; i++)
+			store_add_metric(sv->st, sv->run_id, sv->last_step, t, m.kv[i].name, m.kv[i].value);
+		break;
+	case CHAN_GPU:
+		for (int i = 0; i < m.nkv; i++) {
+			char name[80];
+			snprintf(name, sizeof(name), "gpu.%s", m.kv[i].name);
+			store_add_metric(sv->st, sv->run_id, sv->last_step, t, name, m.kv[i].value);
+		}
+		break;
+	case CHAN_RESULT:
+		for (int i = 0; i < m.nkv; i++)
+			store_add_result(sv->st, sv->run_id, m.kv[i].name, m.kv[i].value);
+		break;
+	case CHAN_MARK: {
+		char text[CHANNEL_LINE_MAX + 1];
+		memcpy(text, m.text, m.text_len);
+		text[m.text_len] = '\0';
+		store_add_event(sv->st, sv->run_id, t, "mark", text);
+		break;
+	}
+	}
+}
+
+/* One line of the job's stdout or stderr: scanned for out-of-memory
+ * messages, results (--result-regex) and steps (--step-regex). */
+void sv_on_output_line(void *ctx, const char *line, size_t len, bool truncated)
+{
+	struct sv *sv = ctx;
+	bool has_n;
+	int64_t n;
+	(void)truncated;   /* a cut line is matched on its first CHANNEL_LINE_MAX bytes */
+	char value[64];
+	cause_scan_line(&sv->scan, line, len);
+	if (sv->o->result_re && step_regex_capture(sv->o->result_re, line, len, value, sizeof(value))) {
+		char *end;
+		double v = strtod(value, &end);
+		if (end != value && isfinite(v))
+			store_add_result(sv->st, sv->run_id, sv->o->result_name ? sv->o->result_name : "result", v);
+	}
+	if (sv->o->step_re && step_regex_match(sv->o->step_re, line, len, &has_n, &n))
+		on_step(sv, has_n, n, STEP_SOURCE_REGEX);
+}
+
+/* Read what is there on fd (at most a few chunks, so sampling is not
+ * starved by a flood). Returns false at end of file. */
+bool sv_pump(struct sv *sv, int *fdp, int out_fd, bool *broken, struct linebuf *lb, line_fn fn)
+{
+	char buf[READ_CHUNK];
+	for (int rounds = 0; rounds < 4; rounds++) {
+		ssize_t n = read(*fdp, buf, sizeof(buf));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return true;
+			n = 0;
+		}
+		if (n == 0) {
+			linebuf_finish(lb, fn, sv);
+			close(*fdp);
+			*fdp = -1;
+			return false;
+		}
+		if (out_fd >= 0 && !*broken) {
+			sv_status_clear(sv);
+			if (sv_write_all(out_fd, buf, (size_t)n) < 0)
+				*broken = true;   /* keep draining so the job never blocks */
+		}
+		linebuf_feed(lb, buf, (size_t)n, fn, sv);
+		if ((size_t)n < sizeof(buf))
+			return true;
+	}
+	return true;
+}

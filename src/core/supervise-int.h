@@ -1,0 +1,161 @@
+/*
+ * supervise-int.h — what the supervisor's files share, private to them:
+ * the state of one supervised run (struct sv) and the functions one file
+ * calls in another. Not for use outside src/core/supervise*.c and the
+ * files named below.
+ *
+ *   supervise.c  the state machine, the poll loop, starting the job, and
+ *                supervise() itself in phases
+ *   observe.c    what the job says and holds: its output and channel
+ *                lines, its steps, the samples of its memory
+ *   console.c    what leakproof writes on the terminal: the job's output
+ *                passed through, the live status line, leakproof's lines
+ *   budget.c     the memory limit for projections and the budgets
+ *   restart.c    requested stops, the end of a segment, restarts
+ *   tracing.c    the supervisor's side of --trace
+ *
+ * Times are CLOCK_MONOTONIC nanoseconds; memory is bytes.
+ */
+#ifndef LP_SUPERVISE_INT_H
+#define LP_SUPERVISE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "core/cause.h"
+#include "core/channel.h"
+#include "core/scan.h"
+#include "core/supervise.h"
+#include "platform/cgroup.h"
+#include "util/util.h"
+
+#define NS_PER_S 1000000000LL
+#define FLUSH_EVERY_NS NS_PER_S            /* commit the store this often */
+#define PROC_SAMPLE_EVERY_NS NS_PER_S      /* per-process rows this often */
+#define STATUS_EVERY_NS (NS_PER_S / 4)     /* live status line redraws */
+#define LIVE_RING 64                       /* steps kept for the live growth estimate */
+
+struct store;
+struct sampler;
+struct nvml;
+struct trace_in;
+
+enum sv_state { SV_RUNNING, SV_ENDING, SV_KILLING, SV_DONE };
+
+struct sv {
+	const struct supervise_opts *o;
+	enum sv_state state;
+	int64_t state_deadline_ns;
+
+	struct store *st;                      /* not owned: the caller's */
+	int64_t run_id;
+	struct sampler *sampler;
+	struct nvml *nvml;
+	struct job_cgroup cg;
+	bool have_cg;
+	char no_cg_why[256];                   /* why the job has no cgroup of its own */
+
+	pid_t child;
+	bool child_exited;
+	int exit_code, exit_signal;
+	bool core_dumped;
+
+	/* the current segment: one start of the job's main process */
+	int64_t seg;                           /* its seq in the store */
+	int64_t seg_start_ns;
+	int64_t seg_steps;                     /* step markers in it */
+	struct cause_scan scan;                /* out-of-memory lines in its output */
+	uint64_t oom_kills_at_start;           /* the cgroup's counter when it started */
+	bool stop_sent, budget_killed;
+	int64_t stop_deadline_ns;              /* SIGKILL then; 0: no stop pending */
+	const char *restart_why;               /* the policy that stopped it, to start it again */
+	char why_stopped[160];                 /* what leakproof saw when it stopped or killed it */
+	bool soft_warned;
+
+	struct rlimit nofile;                  /* the job's own limit on open files */
+	bool raised_nofile;
+
+	/* across segments */
+	int restarts;
+	int64_t backoff_ns;                    /* the wait before the next start; 0: none */
+	bool interrupted;                      /* leakproof was told to stop: no restart */
+	bool kernel_budget;                    /* --max-mem is the cgroup's limit */
+	uint64_t soft_bytes, soft_gpu_bytes;
+
+	int64_t t0_ns;
+	int sigfd, timerfd, outfd, errfd, chanfd, tracefd;
+	int64_t tick0_ns, next_tick_ns;        /* the timer's grid, and its next expiry */
+	struct linebuf out_lb, err_lb, chan_lb, trace_lb;
+	struct trace_in *trace;                /* --trace: what the tracers said */
+	const char *tracer;                    /* the library preloaded */
+	bool out_broken, err_broken;           /* our stdout/stderr went away */
+
+	int64_t steps, last_step, epoch;
+	int64_t ignored_channel_steps;
+	enum step_source step_source;
+	int64_t bad_lines, long_lines, trace_long_lines;
+	int64_t last_trace_ns;                 /* sites last written */
+	int64_t last_trace_steps;              /* sv->steps then */
+	int stepfd;                            /* --trace: the step counter the tracers read, */
+	uint64_t *step_word;                   /* ... mapped (see start_trace_steps) */
+
+	struct mem_sample last;
+	bool have_last;
+	int64_t last_sample_ns;
+	double peak;
+
+	int64_t last_flush_ns, last_proc_ns, last_status_ns;
+	double proc_level;                     /* the measure at the last per-process rows */
+	bool tty, status_drawn;
+	double ring_x[LIVE_RING], ring_y[LIVE_RING];
+	size_t ring_n;
+	double first_step_t;
+};
+
+/* Seconds since the run began, for the store's timestamps. */
+double sv_now_t(const struct sv *sv, int64_t now_ns);
+
+/* supervise.c: signal the job's whole tree; reap every child that ended
+ * (true when none is left at all). */
+void sv_signal_job(struct sv *sv, int sig);
+bool sv_reap(struct sv *sv);
+/* A file that ships with leakproof, beside the binary or where it was
+ * installed (see its definition). */
+bool find_beside_binary(const char *const *rel, size_t nrel, const char *leaf, const char *installed,
+                        bool want_dir, char *out, size_t outsz);
+
+/* console.c */
+int sv_write_all(int fd, const char *p, size_t n);
+void sv_status_clear(struct sv *sv);
+void sv_status_draw(struct sv *sv, int64_t now_ns);
+void sv_say(struct sv *sv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* observe.c */
+void sv_take_sample(struct sv *sv, int64_t now_ns);
+void sv_on_channel_line(void *ctx, const char *line, size_t len, bool truncated);
+void sv_on_output_line(void *ctx, const char *line, size_t len, bool truncated);
+bool sv_pump(struct sv *sv, int *fdp, int out_fd, bool *broken, struct linebuf *lb, line_fn fn);
+
+/* budget.c */
+uint64_t sv_machine_memory(void);
+uint64_t sv_projection_limit(const struct supervise_opts *o, const char **source);
+void sv_announce_budgets(struct sv *sv);
+void sv_check_budgets(struct sv *sv, const struct mem_sample *s, int64_t now);
+
+/* restart.c */
+void sv_request_stop(struct sv *sv, int64_t now, const char *restart_why, const char *reason);
+uint64_t sv_oom_kills_now(const struct sv *sv);
+const char *sv_end_segment(struct sv *sv);
+int sv_wait_before_restart(struct sv *sv);
+
+/* tracing.c */
+int sv_trace_prepare(struct sv *sv);
+void sv_on_trace_line(void *ctx, const char *line, size_t len, bool truncated);
+void sv_trace_maybe_write(struct sv *sv, int64_t now_ns);
+void sv_trace_finish(struct sv *sv);
+void sv_trace_release(struct sv *sv);
+
+#endif
