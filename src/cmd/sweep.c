@@ -1,6 +1,7 @@
 /*
  * sweep.c — `leakproof sweep FILE`: every trial of a search in its own
- * supervised process (src/sweep/runner.c).
+ * supervised process (src/sweep/runner.c); at the end, the table of
+ * trials (report/), or how to resume a sweep that was stopped.
  */
 static const char usage[] =
 "usage: leakproof sweep FILE [options]\n"
@@ -52,11 +53,27 @@ static const char usage[] =
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "report/report.h"
 #include "store/store.h"
 #include "sweep/runner.h"
 #include "util/util.h"
 
 #define usage_error(...) cmd_usage_error("sweep", __VA_ARGS__)
+
+/* The end of a sweep that ran: its table on stderr, or how to resume it. */
+static void print_end(const struct sweep_opts *o, const struct sweep_result *res)
+{
+	if (!res->complete) {
+		fprintf(stderr, "leakproof: sweep %lld stopped; finish it with: leakproof sweep %s --resume\n",
+		        (long long)res->sweep_id, o->file);
+		return;
+	}
+	struct store *st = store_open(o->store_path);
+	if (!st)
+		return;
+	sweep_report_write(st, res->sweep_id, REPORT_TEXT, NULL, stderr);
+	store_close(st);
+}
 
 int cmd_sweep(int argc, char **argv)
 {
@@ -121,5 +138,9 @@ int cmd_sweep(int argc, char **argv)
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	o.store_path = store_default_path(store_opt);
-	return sweep_run(&o);
+	struct sweep_result res;
+	int status = sweep_run(&o, &res);
+	if (res.ended && !o.quiet)
+		print_end(&o, &res);
+	return status;
 }

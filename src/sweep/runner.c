@@ -32,7 +32,6 @@
 
 #include "platform/cgroup.h"
 #include "platform/nvml.h"
-#include "report/report.h"
 #include "store/store.h"
 #include "store/sweeps.h"
 #include "sweep/optuna.h"
@@ -1054,9 +1053,10 @@ static void list_trials(struct runner *r)
 	}
 }
 
-int sweep_run(const struct sweep_opts *o)
+int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 {
 	struct runner r;
+	memset(out, 0, sizeof(*out));
 	memset(&r, 0, sizeof(r));
 	r.o = o;
 	r.sigfd = -1;
@@ -1168,11 +1168,9 @@ int sweep_run(const struct sweep_opts *o)
 	}
 	bool complete = !r.stop_signal && !failed;
 	store_sweep_set_status(r.st, r.sweep_id, complete ? "done" : "interrupted", wall_seconds(), 0);
-	if (complete && !o->quiet)
-		sweep_report_write(r.st, r.sweep_id, REPORT_TEXT, NULL, stderr);
-	if (!complete && !o->quiet)
-		fprintf(stderr, "leakproof: sweep %lld stopped; finish it with: leakproof sweep %s --resume\n",
-		        (long long)r.sweep_id, o->file);
+	out->sweep_id = r.sweep_id;
+	out->ended = true;
+	out->complete = complete;
 	status = r.stop_signal ? 128 + r.stop_signal : failed ? 1 : 0;
 out:
 	if (r.next) {

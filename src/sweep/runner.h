@@ -21,9 +21,19 @@ struct sweep_opts {
 	bool quiet;                /* no line per trial */
 };
 
-/* The exit status: 0 when every trial was run (whatever their outcome),
- * 1 when the sweep could not finish, 124 for a bad file or options, 125
- * when leakproof failed, 128+N when stopped by signal N. */
-int sweep_run(const struct sweep_opts *o);
+/* How a sweep ended, for the command to tell (the table, or how to resume). */
+struct sweep_result {
+	int64_t sweep_id;          /* the sweep in the store; 0: none */
+	bool ended;                /* the sweep ran to its end, complete or stopped;
+	                            * false: it failed before (a message was printed) */
+	bool complete;             /* every trial ran; false: stopped, to resume */
+};
+
+/* Run (or with dry_run, list) the sweep. Fills *out; prints a line per
+ * trial unless quiet, not the table at the end. The exit status: 0 when
+ * every trial was run (whatever their outcome), 1 when the sweep could not
+ * finish, 124 for a bad file or options, 125 when leakproof failed, 128+N
+ * when stopped by signal N. */
+int sweep_run(const struct sweep_opts *o, struct sweep_result *out);
 
 #endif
