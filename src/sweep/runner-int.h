@@ -1,0 +1,83 @@
+/*
+ * runner-int.h — what the sweep runner's files share, private to them:
+ * one trial as it is made, admitted and run (struct trial), the state of
+ * a sweep (struct runner), and the calls between runner.c (the loop,
+ * trials made, started and finished, resume) and admit.c (admission by
+ * memory, placement on GPUs). Memory is bytes.
+ */
+#ifndef LP_SWEEP_RUNNER_INT_H
+#define LP_SWEEP_RUNNER_INT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "store/sweeps.h"
+#include "sweep/optuna.h"
+#include "sweep/runner.h"
+#include "sweep/spec.h"
+
+struct nvml;
+struct store;
+
+struct trial {
+	int64_t idx, attempt;
+	char **values;                 /* one per dim, owned */
+	char *params, *env, *argv_json, *vals;
+	char **argv;                   /* the job's command */
+	int64_t optuna_number;         /* -1: none */
+	char note[200];
+	double expected;               /* bytes it is expected to need; < 0 unknown */
+	bool expected_known;           /* computed (only when trials run side by side) */
+	pid_t pid;
+	double started_at;
+	char log[PATH_MAX];
+	int gpu;                       /* the device given to it; -1 none */
+	double expected_gpu;           /* GPU bytes it is expected to need; < 0 unknown */
+};
+
+struct runner {
+	const struct sweep_opts *o;
+	struct sweep_spec spec;
+	struct store *st;
+	int64_t sweep_id;
+	char exe[PATH_MAX];
+	char logdir[PATH_MAX];
+	int parallel;
+	int sigfd;
+	int stop_signal;               /* a signal told us to stop */
+
+	/* what is known of the sweep's trials, from the store, with their
+	 * values parsed once and the latest attempt of each index */
+	struct trial_row *rows;
+	char ***row_vals;              /* NULL where they do not fit the spec */
+	size_t nrows, caprows;
+	int64_t *last_of;              /* idx -> row of its latest attempt, -1 */
+	size_t nlast;
+
+	uint64_t total;                /* trials to run in all (grid size, run_cap) */
+	uint64_t next_idx;             /* the next fresh index to consider */
+	struct trial *queue;           /* re-runs and retries, before fresh ones */
+	size_t nqueue, capqueue;
+	struct trial *running;
+	size_t nrunning;
+	struct trial *next;            /* made, waiting for admission */
+	struct optuna_study optuna;
+	bool optuna_on;
+	uint64_t memory_max;           /* memory.max of the file, 0 none */
+	double memory_expect;          /* memory.expect, < 0 learn */
+	int64_t done_count, started_count;
+	struct nvml *nvml;             /* GPUs to place trials on; NULL: none */
+};
+
+/* runner.c */
+bool sweep_final_status(const char *status);
+double sweep_num_or_nan(const char *s);
+
+/* admit.c: whether t may start now (and on which GPU: t->gpu); the device
+ * for t, or -1 */
+bool admit(struct runner *r, struct trial *t);
+int place_gpu(struct runner *r, struct trial *t);
+
+#endif
