@@ -1,6 +1,7 @@
 /*
  * spec.h — a sweep file (YAML, the format W&B sweep users know, plus
- * memory), parsed and checked, and the trials it expands to.
+ * memory), parsed and checked (spec.c), and the trials it expands to
+ * (expand.c).
  *
  *   command: [/usr/bin/python3, train.py, "${args}"]   # or "--lr={lr}"
  *   method: grid            # grid | random | optuna
