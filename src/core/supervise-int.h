@@ -6,6 +6,7 @@
  *
  *   supervise.c  the state machine, the poll loop, starting the job, and
  *                supervise() itself in phases
+ *   job.c        the job's processes: signal them all, reap them
  *   observe.c    what the job says and holds: its output and channel
  *                lines, its steps, the samples of its memory
  *   console.c    what leakproof writes on the terminal: the job's output
@@ -13,6 +14,11 @@
  *   budget.c     the memory limit for projections and the budgets
  *   restart.c    requested stops, the end of a segment, restarts
  *   tracing.c    the supervisor's side of --trace
+ *   locate.c     the files that ship with leakproof
+ *
+ * Calls between them run one way: supervise.c calls the others; observe.c
+ * calls budget.c and restart.c; budget.c calls restart.c; all may call
+ * console.c, job.c and locate.c, which call none of them.
  *
  * Times are CLOCK_MONOTONIC nanoseconds; memory is bytes.
  */
@@ -116,14 +122,18 @@ struct sv {
 };
 
 /* Seconds since the run began, for the store's timestamps. */
-double sv_now_t(const struct sv *sv, int64_t now_ns);
+static inline double sv_now_t(const struct sv *sv, int64_t now_ns)
+{
+	return (double)(now_ns - sv->t0_ns) / 1e9;
+}
 
-/* supervise.c: signal the job's whole tree; reap every child that ended
- * (true when none is left at all). */
+/* job.c: signal the job's whole tree; reap every child that ended (true
+ * when none is left at all). */
 void sv_signal_job(struct sv *sv, int sig);
 bool sv_reap(struct sv *sv);
-/* A file that ships with leakproof, beside the binary or where it was
- * installed (see its definition). */
+
+/* locate.c: a file that ships with leakproof, beside the binary or where
+ * it was installed (see its definition). */
 bool find_beside_binary(const char *const *rel, size_t nrel, const char *leaf, const char *installed,
                         bool want_dir, char *out, size_t outsz);
 

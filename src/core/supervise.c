@@ -69,54 +69,7 @@ void supervise_opts_init(struct supervise_opts *o)
 	o->max_restarts = 10;
 }
 
-double sv_now_t(const struct sv *sv, int64_t now_ns)
-{
-	return (double)(now_ns - sv->t0_ns) / 1e9;
-}
-
 /* ---- processes ------------------------------------------------------- */
-
-void sv_signal_job(struct sv *sv, int sig)
-{
-	/* The job's process group, once; it may outlive the main process. */
-	kill(-sv->child, sig);
-	/* Then what left the group: in the cgroup, or reparented to us. */
-	if (sv->have_cg)
-		cgroup_signal_all(&sv->cg, sig, sv->child);
-	if (sv->child_exited) {
-		struct mem_sample s;
-		const struct proc_mem *pm;
-		sampler_sample(sv->sampler, mono_ns(), false, &s);
-		size_t n = sampler_procs(sv->sampler, &pm);
-		for (size_t i = 0; i < n; i++)
-			if (sig == SIGKILL || getpgid(pm[i].pid) != sv->child)
-				kill(pm[i].pid, sig);
-	}
-}
-
-/* Reap every child that ended; true when none is left at all. */
-bool sv_reap(struct sv *sv)
-{
-	for (;;) {
-		int status;
-		pid_t pid = waitpid(-1, &status, WNOHANG);
-		if (pid == 0)
-			return false;
-		if (pid < 0)
-			return errno == ECHILD;
-		if (pid == sv->child && !sv->child_exited) {
-			sv->child_exited = true;
-			if (WIFSIGNALED(status)) {
-				sv->exit_code = -1;
-				sv->exit_signal = WTERMSIG(status);
-				sv->core_dumped = WCOREDUMP(status);
-			} else {
-				sv->exit_code = WEXITSTATUS(status);
-				sv->exit_signal = 0;
-			}
-		}
-	}
-}
 
 static void enter_state(struct sv *sv, enum sv_state st, int64_t now)
 {
@@ -164,47 +117,6 @@ static void on_signal(struct sv *sv, int64_t now)
 }
 
 /* ---- start ----------------------------------------------------------- */
-
-/*
- * A file that ships with leakproof: leaf in one of the directories rel[],
- * relative to the binary's own (a build tree, or an installed tree moved
- * as a whole), else in the directory it was installed to. out gets the
- * real path of the file, or with want_dir of the directory it was found
- * in. False when none has it.
- */
-bool find_beside_binary(const char *const *rel, size_t nrel, const char *leaf, const char *installed,
-                               bool want_dir, char *out, size_t outsz)
-{
-	char exe[PATH_MAX], probe[2 * PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash = NULL;
-	if (n > 0) {
-		exe[n] = '\0';
-		slash = strrchr(exe, '/');
-	}
-	for (size_t i = 0; i <= nrel; i++) {
-		if (i == nrel)
-			snprintf(probe, sizeof(probe), "%s", installed);
-		else if (slash)
-			snprintf(probe, sizeof(probe), "%.*s%s", (int)(slash - exe), exe, rel[i]);
-		else
-			continue;
-		size_t dirlen = strlen(probe);
-		snprintf(probe + dirlen, sizeof(probe) - dirlen, "/%s", leaf);
-		if (access(probe, R_OK) != 0)
-			continue;
-		if (want_dir)
-			probe[dirlen] = '\0';
-		char *real = realpath(probe, NULL);
-		bool fits = real && strlen(real) < outsz;
-		if (fits)
-			memcpy(out, real, strlen(real) + 1);
-		free(real);
-		if (fits)
-			return true;
-	}
-	return false;
-}
 
 /* The directory holding the Python client package, or NULL. */
 static const char *python_client_dir(void)

@@ -23,6 +23,20 @@
 #define EXPECT_MARGIN 1.15         /* learned peaks are taken 15% larger */
 #define SIMILAR_SCAN_MAX 1000      /* finished trials looked at for "most like it" */
 
+/* A trial status that will not change: ok, failed, oom, skipped. */
+static bool final_status(const char *s)
+{
+	return !strcmp(s, "ok") || !strcmp(s, "failed") || !strcmp(s, "oom") || !strcmp(s, "skipped");
+}
+
+/* The number s is, whole; NAN when it is not one. */
+double sweep_num_or_nan(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	return end != s && !*end ? v : NAN;
+}
+
 /* Memory available to new trials now: the kernel's MemAvailable, and no
  * more than what our own cgroup's limit leaves beside the running trials
  * (in_use: their memory now; they are in our cgroup or below it). */
@@ -59,7 +73,7 @@ static double expected_memory(struct runner *r, char **values)
 	 * sweep of many thousands of trials linear), every OOM for suspicion */
 	for (size_t i = r->nrows; i-- > 0;) {
 		const struct trial_row *t = &r->rows[i];
-		if (!sweep_final_status(t->status) || !t->peak_bytes)
+		if (!final_status(t->status) || !t->peak_bytes)
 			continue;
 		if (scanned >= SIMILAR_SCAN_MAX && strcmp(t->status, "oom"))
 			continue;
@@ -103,7 +117,7 @@ static double expected_gpu(struct runner *r, char **values)
 	for (size_t i = r->nrows; i-- > 0 && scanned < SIMILAR_SCAN_MAX;) {
 		const struct trial_row *t = &r->rows[i];
 		char **tv = r->row_vals[i];
-		if (!sweep_final_status(t->status) || !t->gpu_peak_bytes || !tv)
+		if (!final_status(t->status) || !t->gpu_peak_bytes || !tv)
 			continue;
 		scanned++;
 		int sim = 0;

@@ -1,9 +1,9 @@
 /*
  * runner-int.h — what the sweep runner's files share, private to them:
  * one trial as it is made, admitted and run (struct trial), the state of
- * a sweep (struct runner), and the calls between runner.c (the loop,
- * trials made, started and finished, resume) and admit.c (admission by
- * memory, placement on GPUs). Memory is bytes.
+ * a sweep (struct runner), and what runner.c (the loop, trials made,
+ * started and finished, resume) calls in admit.c (admission by memory,
+ * placement on GPUs). Memory is bytes.
  */
 #ifndef LP_SWEEP_RUNNER_INT_H
 #define LP_SWEEP_RUNNER_INT_H
@@ -71,13 +71,11 @@ struct runner {
 	struct nvml *nvml;             /* GPUs to place trials on; NULL: none */
 };
 
-/* runner.c */
-bool sweep_final_status(const char *status);
-double sweep_num_or_nan(const char *s);
-
-/* admit.c: whether t may start now (and on which GPU: t->gpu); the device
- * for t, or -1 */
+/* admit.c (which calls nothing in runner.c): whether t may start now
+ * (and on which GPU: t->gpu); the device for t, or -1; the number s is
+ * as a whole, or NAN. */
 bool admit(struct runner *r, struct trial *t);
 int place_gpu(struct runner *r, struct trial *t);
+double sweep_num_or_nan(const char *s);
 
 #endif

@@ -143,12 +143,6 @@ static void describe_values(const struct runner *r, char **values, struct strbuf
 
 /* ---- what is in the store ------------------------------------------------ */
 
-/* A trial status that will not change: ok, failed, oom, skipped. */
-bool sweep_final_status(const char *s)
-{
-	return !strcmp(s, "ok") || !strcmp(s, "failed") || !strcmp(s, "oom") || !strcmp(s, "skipped");
-}
-
 static void free_values(char **v)
 {
 	if (!v)
@@ -239,13 +233,6 @@ static const struct trial_row *last_attempt(const struct runner *r, int64_t idx)
 	return &r->rows[r->last_of[idx]];
 }
 
-/* The number s is, whole; NAN when it is not one. */
-double sweep_num_or_nan(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	return end != s && !*end ? v : NAN;
-}
 
 /* ---- making the next trial ------------------------------------------------ */
 

@@ -1,0 +1,58 @@
+/*
+ * job.c — the job's processes as a whole: signal every one of them (its
+ * process group, what left the group in its cgroup, and workers orphaned
+ * and reparented to leakproof, the child subreaper), and reap those that
+ * ended, noting how the main process ended. Part of the supervisor
+ * (supervise-int.h).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/sampler.h"
+#include "core/supervise-int.h"
+
+/* Send sig to the whole job: its process group, and what left the group
+ * (in its cgroup, or reparented to leakproof). */
+void sv_signal_job(struct sv *sv, int sig)
+{
+	/* The job's process group, once; it may outlive the main process. */
+	kill(-sv->child, sig);
+	/* Then what left the group: in the cgroup, or reparented to us. */
+	if (sv->have_cg)
+		cgroup_signal_all(&sv->cg, sig, sv->child);
+	if (sv->child_exited) {
+		struct mem_sample s;
+		const struct proc_mem *pm;
+		sampler_sample(sv->sampler, mono_ns(), false, &s);
+		size_t n = sampler_procs(sv->sampler, &pm);
+		for (size_t i = 0; i < n; i++)
+			if (sig == SIGKILL || getpgid(pm[i].pid) != sv->child)
+				kill(pm[i].pid, sig);
+	}
+}
+
+/* Reap every child that ended; true when none is left at all. */
+bool sv_reap(struct sv *sv)
+{
+	for (;;) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+		if (pid == 0)
+			return false;
+		if (pid < 0)
+			return errno == ECHILD;
+		if (pid == sv->child && !sv->child_exited) {
+			sv->child_exited = true;
+			if (WIFSIGNALED(status)) {
+				sv->exit_code = -1;
+				sv->exit_signal = WTERMSIG(status);
+				sv->core_dumped = WCOREDUMP(status);
+			} else {
+				sv->exit_code = WEXITSTATUS(status);
+				sv->exit_signal = 0;
+			}
+		}
+	}
+}
