@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "store/trace.h"
 #include "util/util.h"
 #include "tap.h"
 
@@ -440,6 +441,64 @@ static void test_unopenable(void)
 	expect_open_error("/proc/leakproof-test/x.db", false, "cannot create directory");
 }
 
+/* The store remembers which sites of a run it wrote: each run gets its own
+ * sites (ids start at 1 again), a site is written once however often it
+ * comes back, and the caller's sites are left as they were. */
+static void test_trace_sites(void)
+{
+	struct store *st = store_open(tmp_path("trace.db"));
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	struct run_begin rb;
+	fill_begin(&rb);
+	int64_t runs[2] = { store_run_begin(st, &rb), store_run_begin(st, &rb) };
+	char frames[2][32] = { "/lib/a.so\t0x10\tf\n", "/lib/b.so\t0x20\tg\n" };
+	struct trace_site a = { .id = 1, .kind = 'm', .frames = frames[0], .live = 100 };
+	struct trace_site b = { .id = 2, .kind = 'a', .frames = frames[1], .python = "3:main:x.py", .live = 50 };
+	for (int r = 0; r < 2; r++) {
+		struct trace_site *both[2] = { &a, &b }, *one[1] = { &b };
+		CHECK_EQ_INT(store_trace_write(st, runs[r], 1.0, false, 0, both, 2), 0);
+		b.live = 70;
+		CHECK_EQ_INT(store_trace_write(st, runs[r], 2.0, true, 5, one, 1), 0);
+		b.live = 50;
+	}
+	CHECK(!a.dirty && !b.dirty && a.live == 100);
+	for (int r = 0; r < 2; r++) {
+		struct trace_site_row *rows;
+		struct trace_live_row *live;
+		size_t n = 0, nlive = 0;
+		CHECK_EQ_INT(store_trace_load_sites(st, runs[r], &rows, &n), 0);
+		CHECK_EQ_INT(n, 2);
+		if (n == 2) {
+			CHECK(rows[0].site == 1 && rows[0].kind == 'm' && !strcmp(rows[0].frames, frames[0]));
+			CHECK(rows[0].python == NULL);
+			CHECK(rows[1].site == 2 && rows[1].kind == 'a' && !strcmp(rows[1].python, "3:main:x.py"));
+		}
+		trace_site_rows_free(rows, n);
+		CHECK_EQ_INT(store_trace_load_live(st, runs[r], &live, &nlive), 0);
+		CHECK_EQ_INT(nlive, 3);
+		if (nlive == 3)
+			CHECK(live[2].site == 2 && live[2].live == 70 && live[2].has_step && live[2].step == 5);
+		free(live);
+	}
+	store_close(st);
+}
+
+/* A PostgreSQL URI selects a backend this build does not have: a clear
+ * refusal, and nothing created on disk under that name. */
+static void test_backend_not_built(void)
+{
+	const char *uris[] = { "postgresql://leakproof@db.cluster/leakproof", "postgres://localhost/lp",
+	                       "POSTGRESQL://x/y" };
+	for (size_t i = 0; i < sizeof(uris) / sizeof(uris[0]); i++) {
+		expect_open_error(uris[i], false, "PostgreSQL support is not built in");
+		expect_open_error(uris[i], true, "PostgreSQL support is not built in");
+	}
+	struct stat sb;
+	CHECK(stat("postgresql:", &sb) < 0 && stat("postgres:", &sb) < 0);
+}
+
 static void test_disk_full(void)
 {
 	const char *path = tmp_path("full.db");
@@ -602,5 +661,7 @@ TEST_MAIN("store",
 	TEST(test_batching),
 	TEST(test_migrate_empty_file),
 	TEST(test_unopenable),
+	TEST(test_trace_sites),
+	TEST(test_backend_not_built),
 	TEST(test_disk_full),
 	TEST(test_memory_flat))
