@@ -46,6 +46,10 @@ struct db_driver {
 	 * 0 and *out, or -1 with the reason in why (*out NULL). */
 	int (*open)(const char *target, bool readonly, struct db **out, char *why, size_t whysz);
 	void (*close)(struct db *db);                      /* NULL: nothing */
+	/* A writable connection, once the store is known to be one this build
+	 * can use (its version checked), before any migration: SQLite's
+	 * journal mode. NULL: nothing to do. */
+	enum db_rc (*setup_writer)(struct db *db);
 	/* One or more statements without parameters nor rows. */
 	enum db_rc (*exec)(struct db *db, const char *sql);
 	/* persistent: the statement will be kept and reused many times. */
@@ -98,6 +102,11 @@ static inline void db_close(struct db *db)
 {
 	if (db && db->drv->close)
 		db->drv->close(db);
+}
+
+static inline enum db_rc db_setup_writer(struct db *db)
+{
+	return db->drv->setup_writer ? db->drv->setup_writer(db) : DB_OK;
 }
 
 static inline enum db_rc db_exec(struct db *db, const char *sql)

@@ -181,6 +181,26 @@ int64_t store_schema_version(void)
 	return SCHEMA_VERSION;
 }
 
+/* Whether a store at version (foreign: a database of something else) is
+ * one this build can use. 0, or -1 with the reason in why. */
+static int check_version(int64_t version, bool foreign, char *why, size_t whysz)
+{
+	if (foreign) {
+		snprintf(why, whysz, "not a leakproof store (an SQLite database of something else)");
+		return -1;
+	}
+	if (version < 0) {
+		snprintf(why, whysz, "not a valid leakproof store (schema version %lld)", (long long)version);
+		return -1;
+	}
+	if (version > SCHEMA_VERSION) {
+		snprintf(why, whysz, "made by a newer leakproof (schema version %lld; this one knows up to %lld)",
+		         (long long)version, (long long)SCHEMA_VERSION);
+		return -1;
+	}
+	return 0;
+}
+
 int store_schema_check(struct store *st, int64_t *version, char *why, size_t whysz)
 {
 	bool foreign = false;
@@ -188,26 +208,34 @@ int store_schema_check(struct store *st, int64_t *version, char *why, size_t why
 		snprintf(why, whysz, "%s", db_errmsg(st->db));
 		return -1;
 	}
-	if (foreign) {
-		snprintf(why, whysz, "not a leakproof store (an SQLite database of something else)");
-		return -1;
-	}
-	if (*version > SCHEMA_VERSION) {
-		snprintf(why, whysz, "made by a newer leakproof (schema version %lld; this one knows up to %lld)",
-		         (long long)*version, (long long)SCHEMA_VERSION);
-		return -1;
-	}
-	return 0;
+	return check_version(*version, foreign, why, whysz);
 }
 
+/*
+ * Each step in its own transaction, which takes the write lock first and
+ * then reads the version again: another writer may have migrated the store
+ * since it was checked (eight runs started at once on a new store), and a
+ * migration must never run twice.
+ */
 int store_schema_migrate(struct store *st, int64_t version, char *why, size_t whysz)
 {
-	for (int64_t v = version; v < SCHEMA_VERSION; v++) {
+	while (version < SCHEMA_VERSION) {
+		bool foreign = false;
 		if (db_begin(st->db, true) != DB_OK)
 			goto fail;
-		if (db_exec(st->db, migrations[v]) != DB_OK)
+		if (db_get_version(st->db, &version, &foreign) != DB_OK)
 			goto fail_rollback;
-		if (db_set_version(st->db, v + 1) != DB_OK || db_commit(st->db) != DB_OK)
+		if (check_version(version, foreign, why, whysz) < 0) {
+			db_rollback(st->db);
+			return -1;
+		}
+		if (version < SCHEMA_VERSION) {
+			if (db_exec(st->db, migrations[version]) != DB_OK ||
+			    db_set_version(st->db, version + 1) != DB_OK)
+				goto fail_rollback;
+			version++;
+		}
+		if (db_commit(st->db) != DB_OK)
 			goto fail_rollback;
 	}
 	return 0;

@@ -133,28 +133,29 @@ static int lite_open(const char *path, bool readonly, struct db **out, char *why
 	}
 	sqlite3_extended_result_codes(d->db, 0);
 	sqlite3_busy_timeout(d->db, BUSY_TIMEOUT_MS);
-	if (!readonly) {
-		/* Checked first: a file of something else is refused untouched
-		 * (journal_mode would rewrite its header). */
-		int64_t version;
-		bool foreign;
-		if (db_sqlite_driver.get_version(&d->base, &version, &foreign) != DB_OK) {
-			snprintf(why, whysz, "%s", sqlite3_errmsg(d->db));
-			lite_close(&d->base);
-			return -1;
-		}
-		char *msg = NULL;
-		if (!foreign &&
-		    sqlite3_exec(d->db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
-		                 " PRAGMA journal_size_limit = 67108864", NULL, NULL, &msg) != SQLITE_OK) {
-			snprintf(why, whysz, "%s", msg ? msg : sqlite3_errmsg(d->db));
-			sqlite3_free(msg);
-			lite_close(&d->base);
-			return -1;
-		}
-	}
 	*out = &d->base;
 	return 0;
+}
+
+/* WAL: readers do not block the writer nor it them; NORMAL sync is durable
+ * across a crash of leakproof, and loses at most the last commit on power
+ * loss. Set once the file is known to be a store this build can use: a
+ * store refused is left as it was. Switching a new file to WAL takes an
+ * exclusive lock and answers SQLITE_BUSY at once, without the busy
+ * handler, while another process holds the file (eight runs starting on a
+ * new store): it is tried again for as long as the busy timeout. */
+static enum db_rc lite_setup_writer(struct db *db)
+{
+	const char *sql = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+	                  " PRAGMA journal_size_limit = 67108864";
+	int rc;
+	for (int waited_ms = 0; ; waited_ms += 5) {
+		rc = sqlite3_exec(handle(db), sql, NULL, NULL, NULL);
+		if (rc != SQLITE_BUSY || waited_ms >= BUSY_TIMEOUT_MS)
+			break;
+		sqlite3_sleep(5);
+	}
+	return map_rc(rc);
 }
 
 static enum db_rc lite_exec(struct db *db, const char *sql)
@@ -302,19 +303,27 @@ static int pragma_int(sqlite3 *db, const char *sql, int64_t *out)
 }
 
 /* A file with another application id, or with tables but no version, is
- * something else's. */
+ * something else's. One statement, so one read transaction: another
+ * writer's migration is seen whole or not at all. */
 static enum db_rc lite_get_version(struct db *db, int64_t *version, bool *foreign)
 {
-	int64_t app_id = 0, ntables = 0;
-	int rc;
+	sqlite3_stmt *s;
 	*version = 0;
 	*foreign = false;
-	if ((rc = pragma_int(handle(db), "PRAGMA user_version", version)) != SQLITE_OK ||
-	    (rc = pragma_int(handle(db), "PRAGMA application_id", &app_id)) != SQLITE_OK ||
-	    (rc = pragma_int(handle(db), "SELECT count(*) FROM sqlite_master", &ntables)) != SQLITE_OK)
+	int rc = sqlite3_prepare_v2(handle(db), "SELECT user_version, application_id,"
+	                            " (SELECT count(*) FROM sqlite_master)"
+	                            " FROM pragma_user_version, pragma_application_id", -1, &s, NULL);
+	if (rc != SQLITE_OK)
 		return map_rc(rc);
-	*foreign = (app_id && app_id != APPLICATION_ID) || (*version == 0 && ntables > 0);
-	return DB_OK;
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*version = sqlite3_column_int64(s, 0);
+		int64_t app_id = sqlite3_column_int64(s, 1), ntables = sqlite3_column_int64(s, 2);
+		*foreign = (app_id && app_id != APPLICATION_ID) || (*version == 0 && ntables > 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(s);
+	return map_rc(rc);
 }
 
 static enum db_rc lite_set_version(struct db *db, int64_t version)
@@ -348,6 +357,7 @@ const struct db_driver db_sqlite_driver = {
 	.name = "sqlite",
 	.open = lite_open,
 	.close = lite_close,
+	.setup_writer = lite_setup_writer,
 	.exec = lite_exec,
 	.prepare = lite_prepare,
 	.finalize = lite_finalize,

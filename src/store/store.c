@@ -59,6 +59,10 @@ static struct store *open_common(const char *path, bool readonly)
 	    store_schema_check(st, &version, why, sizeof(why)) < 0)
 		goto fail;
 	if (!readonly) {
+		if (db_setup_writer(st->db) != DB_OK) {
+			snprintf(why, sizeof(why), "%s", db_errmsg(st->db));
+			goto fail;
+		}
 		if (store_schema_migrate(st, version, why, sizeof(why)) < 0 ||
 		    store_batch_open(st, why, sizeof(why)) < 0)
 			goto fail;
