@@ -214,7 +214,7 @@ def test_postgres_answers_and_takes_8_writers_at_once(cluster):
 def test_array_tasks_run_side_by_side(cluster):
     out = cluster.env["LEAKPROOF_CLUSTER_OUT"]
     job = cluster.sbatch("--array=0-3", "--mem=50M", f"--output={out}/array-%A_%a.out",
-                         wrap="date +%s.%N; sleep 4; date +%s.%N")
+                         wrap="date +%s.%N; sleep 6; date +%s.%N")
     ends = wait_for("the 4 array tasks to end", lambda: (
         lambda mine: mine if len(mine) == 4 else None)(
             [e for e in cluster.ends() if e.get("ArrayJobId") == str(job)]))
