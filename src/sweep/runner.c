@@ -2,13 +2,13 @@
  * runner.c — `leakproof sweep`: every trial in its own supervised process.
  *
  * A trial is `leakproof run --trial SWEEP:IDX:ATTEMPT ... -- ARGV`, started
- * by this process (our own binary, started through platform/spawn.h,
- * never a shell), with its output in a log file beside the store. The trial's run records itself in
- * the store; this process records the trial (status "running" before it
- * starts, its outcome when it ends), so a sweep killed at any moment —
- * SIGKILL included — knows on --resume exactly which trials finished.
- * Trial children die with the sweep (PR_SET_PDEATHSIG), and their own
- * supervisors take their jobs with them.
+ * by this process (our own binary, through platform/spawn.h, never a
+ * shell), with its output in a log file beside the store. The trial's run
+ * records itself in the store; this process records the trial (status
+ * "running" before it starts, its outcome when it ends), so a sweep killed
+ * at any moment — SIGKILL included — knows on --resume exactly which trials
+ * finished. Trial children die with the sweep (PR_SET_PDEATHSIG), and their
+ * own supervisors take their jobs with them.
  *
  * Parallel trials are admitted by memory: a trial starts only when the
  * memory it is expected to need is available (docs/internals/sweeps.md).
