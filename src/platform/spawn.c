@@ -118,7 +118,13 @@ static int prepare_stdio(struct spawn_fd *s, int target, int *child_fd, int *par
 		p[1] = above_std(p[1]);
 		*child_fd = target ? p[1] : p[0];
 		*parent_fd = target ? p[0] : p[1];
-		return *child_fd < 0 || *parent_fd < 0 ? -1 : 0;
+		if (*child_fd >= 0 && *parent_fd >= 0)
+			return 0;
+		int e = errno;
+		close_fd(child_fd);
+		close_fd(parent_fd);
+		errno = e;
+		return -1;
 	}
 	}
 	return 0;

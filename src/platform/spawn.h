@@ -104,7 +104,7 @@ struct spawn_capture {
 
 /*
  * Run sp to its end with stdout and stderr captured into cap (sp->out and
- * sp->err are made pipes). Returns what spawn_start() returns when it does
+ * sp->err are made pipes; sp->in should not be one, nothing would write it). Returns what spawn_start() returns when it does
  * not start; 0 when it ran and was reaped: ended by itself (wait_status)
  * or killed (timed_out, too_big); -1 when waiting failed (errno set,
  * sp->why "poll" or "waitpid"; the child is killed and reaped).
