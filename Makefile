@@ -3,6 +3,7 @@
 #   make                 build build/leakproof and the unit tests
 #   make check           unit tests + end-to-end tests (needs the packages in
 #                        scripts/install-deps)
+#   make check-layers    no include or call runs up a floor of src/
 #   make asan            the same binary with AddressSanitizer + UBSan, in build-asan/
 #   make install PREFIX=/usr/local
 #
@@ -106,6 +107,11 @@ unit: all
 check: all
 	/usr/bin/python3 -m pytest -q t
 
+# The floors of src/ (docs/internals/design.md): no include or call up a
+# floor, no loop between the files of a folder.
+check-layers: all
+	scripts/check-layers $(B)
+
 asan:
 	$(MAKE) B=build-asan CFLAGS='-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all'
 
@@ -134,6 +140,6 @@ install: $(B)/leakproof $(B)/leakproof.pc $(B)/libleakproof-trace.so
 clean:
 	rm -rf $(B) build-asan
 
-.PHONY: all unit check asan install clean FORCE
+.PHONY: all unit check check-layers asan install clean FORCE
 FORCE:
 -include $(OBJ:.o=.d) $(TRACE_OBJ:.o=.d)

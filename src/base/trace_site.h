@@ -19,7 +19,6 @@ struct trace_site {
 	int64_t allocs, frees;     /* sampled, all processes */
 	bool dirty;                /* changed since trace_take_dirty() */
 	int64_t taken_live;        /* live as of the last trace_take_dirty() that returned it */
-	bool announced;            /* stored once (set by the store) */
 };
 
 #endif

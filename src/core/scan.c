@@ -1,7 +1,11 @@
 /*
  * scan.c — step markers in a job's output, matched with PCRE2. One match
  * data block is allocated with the pattern and reused, so matching a line
- * allocates nothing.
+ * allocates nothing. Patterns are JIT-compiled where PCRE2 can, and every
+ * match is bounded (MATCH_LIMIT backtracking steps): a pattern such as
+ * ^(a+)+$ takes exponential time on lines like "aaa...ab", and the output
+ * of the job, its sampling and its signals must not wait for it. A line
+ * that reaches the bound does not match; the first one is said once.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "core/scan.h"
@@ -12,11 +16,34 @@
 
 #include "util/util.h"
 
+/* Backtracking steps one line may take: about a millisecond of a catastrophic
+ * pattern (the default, 10 million, is about 0.1 s a line), thousands of
+ * times what a step pattern needs on a line of 4 KiB. */
+#define MATCH_LIMIT 100000
+#define DEPTH_LIMIT 10000
+
 struct step_regex {
 	pcre2_code *code;
 	pcre2_match_data *md;
+	pcre2_match_context *mctx;
 	bool has_group;
+	const char *what;            /* the option, for the one warning */
+	bool warned;
 };
+
+/* pcre2_match() bounded; a line that reaches the bound is a non-match,
+ * said once per pattern. */
+static int match(struct step_regex *re, const char *line, size_t len)
+{
+	int rc = pcre2_match(re->code, (PCRE2_SPTR)line, len, 0, 0, re->md, re->mctx);
+	if ((rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT) && !re->warned) {
+		re->warned = true;
+		warning("%s gave up on a line of output after %d backtracking steps: the pattern "
+		        "takes too long on it (nested repeats such as (a+)+?); such lines are not matched",
+		        re->what, MATCH_LIMIT);
+	}
+	return rc;
+}
 
 struct step_regex *step_regex_new(const char *pattern, const char *what)
 {
@@ -41,7 +68,17 @@ struct step_regex *step_regex_new(const char *pattern, const char *what)
 		error("out of memory compiling %s", what);
 		return NULL;
 	}
+	re->mctx = pcre2_match_context_create(NULL);
+	if (!re->mctx) {
+		step_regex_free(re);
+		error("out of memory compiling %s", what);
+		return NULL;
+	}
+	pcre2_set_match_limit(re->mctx, MATCH_LIMIT);
+	pcre2_set_depth_limit(re->mctx, DEPTH_LIMIT);
+	(void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);   /* interpreted when JIT is not there */
 	re->has_group = groups >= 1;
+	re->what = what;
 	return re;
 }
 
@@ -49,6 +86,7 @@ void step_regex_free(struct step_regex *re)
 {
 	if (!re)
 		return;
+	pcre2_match_context_free(re->mctx);
 	pcre2_match_data_free(re->md);
 	pcre2_code_free(re->code);
 	free(re);
@@ -57,7 +95,7 @@ void step_regex_free(struct step_regex *re)
 int step_regex_match(struct step_regex *re, const char *line, size_t len, bool *has_n, int64_t *n)
 {
 	*has_n = false;
-	int rc = pcre2_match(re->code, (PCRE2_SPTR)line, len, 0, 0, re->md, NULL);
+	int rc = match(re, line, len);
 	if (rc < 0)
 		return 0;
 	if (re->has_group && rc >= 2) {
@@ -80,7 +118,7 @@ int step_regex_match(struct step_regex *re, const char *line, size_t len, bool *
 
 int step_regex_capture(struct step_regex *re, const char *line, size_t len, char *buf, size_t cap)
 {
-	int rc = pcre2_match(re->code, (PCRE2_SPTR)line, len, 0, 0, re->md, NULL);
+	int rc = match(re, line, len);
 	if (rc < 0 || !cap)
 		return 0;
 	PCRE2_SIZE *ov = pcre2_get_ovector_pointer(re->md);

@@ -50,11 +50,11 @@
 #include "core/trace.h"
 #include "platform/cgroup.h"
 #include "platform/nvml.h"
+#include "platform/spawn.h"
 #include "store/store.h"
 #include "store/sweeps.h"
 #include "util/util.h"
 
-extern char **environ;
 
 void supervise_opts_init(struct supervise_opts *o)
 {
@@ -142,24 +142,21 @@ static size_t env_add_pinned_fd(char **env, size_t k, const char *var, int fd)
 	return k;
 }
 
-/* The job's environment: ours plus LEAKPROOF_*, PYTHONPATH, PYTHONUNBUFFERED.
- * The caller frees the array and its strings with free_env(). */
+/* The job's environment overlay (see struct spawn): ours less our own
+ * variables, plus LEAKPROOF_*, PYTHONPATH, PYTHONUNBUFFERED. The caller
+ * frees the array and its strings with free_env(). */
 static char **build_env(const struct sv *sv, int chan_fd, int trace_fd)
 {
-	size_t n = 0;
-	while (environ[n])
-		n++;
-	char **env = xcalloc(n + 16, sizeof(char *));
+	static const char *const unset[] = { "LEAKPROOF_FD", "LEAKPROOF_RUN", "LEAKPROOF_RESTART", "PYTHONPATH",
+	                                     "LEAKPROOF_STOP_SIGNAL", "LEAKPROOF_TRIAL", "LEAKPROOF_TRACE_*" };
+	size_t nunset = sizeof(unset) / sizeof(unset[0]);
+	char **env = xcalloc(nunset + 16, sizeof(char *));
 	size_t k = 0;
 	const char *pypath = getenv("PYTHONPATH");
-	for (size_t i = 0; i < n; i++) {
-		if (!strncmp(environ[i], "LEAKPROOF_FD=", 13) || !strncmp(environ[i], "LEAKPROOF_RUN=", 14) ||
-		    !strncmp(environ[i], "LEAKPROOF_RESTART=", 18) || !strncmp(environ[i], "PYTHONPATH=", 11) ||
-		    !strncmp(environ[i], "LEAKPROOF_STOP_SIGNAL=", 22) || !strncmp(environ[i], "LEAKPROOF_TRIAL=", 16) ||
-		    !strncmp(environ[i], "LEAKPROOF_TRACE_", 16) || (sv->tracer && !strncmp(environ[i], "LD_PRELOAD=", 11)))
-			continue;
-		env[k++] = xstrdup(environ[i]);
-	}
+	for (size_t i = 0; i < nunset; i++)
+		env[k++] = xstrdup(unset[i]);
+	if (sv->tracer)
+		env[k++] = xstrdup("LD_PRELOAD");
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addf(&sb, "LEAKPROOF_FD=%d", chan_fd);
 	env[k++] = strbuf_detach(&sb, NULL);
@@ -238,83 +235,69 @@ static void ensure_std_fds(void)
 		}
 }
 
+/* In the job's child before exec (async-signal-safe): its cgroup, and the
+ * descriptor limit it had before we raised ours. */
+static void job_child_setup(void *data)
+{
+	const struct sv *sv = data;
+	if (sv->have_cg)
+		cgroup_enter(&sv->cg, 0);
+	if (sv->raised_nofile)
+		setrlimit(RLIMIT_NOFILE, &sv->nofile);   /* the job gets the limit it had */
+}
+
 /*
- * Fork and exec the job. Returns 0, or the exit status for a job that could
- * not start (126/127) after printing why.
+ * Start the job (platform/spawn.h): its own process group and cgroup,
+ * SIGTERM when we die, stdout and stderr through pipes, the channel and
+ * trace descriptors kept open. Returns 0, or the exit status for a job
+ * that could not start (126/127) after printing why.
  */
 static int start_job(struct sv *sv, sigset_t *oldmask)
 {
-	int outp[2], errp[2], chanp[2], execp[2], tracep[2] = { -1, -1 };
-	if (pipe2(outp, O_CLOEXEC) || pipe2(errp, O_CLOEXEC) || pipe2(chanp, O_CLOEXEC) || pipe2(execp, O_CLOEXEC) ||
-	    (sv->tracer && pipe2(tracep, O_CLOEXEC)))
+	int chanp[2], tracep[2] = { -1, -1 };
+	if (pipe2(chanp, O_CLOEXEC) || (sv->tracer && pipe2(tracep, O_CLOEXEC)))
 		return error_errno("cannot create pipes"), LP_EXIT_FAILURE;
 	if (tracep[0] >= 0)
 		fcntl(tracep[0], F_SETPIPE_SZ, 1 << 20);   /* room for bursts; best effort */
 
 	char **env = build_env(sv, chanp[1], tracep[1]);
-	char *const *argv = sv->o->argv;
-
-	pid_t pid = fork();
-	if (pid < 0) {
-		free_env(env);
-		return error_errno("cannot fork"), LP_EXIT_FAILURE;
-	}
-	if (pid == 0) {
-		/* The child: only async-signal-safe calls until exec. */
-		setpgid(0, 0);
-		if (sv->have_cg)
-			cgroup_enter(&sv->cg, 0);
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (sv->raised_nofile)
-			setrlimit(RLIMIT_NOFILE, &sv->nofile);   /* the job gets the limit it had */
-		signal(SIGPIPE, SIG_DFL);
-		sigprocmask(SIG_SETMASK, oldmask, NULL);
-		dup2(outp[1], STDOUT_FILENO);
-		dup2(errp[1], STDERR_FILENO);
-		fcntl(chanp[1], F_SETFD, 0);
-		if (tracep[1] >= 0)
-			fcntl(tracep[1], F_SETFD, 0);
-		if (sv->stepfd >= 0)
-			fcntl(sv->stepfd, F_SETFD, 0);
-		execvpe(argv[0], argv, env);
-		int e = errno;
-		ssize_t w = write(execp[1], &e, sizeof(e));
-		(void)w;
-		_exit(LP_EXIT_NOT_FOUND);
-	}
-	setpgid(pid, pid);   /* both sides, so there is no race */
+	int keep[3];
+	size_t nkeep = 0;
+	keep[nkeep++] = chanp[1];
+	if (tracep[1] >= 0)
+		keep[nkeep++] = tracep[1];
+	if (sv->stepfd >= 0)
+		keep[nkeep++] = sv->stepfd;
+	struct spawn sp = {
+		.argv = (const char *const *)sv->o->argv, .path_lookup = true, .env = (const char *const *)env,
+		.out.how = SPAWN_PIPE, .err.how = SPAWN_PIPE, .keep_fds = keep, .nkeep = nkeep,
+		.new_group = true, .death_signal = SIGTERM, .sigmask = oldmask,
+		.child_hook = job_child_setup, .hook_data = sv,
+	};
+	int rc = spawn_start(&sp);
+	int e = errno;
 	free_env(env);
-	close(outp[1]);
-	close(errp[1]);
 	close(chanp[1]);
-	close(execp[1]);
 	if (tracep[1] >= 0)
 		close(tracep[1]);
-	sv->child = pid;
-
-	int e = 0;
-	ssize_t r;
-	do
-		r = read(execp[0], &e, sizeof(e));
-	while (r < 0 && errno == EINTR);
-	close(execp[0]);
-	if (r == (ssize_t)sizeof(e)) {
-		waitpid(pid, NULL, 0);
-		close(outp[0]);
-		close(errp[0]);
+	if (rc) {
 		close(chanp[0]);
 		if (tracep[0] >= 0)
 			close(tracep[0]);
 		errno = e;
-		if (e == ENOENT) {
-			error("cannot run '%s': command not found", argv[0]);
+		if (rc == SPAWN_NOT_FOUND) {
+			error("cannot run '%s': command not found", sp.argv[0]);
 			return LP_EXIT_NOT_FOUND;
 		}
-		error_errno("cannot run '%s'", argv[0]);
-		return LP_EXIT_CANNOT_EXEC;
+		if (rc == SPAWN_CANNOT_EXEC) {
+			error_errno("cannot run '%s'", sp.argv[0]);
+			return LP_EXIT_CANNOT_EXEC;
+		}
+		return error_errno(!strcmp(sp.why, "fork") ? "cannot fork" : "cannot create pipes"), LP_EXIT_FAILURE;
 	}
-	sv->outfd = outp[0];
-	sv->errfd = errp[0];
+	sv->child = sp.pid;
+	sv->outfd = sp.out.fd;
+	sv->errfd = sp.err.fd;
 	sv->chanfd = chanp[0];
 	fcntl(sv->outfd, F_SETFL, O_NONBLOCK);
 	fcntl(sv->errfd, F_SETFL, O_NONBLOCK);
@@ -456,16 +439,8 @@ static void loop(struct sv *sv)
 
 static int setup_signals(struct sv *sv, sigset_t *oldmask)
 {
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGQUIT);
-	if (sigprocmask(SIG_BLOCK, &mask, oldmask) < 0)
-		return error_errno("cannot block signals");
-	sv->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, 0 };
+	sv->sigfd = spawn_signalfd(sigs, oldmask);
 	if (sv->sigfd < 0)
 		return error_errno("cannot create signalfd");
 	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill the supervisor */

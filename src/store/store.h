@@ -1,7 +1,9 @@
 /*
  * store.h — the run store: every run, its samples, steps, metrics, events and
- * results, kept in SQLite (WAL mode, one writer: the supervisor). This is the
- * only module that includes sqlite3.h. Reports are made from the store alone.
+ * results, kept in a database (SQLite today, in WAL mode; one writer per
+ * run: its supervisor) chosen by the store string. Reports are made from
+ * the store alone. The files of src/store/ and the driver under them:
+ * store/internal.h and docs/internals/store.md.
  *
  * Writes are batched: samples are held in memory, steps, metrics, events
  * and results staged in the writer's own connection (microseconds each, no
@@ -26,8 +28,9 @@
 struct store;
 
 /* Open (creating the file, its directory and the schema as needed, and
- * migrating older schemas) the store at path. Returns NULL after printing
- * "leakproof: cannot open store 'PATH': REASON". */
+ * migrating older schemas) the store at path: an SQLite file, or a
+ * `postgresql://` URI (not built in yet: refused). Returns NULL after
+ * printing "leakproof: cannot open store 'PATH': REASON". */
 struct store *store_open(const char *path);
 /* Open an existing store read-only; NULL with a message if it does not exist. */
 struct store *store_open_readonly(const char *path);
@@ -177,12 +180,11 @@ void segment_rows_free(struct segment_row *rows, size_t n);
 /* ---- for tests and diagnostics ---------------------------------------- */
 
 /* Make the store refuse to grow past max_bytes, as a full disk would: the
- * next write that needs more space fails with "database or disk is full". */
+ * next write that needs more space fails with "database or disk is full"
+ * (SQLite; -1 with a message where the backend cannot). */
 int store_set_size_limit(struct store *st, uint64_t max_bytes);
-/* The connection, for the other parts of the store (sweeps.c). */
-struct sqlite3;
-struct sqlite3 *store_handle(struct store *st);
-/* Bytes of heap SQLite holds in this process (all connections). */
+/* Bytes of heap the database libraries hold in this process (all
+ * connections). */
 size_t store_memory_used(void);
 
 #endif

@@ -7,115 +7,100 @@
 #include "store/sweeps.h"
 
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/internal.h"
 #include "util/util.h"
 
-static int db_error(struct store *st, const char *what)
+static int sweep_error(struct store *st, const char *what)
 {
-	return error("store: cannot %s: %s", what, sqlite3_errmsg(store_handle(st)));
+	return error("store: cannot %s: %s", what, db_errmsg(st->db));
 }
 
-static sqlite3_stmt *prepare(struct store *st, const char *sql, const char *what)
+static struct db_stmt *prepare(struct store *st, const char *sql, const char *what)
 {
-	sqlite3_stmt *s = NULL;
-	if (sqlite3_prepare_v2(store_handle(st), sql, -1, &s, NULL) != SQLITE_OK) {
-		db_error(st, what);
+	struct db_stmt *s = NULL;
+	if (db_prepare(st->db, sql, false, &s) != DB_OK) {
+		sweep_error(st, what);
 		return NULL;
 	}
 	return s;
 }
 
 /* Step a statement that returns no rows, then finalize it. 0 or -1. */
-static int finish(struct store *st, sqlite3_stmt *s, const char *what)
+static int finish(struct store *st, struct db_stmt *s, const char *what)
 {
-	int rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return db_error(st, what);
-	return 0;
+	int r = db_step(s) == DB_DONE ? 0 : sweep_error(st, what);
+	db_finalize(s);
+	return r;
 }
 
-static void bind_str(sqlite3_stmt *s, int i, const char *v)
-{
-	if (v)
-		sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(s, i);
-}
-
-static void bind_num(sqlite3_stmt *s, int i, double v)
+/* NaN and infinities bind NULL. */
+static void bind_num(struct db_stmt *s, int i, double v)
 {
 	if (isfinite(v))
-		sqlite3_bind_double(s, i, v);
+		db_bind_double(s, i, v);
 	else
-		sqlite3_bind_null(s, i);
+		db_bind_null(s, i);
 }
 
-static char *col_str(sqlite3_stmt *s, int i)
+static double col_num(struct db_stmt *s, int i)
 {
-	const unsigned char *t = sqlite3_column_text(s, i);
-	return xstrdup(t ? (const char *)t : "");
-}
-
-static double col_num(sqlite3_stmt *s, int i)
-{
-	return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i);
+	return db_column_is_null(s, i) ? NAN : db_column_double(s, i);
 }
 
 int64_t store_sweep_begin(struct store *st, const struct sweep_begin *b)
 {
-	sqlite3_stmt *s = prepare(st, "INSERT INTO sweeps (started_at, file, spec, method, metric, maximize, pid,"
+	struct db_stmt *s = prepare(st, "INSERT INTO sweeps (started_at, file, spec, method, metric, maximize, pid,"
 	                          " optuna_storage, optuna_study) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	                          "record the sweep");
 	if (!s)
 		return -1;
-	sqlite3_bind_double(s, 1, b->started_at);
-	bind_str(s, 2, b->file);
-	bind_str(s, 3, b->text ? b->text : "");
-	bind_str(s, 4, b->method);
-	bind_str(s, 5, b->metric);
-	sqlite3_bind_int(s, 6, b->maximize);
-	sqlite3_bind_int(s, 7, b->pid);
-	bind_str(s, 8, b->optuna_storage);
-	bind_str(s, 9, b->optuna_study);
+	db_bind_double(s, 1, b->started_at);
+	db_bind_text(s, 2, b->file);
+	db_bind_text(s, 3, b->text ? b->text : "");
+	db_bind_text(s, 4, b->method);
+	db_bind_text(s, 5, b->metric);
+	db_bind_int64(s, 6, b->maximize);
+	db_bind_int64(s, 7, b->pid);
+	db_bind_text(s, 8, b->optuna_storage);
+	db_bind_text(s, 9, b->optuna_study);
 	if (finish(st, s, "record the sweep") < 0)
 		return -1;
-	return sqlite3_last_insert_rowid(store_handle(st));
+	return db_last_insert_id(st->db);
 }
 
 int store_sweep_set_optuna(struct store *st, int64_t id, const char *storage, const char *study)
 {
-	sqlite3_stmt *s = prepare(st, "UPDATE sweeps SET optuna_storage = ?2, optuna_study = ?3 WHERE id = ?1",
+	struct db_stmt *s = prepare(st, "UPDATE sweeps SET optuna_storage = ?2, optuna_study = ?3 WHERE id = ?1",
 	                          "update the sweep");
 	if (!s)
 		return -1;
-	sqlite3_bind_int64(s, 1, id);
-	bind_str(s, 2, storage);
-	bind_str(s, 3, study);
+	db_bind_int64(s, 1, id);
+	db_bind_text(s, 2, storage);
+	db_bind_text(s, 3, study);
 	return finish(st, s, "update the sweep");
 }
 
 int store_sweep_set_status(struct store *st, int64_t id, const char *status, double ended_at, int pid)
 {
-	sqlite3_stmt *s = prepare(st, "UPDATE sweeps SET status = ?2, ended_at = ?3, pid = ?4 WHERE id = ?1",
+	struct db_stmt *s = prepare(st, "UPDATE sweeps SET status = ?2, ended_at = ?3, pid = ?4 WHERE id = ?1",
 	                          "update the sweep");
 	if (!s)
 		return -1;
-	sqlite3_bind_int64(s, 1, id);
-	bind_str(s, 2, status);
+	db_bind_int64(s, 1, id);
+	db_bind_text(s, 2, status);
 	bind_num(s, 3, ended_at > 0 ? ended_at : NAN);
-	sqlite3_bind_int(s, 4, pid);
+	db_bind_int64(s, 4, pid);
 	return finish(st, s, "update the sweep");
 }
 
 int store_get_sweep(struct store *st, int64_t id, struct sweep_row *out)
 {
 	memset(out, 0, sizeof(*out));
-	sqlite3_stmt *s = prepare(st, id ?
+	struct db_stmt *s = prepare(st, id ?
 	        "SELECT id, started_at, coalesce(ended_at, 0), file, spec, method, metric, status,"
 	        " optuna_storage, optuna_study, maximize, coalesce(pid, 0) FROM sweeps WHERE id = ?1" :
 	        "SELECT id, started_at, coalesce(ended_at, 0), file, spec, method, metric, status,"
@@ -124,27 +109,27 @@ int store_get_sweep(struct store *st, int64_t id, struct sweep_row *out)
 	if (!s)
 		return -1;
 	if (id)
-		sqlite3_bind_int64(s, 1, id);
-	int rc = sqlite3_step(s), ret = 0;
-	if (rc == SQLITE_ROW) {
-		out->id = sqlite3_column_int64(s, 0);
-		out->started_at = sqlite3_column_double(s, 1);
-		out->ended_at = sqlite3_column_double(s, 2);
-		out->file = col_str(s, 3);
-		out->text = col_str(s, 4);
-		out->method = col_str(s, 5);
-		out->metric = col_str(s, 6);
-		out->status = col_str(s, 7);
-		out->optuna_storage = col_str(s, 8);
-		out->optuna_study = col_str(s, 9);
-		out->maximize = sqlite3_column_int(s, 10) != 0;
-		out->pid = sqlite3_column_int(s, 11);
-	} else if (rc == SQLITE_DONE) {
+		db_bind_int64(s, 1, id);
+	int rc = db_step(s), ret = 0;
+	if (rc == DB_ROW) {
+		out->id = db_column_int64(s, 0);
+		out->started_at = db_column_double(s, 1);
+		out->ended_at = db_column_double(s, 2);
+		out->file = col_strdup(s, 3);
+		out->text = col_strdup(s, 4);
+		out->method = col_strdup(s, 5);
+		out->metric = col_strdup(s, 6);
+		out->status = col_strdup(s, 7);
+		out->optuna_storage = col_strdup(s, 8);
+		out->optuna_study = col_strdup(s, 9);
+		out->maximize = db_column_int(s, 10) != 0;
+		out->pid = db_column_int(s, 11);
+	} else if (rc == DB_DONE) {
 		ret = 1;
 	} else {
-		ret = db_error(st, "read the sweep");
+		ret = sweep_error(st, "read the sweep");
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return ret;
 }
 
@@ -164,19 +149,19 @@ void sweep_row_release(struct sweep_row *r)
 static int64_t one_int(struct store *st, const char *sql, int64_t a, int64_t b, int64_t c, int nparams,
                        const char *what)
 {
-	sqlite3_stmt *s = prepare(st, sql, what);
+	struct db_stmt *s = prepare(st, sql, what);
 	if (!s)
 		return -1;
 	int64_t p[3] = { a, b, c };
 	for (int i = 0; i < nparams; i++)
-		sqlite3_bind_int64(s, i + 1, p[i]);
-	int rc = sqlite3_step(s);
+		db_bind_int64(s, i + 1, p[i]);
+	int rc = db_step(s);
 	int64_t v = 0;
-	if (rc == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	else if (rc != SQLITE_DONE)
-		v = db_error(st, what);
-	sqlite3_finalize(s);
+	if (rc == DB_ROW)
+		v = db_column_int64(s, 0);
+	else if (rc != DB_DONE)
+		v = sweep_error(st, what);
+	db_finalize(s);
 	return v;
 }
 
@@ -194,33 +179,33 @@ int64_t store_trial_run(struct store *st, int64_t sweep_id, int64_t idx, int64_t
 
 int store_trial_put(struct store *st, const struct trial_row *t)
 {
-	sqlite3_stmt *s = prepare(st, "INSERT OR REPLACE INTO trials (sweep_id, idx, attempt, params, env, argv,"
+	struct db_stmt *s = prepare(st, "INSERT OR REPLACE INTO trials (sweep_id, idx, attempt, params, env, argv,"
 	                          " status, run_id, cause, metric, optuna_number, started_at, ended_at, note, vals)"
 	                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
 	                          "record a trial");
 	if (!s)
 		return -1;
-	sqlite3_bind_int64(s, 1, t->sweep_id);
-	sqlite3_bind_int64(s, 2, t->idx);
-	sqlite3_bind_int64(s, 3, t->attempt);
-	bind_str(s, 4, t->params ? t->params : "{}");
-	bind_str(s, 5, t->env ? t->env : "{}");
-	bind_str(s, 6, t->argv ? t->argv : "[]");
-	bind_str(s, 7, t->status ? t->status : "running");
+	db_bind_int64(s, 1, t->sweep_id);
+	db_bind_int64(s, 2, t->idx);
+	db_bind_int64(s, 3, t->attempt);
+	db_bind_text(s, 4, t->params ? t->params : "{}");
+	db_bind_text(s, 5, t->env ? t->env : "{}");
+	db_bind_text(s, 6, t->argv ? t->argv : "[]");
+	db_bind_text(s, 7, t->status ? t->status : "running");
 	if (t->run_id > 0)
-		sqlite3_bind_int64(s, 8, t->run_id);
+		db_bind_int64(s, 8, t->run_id);
 	else
-		sqlite3_bind_null(s, 8);
-	bind_str(s, 9, t->cause && *t->cause ? t->cause : NULL);
+		db_bind_null(s, 8);
+	db_bind_text(s, 9, t->cause && *t->cause ? t->cause : NULL);
 	bind_num(s, 10, t->has_metric ? t->metric : NAN);
 	if (t->optuna_number >= 0)
-		sqlite3_bind_int64(s, 11, t->optuna_number);
+		db_bind_int64(s, 11, t->optuna_number);
 	else
-		sqlite3_bind_null(s, 11);
+		db_bind_null(s, 11);
 	bind_num(s, 12, t->started_at > 0 ? t->started_at : NAN);
 	bind_num(s, 13, t->ended_at > 0 ? t->ended_at : NAN);
-	bind_str(s, 14, t->note && *t->note ? t->note : NULL);
-	bind_str(s, 15, t->vals ? t->vals : "");
+	db_bind_text(s, 14, t->note && *t->note ? t->note : NULL);
+	db_bind_text(s, 15, t->vals ? t->vals : "");
 	return finish(st, s, "record a trial");
 }
 
@@ -239,54 +224,56 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 	        " (SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id)"
 	        " FROM trials t LEFT JOIN runs r ON r.id = t.run_id WHERE t.sweep_id = ?1",
 	        idx >= 0 ? " AND t.idx = ?2 AND t.attempt = ?3" : "");
-	sqlite3_stmt *s = prepare(st, sql, "read the trials");
+	struct db_stmt *s = prepare(st, sql, "read the trials");
 	if (!s)
 		return -1;
-	sqlite3_bind_int64(s, 1, sweep_id);
+	db_bind_int64(s, 1, sweep_id);
 	if (idx >= 0) {
-		sqlite3_bind_int64(s, 2, idx);
-		sqlite3_bind_int64(s, 3, attempt);
+		db_bind_int64(s, 2, idx);
+		db_bind_int64(s, 3, attempt);
 	}
 	struct trial_row *v = NULL;
 	size_t len = 0, cap = 0;
 	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc = db_step(s)) == DB_ROW) {
 		if (len == cap) {
 			cap = cap ? 2 * cap : 64;
 			v = xrealloc(v, cap * sizeof(*v));
 		}
 		struct trial_row *t = &v[len++];
 		memset(t, 0, sizeof(*t));
-		t->sweep_id = sqlite3_column_int64(s, 0);
-		t->idx = sqlite3_column_int64(s, 1);
-		t->attempt = sqlite3_column_int64(s, 2);
-		t->params = col_str(s, 3);
-		t->env = col_str(s, 4);
-		t->argv = col_str(s, 5);
-		t->status = col_str(s, 6);
-		t->cause = col_str(s, 7);
-		t->note = col_str(s, 8);
-		t->run_id = sqlite3_column_int64(s, 9);
+		t->sweep_id = db_column_int64(s, 0);
+		t->idx = db_column_int64(s, 1);
+		t->attempt = db_column_int64(s, 2);
+		t->params = col_strdup(s, 3);
+		t->env = col_strdup(s, 4);
+		t->argv = col_strdup(s, 5);
+		t->status = col_strdup(s, 6);
+		t->cause = col_strdup(s, 7);
+		t->note = col_strdup(s, 8);
+		t->run_id = db_column_int64(s, 9);
 		t->metric = col_num(s, 10);
 		t->has_metric = isfinite(t->metric);
-		t->optuna_number = sqlite3_column_int64(s, 11);
-		t->started_at = sqlite3_column_double(s, 12);
-		t->ended_at = sqlite3_column_double(s, 13);
-		t->verdict = col_str(s, 14);
+		t->optuna_number = db_column_int64(s, 11);
+		t->started_at = db_column_double(s, 12);
+		t->ended_at = db_column_double(s, 13);
+		t->verdict = col_strdup(s, 14);
 		t->growth_bytes_per_step = col_num(s, 15);
 		for (int i = 0; i < 5; i++)
 			t->q[i] = col_num(s, 16 + i);
 		t->steps_per_second = col_num(s, 21);
-		t->peak_bytes = (uint64_t)sqlite3_column_int64(s, 22);
-		t->steps = sqlite3_column_int64(s, 23);
-		t->vals = col_str(s, 24);
-		t->gpu_peak_bytes = (uint64_t)sqlite3_column_int64(s, 25);
+		t->peak_bytes = (uint64_t)db_column_int64(s, 22);
+		t->steps = db_column_int64(s, 23);
+		t->vals = col_strdup(s, 24);
+		t->gpu_peak_bytes = (uint64_t)db_column_int64(s, 25);
 	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
+	if (rc != DB_DONE) {
+		sweep_error(st, "read the trials");
+		db_finalize(s);
 		trial_rows_free(v, len);
-		return db_error(st, "read the trials");
+		return -1;
 	}
+	db_finalize(s);
 	*out = v;
 	*n = len;
 	return 0;
@@ -336,24 +323,24 @@ void trial_rows_free(struct trial_row *rows, size_t n)
 
 int store_run_set_trial(struct store *st, int64_t run_id, int64_t sweep_id, int64_t idx, int64_t attempt)
 {
-	sqlite3_stmt *s = prepare(st, "UPDATE runs SET sweep_id = ?2, trial_idx = ?3, trial_attempt = ?4 WHERE id = ?1",
+	struct db_stmt *s = prepare(st, "UPDATE runs SET sweep_id = ?2, trial_idx = ?3, trial_attempt = ?4 WHERE id = ?1",
 	                          "link a run to its trial");
 	if (!s)
 		return -1;
-	sqlite3_bind_int64(s, 1, run_id);
-	sqlite3_bind_int64(s, 2, sweep_id);
-	sqlite3_bind_int64(s, 3, idx);
-	sqlite3_bind_int64(s, 4, attempt);
+	db_bind_int64(s, 1, run_id);
+	db_bind_int64(s, 2, sweep_id);
+	db_bind_int64(s, 3, idx);
+	db_bind_int64(s, 4, attempt);
 	return finish(st, s, "link a run to its trial");
 }
 
 int store_run_set_summary(struct store *st, int64_t run_id, const double q[5], double steps_per_second)
 {
-	sqlite3_stmt *s = prepare(st, "UPDATE runs SET step_q0 = ?2, step_q1 = ?3, step_q2 = ?4, step_q3 = ?5,"
+	struct db_stmt *s = prepare(st, "UPDATE runs SET step_q0 = ?2, step_q1 = ?3, step_q2 = ?4, step_q3 = ?5,"
 	                          " step_q4 = ?6, steps_per_second = ?7 WHERE id = ?1", "keep a run's summary");
 	if (!s)
 		return -1;
-	sqlite3_bind_int64(s, 1, run_id);
+	db_bind_int64(s, 1, run_id);
 	for (int i = 0; i < 5; i++)
 		bind_num(s, 2 + i, q[i]);
 	bind_num(s, 7, steps_per_second > 0 ? steps_per_second : NAN);
@@ -369,13 +356,13 @@ double store_run_last_memory(struct store *st, int64_t run_id, enum measure m)
 	char sql[160];
 	snprintf(sql, sizeof(sql), "SELECT %s FROM samples WHERE run_id = ?1 ORDER BY rowid DESC LIMIT 1",
 	         col[m < MEASURE_COUNT ? m : MEASURE_PSS]);
-	sqlite3_stmt *s = prepare(st, sql, "read a run's memory");
+	struct db_stmt *s = prepare(st, sql, "read a run's memory");
 	if (!s)
 		return -1;
-	sqlite3_bind_int64(s, 1, run_id);
+	db_bind_int64(s, 1, run_id);
 	double v = -1;
-	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
-		v = sqlite3_column_double(s, 0);
-	sqlite3_finalize(s);
+	if (db_step(s) == DB_ROW && !db_column_is_null(s, 0))
+		v = db_column_double(s, 0);
+	db_finalize(s);
 	return v;
 }

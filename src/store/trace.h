@@ -1,6 +1,7 @@
 /*
  * store/trace.h — allocation sites of traced runs in the store: each site's
- * stacks, and its live sampled bytes each time they changed.
+ * stacks, and its live sampled bytes each time they changed. Implemented in
+ * store/trace.c.
  */
 #ifndef LP_STORE_TRACE_H
 #define LP_STORE_TRACE_H
@@ -17,7 +18,8 @@ int store_trace_begin(struct store *st, int64_t run_id, int64_t mean_bytes);
 
 /* In one transaction: the sites never written before, and a live row for
  * each of the n sites at time t (seconds into the run) and step (has_step
- * false: none yet). Sets each site's announced. */
+ * false: none yet). The store remembers which sites of the run it has
+ * written; the sites are not changed. */
 int store_trace_write(struct store *st, int64_t run_id, double t, bool has_step, int64_t step,
                       struct trace_site **sites, size_t n);
 

@@ -12,23 +12,17 @@
 #include "sweep/optuna.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "platform/spawn.h"
 #include "util/json.h"
 #include "util/util.h"
-
-extern char **environ;
 
 #define OPTUNA_TIMEOUT_MS 120000
 #define OUT_CAP_BYTES (4 << 20)        /* stdout of one command */
@@ -116,40 +110,10 @@ static char *error_line(const struct strbuf *err)
 	return out;
 }
 
-static void keep_tail(struct strbuf *sb)
+/* The optuna command line: prog, then args (NULL-terminated). The caller
+ * frees the array (not its strings). */
+static const char **optuna_argv(const char *prog, const char *const *args)
 {
-	if (sb->len <= 2 * ERR_KEEP_BYTES)
-		return;
-	memmove(sb->buf, sb->buf + sb->len - ERR_KEEP_BYTES, ERR_KEEP_BYTES);
-	sb->len = ERR_KEEP_BYTES;
-	sb->buf[sb->len] = '\0';
-}
-
-/* Move fd onto target in a child after fork; async-signal-safe. */
-static int child_dup(int fd, int target)
-{
-	if (fd == target)
-		return fcntl(fd, F_SETFD, 0);
-	return dup2(fd, target) < 0 ? -1 : 0;
-}
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-/*
- * Run `optuna ARGS...` (args NULL-terminated; what names the command in
- * messages, "optuna ask"). Its stdout goes to *out; it must exit 0.
- * Returns 0, or -1 after printing a message.
- */
-static int run_optuna(const struct optuna_study *st, const char *what,
-		      const char *const *args, struct strbuf *out)
-{
-	const char *prog = optuna_prog(st);
-	int timeout_ms = st->timeout_ms > 0 ? st->timeout_ms : OPTUNA_TIMEOUT_MS;
 	size_t nargs = 0;
 	while (args[nargs])
 		nargs++;
@@ -157,158 +121,39 @@ static int run_optuna(const struct optuna_study *st, const char *what,
 	argv[0] = prog;
 	for (size_t i = 0; i < nargs; i++)
 		argv[i + 1] = args[i];
+	return argv;
+}
 
-	/* The environment, with PYTHONWARNINGS=ignore (built before fork:
-	 * nothing after fork may allocate). */
-	size_t nenv = 0;
-	while (environ && environ[nenv])
-		nenv++;
-	char **envp = xcalloc(nenv + 2, sizeof(*envp));
-	size_t ne = 0;
-	for (size_t i = 0; i < nenv; i++)
-		if (strncmp(environ[i], "PYTHONWARNINGS=", 15))
-			envp[ne++] = environ[i];
-	envp[ne++] = (char *)"PYTHONWARNINGS=ignore";
+/* Say why prog did not run (rc from spawn_capture(), errno its cause). */
+static void report_not_run(const char *prog, const char *what, int rc, const struct spawn *sp)
+{
+	if (rc == SPAWN_NOT_FOUND)
+		error("cannot run '%s': %s (is Optuna installed? Debian and Ubuntu: "
+		      "apt install python3-optuna; else pip install optuna)",
+		      prog, strerror(errno));
+	else if (rc == SPAWN_CANNOT_EXEC)
+		error_errno("cannot run '%s'", prog);
+	else if (sp->pid > 0)
+		error_errno("'%s': %s", what, sp->why);   /* waiting for it failed */
+	else
+		error_errno("cannot run '%s': %s", prog, sp->why);
+}
 
-	struct strbuf err = STRBUF_INIT;
-	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, execp[2] = { -1, -1 };
-	int devnull = -1, rc = -1;
-	pid_t pid = -1;
-
-	strbuf_reset(out);
-	if (pipe2(outp, O_CLOEXEC) || pipe2(errp, O_CLOEXEC) || pipe2(execp, O_CLOEXEC)) {
-		error_errno("cannot run '%s': pipe", prog);
-		goto done;
+/* 0 when the command ran and exited 0; else -1 after saying how it ended. */
+static int judge_end(const char *what, int timeout_ms, const struct spawn_capture *cap)
+{
+	if (cap->timed_out) {
+		error("'%s' did not finish within %d s (killed)", what, (timeout_ms + 999) / 1000);
+		return -1;
 	}
-	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (devnull < 0) {
-		error_errno("cannot open '/dev/null'");
-		goto done;
+	if (cap->too_big) {
+		error("'%s' printed more than %d MiB (killed)", what, OUT_CAP_BYTES >> 20);
+		return -1;
 	}
-	pid = fork();
-	if (pid < 0) {
-		error_errno("cannot run '%s': fork", prog);
-		goto done;
-	}
-	if (pid == 0) {
-		/* The child: only async-signal-safe calls until exec. The
-		 * caller may block signals (a supervisor's signalfd) or ignore
-		 * some; Python must start with the defaults. */
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		static const int sigs[] = { SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGPIPE, SIGCHLD };
-		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-			signal(sigs[i], SIG_DFL);
-		if (child_dup(devnull, 0) == 0 && child_dup(outp[1], 1) == 0 &&
-		    child_dup(errp[1], 2) == 0)
-			execvpe(prog, (char *const *)argv, envp);
-		int e = errno;
-		ssize_t w = write(execp[1], &e, sizeof(e));
-		(void)w;
-		_exit(127);
-	}
-	close_fd(&outp[1]);
-	close_fd(&errp[1]);
-	close_fd(&execp[1]);
-	close_fd(&devnull);
-
-	/* The exec pipe closes at a successful exec, or brings its errno. */
-	int exec_errno = 0;
-	ssize_t n;
-	do
-		n = read(execp[0], &exec_errno, sizeof(exec_errno));
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof(exec_errno)) {
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		pid = -1;
-		errno = exec_errno;
-		if (exec_errno == ENOENT)
-			error("cannot run '%s': %s (is Optuna installed? Debian and Ubuntu: "
-			      "apt install python3-optuna; else pip install optuna)",
-			      prog, strerror(exec_errno));
-		else
-			error_errno("cannot run '%s'", prog);
-		goto done;
-	}
-
-	int64_t deadline = mono_ns() + (int64_t)timeout_ms * 1000000;
-	bool timed_out = false, too_big = false;
-	char buf[65536];
-	while (outp[0] >= 0 || errp[0] >= 0) {
-		int64_t left_ms = (deadline - mono_ns()) / 1000000;
-		if (left_ms <= 0) {
-			timed_out = true;
-			break;
-		}
-		struct pollfd pfd[2] = { { outp[0], POLLIN, 0 }, { errp[0], POLLIN, 0 } };
-		int r = poll(pfd, 2, left_ms > INT_MAX ? INT_MAX : (int)left_ms);
-		if (r < 0 && errno != EINTR) {
-			error_errno("'%s': poll", what);
-			goto done;
-		}
-		for (int i = 0; r > 0 && i < 2; i++) {
-			if (pfd[i].fd < 0 || !pfd[i].revents)
-				continue;
-			n = read(pfd[i].fd, buf, sizeof(buf));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				close_fd(i == 0 ? &outp[0] : &errp[0]);
-				continue;
-			}
-			if (i == 0) {
-				if (out->len + (size_t)n > OUT_CAP_BYTES) {
-					too_big = true;
-					break;
-				}
-				strbuf_add(out, buf, (size_t)n);
-			} else {
-				strbuf_add(&err, buf, (size_t)n);
-				keep_tail(&err);
-			}
-		}
-		if (too_big)
-			break;
-	}
-
-	/* Both pipes closed (or we gave up): reap, still under the deadline. */
-	int status = 0;
-	while (!timed_out && !too_big) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-		if (w == pid)
-			break;
-		if (w < 0 && errno != EINTR) {
-			error_errno("'%s': waitpid", what);
-			goto done;
-		}
-		if (mono_ns() >= deadline) {
-			timed_out = true;
-			break;
-		}
-		struct timespec ts = { 0, 10 * 1000000 };
-		nanosleep(&ts, NULL);
-	}
-	if (timed_out || too_big) {
-		kill(pid, SIGKILL);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
-		pid = -1;
-		if (timed_out)
-			error("'%s' did not finish within %d s (killed)", what,
-			      (timeout_ms + 999) / 1000);
-		else
-			error("'%s' printed more than %d MiB (killed)", what,
-			      OUT_CAP_BYTES >> 20);
-		goto done;
-	}
-	pid = -1;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-		rc = 0;
-		goto done;
-	}
-	char *line = error_line(&err);
+	int status = cap->wait_status;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	char *line = error_line(&cap->err);
 	char how[64];
 	if (WIFEXITED(status))
 		snprintf(how, sizeof(how), "exit status %d", WEXITSTATUS(status));
@@ -316,23 +161,41 @@ static int run_optuna(const struct optuna_study *st, const char *what,
 		snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(status));
 	error("'%s' failed (%s): %s", what, how, *line ? line : "no message on stderr");
 	free(line);
-done:
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
-	close_fd(&outp[0]);
-	close_fd(&outp[1]);
-	close_fd(&errp[0]);
-	close_fd(&errp[1]);
-	close_fd(&execp[0]);
-	close_fd(&execp[1]);
-	close_fd(&devnull);
-	strbuf_release(&err);
-	free(envp);
+	return -1;
+}
+
+/*
+ * Run `optuna ARGS...` (args NULL-terminated; what names the command in
+ * messages, "optuna ask") through platform/spawn.h: no shell, stdin from
+ * /dev/null, Python's default signal actions, PYTHONWARNINGS=ignore to
+ * silence Optuna's ExperimentalWarning, a time limit. Its stdout goes to
+ * *out; it must exit 0. Returns 0, or -1 after printing a message.
+ */
+static int run_optuna(const struct optuna_study *st, const char *what,
+		      const char *const *args, struct strbuf *out)
+{
+	static const char *const env[] = { "PYTHONWARNINGS=ignore", NULL };
+	const char *prog = optuna_prog(st);
+	int timeout_ms = st->timeout_ms > 0 ? st->timeout_ms : OPTUNA_TIMEOUT_MS;
+	const char **argv = optuna_argv(prog, args);
+	struct spawn sp = {
+		.argv = argv, .path_lookup = true, .env = env, .in.how = SPAWN_NULL, .reset_signals = true,
+	};
+	struct spawn_capture cap = SPAWN_CAPTURE_INIT;
+	cap.timeout_ms = timeout_ms;
+	cap.out_cap_bytes = OUT_CAP_BYTES;
+	cap.err_tail_bytes = ERR_KEEP_BYTES;
+
+	int rc = spawn_capture(&sp, &cap);
+	if (rc)
+		report_not_run(prog, what, rc, &sp);
+	else
+		rc = judge_end(what, timeout_ms, &cap);
+	strbuf_release(out);
+	*out = cap.out;   /* what it printed, also on failure */
+	strbuf_release(&cap.err);
 	free(argv);
-	return rc;
+	return rc ? -1 : 0;
 }
 
 /* A short printable excerpt of text for messages; the caller frees. */

@@ -2,13 +2,13 @@
  * runner.c — `leakproof sweep`: every trial in its own supervised process.
  *
  * A trial is `leakproof run --trial SWEEP:IDX:ATTEMPT ... -- ARGV`, started
- * by this process (fork + exec of our own binary, never a shell), with its
- * output in a log file beside the store. The trial's run records itself in
- * the store; this process records the trial (status "running" before it
- * starts, its outcome when it ends), so a sweep killed at any moment —
- * SIGKILL included — knows on --resume exactly which trials finished.
- * Trial children die with the sweep (PR_SET_PDEATHSIG), and their own
- * supervisors take their jobs with them.
+ * by this process (our own binary, through platform/spawn.h, never a
+ * shell), with its output in a log file beside the store. The trial's run
+ * records itself in the store; this process records the trial (status
+ * "running" before it starts, its outcome when it ends), so a sweep killed
+ * at any moment — SIGKILL included — knows on --resume exactly which trials
+ * finished. Trial children die with the sweep (PR_SET_PDEATHSIG), and their
+ * own supervisors take their jobs with them.
  *
  * Parallel trials are admitted by memory: a trial starts only when the
  * memory it is expected to need is available (admit.c,
@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -35,13 +34,12 @@
 
 #include "platform/cgroup.h"
 #include "platform/nvml.h"
+#include "platform/spawn.h"
 #include "store/store.h"
 #include "store/sweeps.h"
 #include "sweep/optuna.h"
 #include "sweep/spec.h"
 #include "util/util.h"
-
-extern char **environ;
 
 #define MAX_PARALLEL 256
 #define RETRIES_MAX 4              /* halvings of one trial after OOMs */
@@ -309,6 +307,10 @@ static void add_arg(char ***v, size_t *n, size_t *cap, const char *s)
 	(*v)[*n] = NULL;
 }
 
+static void finish_trial(struct runner *r, struct trial *t, int wstatus);
+
+/* Start trial t. Returns 0 when it runs, 1 when it ended at once (our
+ * binary did not exec; recorded as ended), -1 after printing why not. */
 static int launch(struct runner *r, struct trial *t)
 {
 	char trial_arg[96];
@@ -344,23 +346,9 @@ static int launch(struct runner *r, struct trial *t)
 	for (size_t i = 0; t->argv[i]; i++)
 		add_arg(&argv, &n, &cap, t->argv[i]);
 
-	/* the environment: ours, plus the env dimensions */
-	size_t ne = 0;
-	while (environ[ne])
-		ne++;
-	char **env = xcalloc(ne + r->spec.ndims + 2, sizeof(char *));
+	/* the environment: ours, overlaid with the env dimensions */
+	char **env = xcalloc(r->spec.ndims + 2, sizeof(char *));
 	size_t k = 0;
-	for (size_t i = 0; i < ne; i++) {
-		bool replaced = false;
-		for (size_t d = 0; d < r->spec.ndims; d++) {
-			size_t len = strlen(r->spec.dims[d].name);
-			if (r->spec.dims[d].is_env && !strncmp(environ[i], r->spec.dims[d].name, len) &&
-			    environ[i][len] == '=')
-				replaced = true;
-		}
-		if (!replaced)
-			env[k++] = xstrdup(environ[i]);
-	}
 	for (size_t d = 0; d < r->spec.ndims; d++) {
 		if (!r->spec.dims[d].is_env)
 			continue;
@@ -391,34 +379,31 @@ static int launch(struct runner *r, struct trial *t)
 		.optuna_number = t->optuna_number, .started_at = t->started_at, .note = t->note,
 	};
 	int rc = store_trial_put(r->st, &row);
-	pid_t pid = rc < 0 ? -1 : fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() == 1)
-			_exit(LP_EXIT_FAILURE);   /* the sweep is already gone */
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		int in = open("/dev/null", O_RDONLY);
-		if (in >= 0)
-			dup2(in, STDIN_FILENO);
-		if (logfd >= 0) {
-			dup2(logfd, STDOUT_FILENO);
-			dup2(logfd, STDERR_FILENO);
-		}
-		execve(r->exe, argv, env);
-		_exit(LP_EXIT_CANNOT_EXEC);
-	}
+	struct spawn sp = {
+		.argv = (const char *const *)argv, .env = (const char *const *)env, .in.how = SPAWN_NULL,
+		.death_signal = SIGTERM,   /* the trial dies with the sweep */
+	};
+	if (logfd >= 0)
+		sp.out = sp.err = (struct spawn_fd){ SPAWN_FD, logfd };
+	int started = rc < 0 ? -1 : spawn_start(&sp);
+	int e = errno;
 	if (logfd >= 0)
 		close(logfd);
 	free(argv);
 	for (size_t i = 0; env[i]; i++)
 		free(env[i]);
 	free(env);
-	if (pid < 0)
+	if (started < 0) {
+		errno = e;
 		return rc < 0 ? -1 : error_errno("cannot start a trial");
-	t->pid = pid;
+	}
 	r->started_count++;
+	if (started) {
+		/* our own binary did not exec: the trial ends with that status */
+		finish_trial(r, t, started << 8);
+		return 1;
+	}
+	t->pid = sp.pid;
 	return 0;
 }
 
@@ -876,14 +861,8 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		goto out;
 	requeue_interrupted(&r);
 
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	r.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, 0 };
+	r.sigfd = spawn_signalfd(sigs, NULL);
 	if (r.sigfd < 0) {
 		error_errno("cannot create signalfd");
 		goto out;
@@ -907,9 +886,12 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 				break;
 			struct trial *t = r.next;
 			r.next = NULL;
-			if (launch(&r, t) < 0) {
+			int started = launch(&r, t);
+			if (started != 0) {
 				trial_free(t);
 				free(t);
+				if (started > 0)
+					continue;   /* it ended at once */
 				failed = true;
 				break;
 			}

@@ -49,6 +49,12 @@ NOT_RUNNABLE = {
                                       "`make install` into a scratch PREFIX",
     "make check": "the whole test suite, this test included",
     "make asan": "a second full build with sanitizers, for CI's sanitizer pass",
+    "scripts/cluster start": "starts PostgreSQL and SLURM as root; t/e2e/test_cluster_services.py "
+                             "tests the script",
+    'eval "$(scripts/cluster env)"': "needs the services of `scripts/cluster start`",
+    "sbatch --mem=1G --wrap 'leakproof run -- /usr/bin/python3 train.py'":
+        "needs the SLURM of `scripts/cluster start`",
+    "scripts/cluster stop": "stops what `scripts/cluster start` started",
 }
 
 TRAIN_PY = r'''

@@ -179,4 +179,28 @@ static void test_regex(void)
 	step_regex_free(re);
 }
 
-TEST_MAIN("channel", TEST(test_step_epoch), TEST(test_kv), TEST(test_mark), TEST(test_linebuf), TEST(test_regex))
+/* A catastrophic pattern gives up on a line (with one warning) instead of
+ * taking PCRE2's default of 10 million backtracking steps a line, and still
+ * matches the lines it can. */
+static void test_regex_bounded(void)
+{
+	bool has_n;
+	int64_t n;
+	char line[64];
+	memset(line, 'a', 40);
+	line[40] = 'b';
+	line[41] = '\0';
+	struct step_regex *re = step_regex_new("^(a+)+$", "--step-regex");
+	CHECK(re != NULL);
+	capture_begin();
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ_INT(step_regex_match(re, line, strlen(line), &has_n, &n), 0);
+	const char *err = capture_end();
+	CHECK(strstr(err, "--step-regex gave up on a line of output") != NULL);
+	CHECK(strstr(err, "gave up") && !strstr(strstr(err, "gave up") + 1, "gave up"));   /* said once */
+	CHECK_EQ_INT(step_regex_match(re, "aaaa", 4, &has_n, &n), 1);
+	step_regex_free(re);
+}
+
+TEST_MAIN("channel", TEST(test_step_epoch), TEST(test_kv), TEST(test_mark), TEST(test_linebuf), TEST(test_regex),
+          TEST(test_regex_bounded))

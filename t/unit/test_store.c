@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "store/store.h"
+#include "store/trace.h"
 #include "util/util.h"
 #include "tap.h"
 
@@ -440,6 +442,153 @@ static void test_unopenable(void)
 	expect_open_error("/proc/leakproof-test/x.db", false, "cannot create directory");
 }
 
+/* Write a schema version into an SQLite file's header (user_version, 4
+ * bytes big-endian at offset 60); the version that was there. */
+static long patch_version(const char *path, uint32_t v)
+{
+	unsigned char want[4] = { v >> 24, v >> 16 & 0xff, v >> 8 & 0xff, v & 0xff }, old[4] = { 0 };
+	int fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	CHECK_EQ_INT(pread(fd, old, 4, 60), 4);
+	CHECK_EQ_INT(pwrite(fd, want, 4, 60), 4);
+	close(fd);
+	return (long)(int32_t)((uint32_t)old[0] << 24 | (uint32_t)old[1] << 16 | (uint32_t)old[2] << 8 | old[3]);
+}
+
+/* A crafted store with a negative or huge schema version is refused with a
+ * message, by writers and readers alike, and left as it was: no migration
+ * is looked up out of bounds, nothing rewrites the version. */
+static void test_crafted_version(void)
+{
+	const char *path = tmp_path("crafted.db");
+	struct store *st = store_open(path);
+	CHECK(st != NULL);
+	store_close(st);
+	static const struct { uint32_t v; const char *reason; } cases[] = {
+		{ 0xfffffffbu, "not a valid leakproof store (schema version -5)" },
+		{ 0xffffffffu, "not a valid leakproof store (schema version -1)" },
+		{ 0x80000000u, "not a valid leakproof store (schema version -2147483648)" },
+		{ 0x7fffffffu, "newer leakproof (schema version 2147483647" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		long current = patch_version(path, cases[i].v);
+		CHECK(current == 4 || i > 0);
+		expect_open_error(path, true, cases[i].reason);
+		expect_open_error(path, false, cases[i].reason);
+		expect_open_error(path, true, cases[i].reason);
+		CHECK_EQ_INT(patch_version(path, cases[i].v), (int32_t)cases[i].v);   /* untouched */
+	}
+	patch_version(path, 4);
+	st = store_open_readonly(path);
+	CHECK(st != NULL);
+	store_close(st);
+}
+
+/* Eight writers opening a new store at once all get it: the schema version
+ * is read again under the write lock before migrating. */
+static void test_concurrent_create(void)
+{
+	enum { WRITERS = 8, ROUNDS = 4 };
+	for (int round = 0; round < ROUNDS; round++) {
+		char name[32];
+		snprintf(name, sizeof(name), "race%d/store.db", round);
+		char path[256];
+		snprintf(path, sizeof(path), "%s", tmp_path(name));
+		int go[2];
+		CHECK_EQ_INT(pipe(go), 0);
+		pid_t pids[WRITERS];
+		for (int i = 0; i < WRITERS; i++) {
+			pids[i] = fork();
+			if (pids[i] == 0) {
+				char c;
+				close(go[1]);
+				if (read(go[0], &c, 1) < 0)
+					_exit(2);
+				struct store *w = store_open(path);
+				struct run_begin rb;
+				fill_begin(&rb);
+				int ok = w && store_run_begin(w, &rb) > 0;
+				store_close(w);
+				_exit(ok ? 0 : 1);
+			}
+		}
+		close(go[0]);
+		close(go[1]);   /* all start at once */
+		int failed = 0;
+		for (int i = 0; i < WRITERS; i++) {
+			int status = 0;
+			waitpid(pids[i], &status, 0);
+			failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+		}
+		CHECK_EQ_INT(failed, 0);
+		struct store *st = store_open_readonly(path);
+		struct run_row *rows = NULL;
+		size_t n = 0;
+		CHECK(st && store_list_runs(st, &rows, &n) == 0);
+		CHECK_EQ_INT(n, WRITERS);
+		run_rows_free(rows, n);
+		store_close(st);
+	}
+}
+
+/* The store remembers which sites of a run it wrote: each run gets its own
+ * sites (ids start at 1 again), a site is written once however often it
+ * comes back, and the caller's sites are left as they were. */
+static void test_trace_sites(void)
+{
+	struct store *st = store_open(tmp_path("trace.db"));
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	struct run_begin rb;
+	fill_begin(&rb);
+	int64_t runs[2] = { store_run_begin(st, &rb), store_run_begin(st, &rb) };
+	char frames[2][32] = { "/lib/a.so\t0x10\tf\n", "/lib/b.so\t0x20\tg\n" };
+	struct trace_site a = { .id = 1, .kind = 'm', .frames = frames[0], .live = 100 };
+	struct trace_site b = { .id = 2, .kind = 'a', .frames = frames[1], .python = "3:main:x.py", .live = 50 };
+	for (int r = 0; r < 2; r++) {
+		struct trace_site *both[2] = { &a, &b }, *one[1] = { &b };
+		CHECK_EQ_INT(store_trace_write(st, runs[r], 1.0, false, 0, both, 2), 0);
+		b.live = 70;
+		CHECK_EQ_INT(store_trace_write(st, runs[r], 2.0, true, 5, one, 1), 0);
+		b.live = 50;
+	}
+	CHECK(!a.dirty && !b.dirty && a.live == 100);
+	for (int r = 0; r < 2; r++) {
+		struct trace_site_row *rows;
+		struct trace_live_row *live;
+		size_t n = 0, nlive = 0;
+		CHECK_EQ_INT(store_trace_load_sites(st, runs[r], &rows, &n), 0);
+		CHECK_EQ_INT(n, 2);
+		if (n == 2) {
+			CHECK(rows[0].site == 1 && rows[0].kind == 'm' && !strcmp(rows[0].frames, frames[0]));
+			CHECK(rows[0].python == NULL);
+			CHECK(rows[1].site == 2 && rows[1].kind == 'a' && !strcmp(rows[1].python, "3:main:x.py"));
+		}
+		trace_site_rows_free(rows, n);
+		CHECK_EQ_INT(store_trace_load_live(st, runs[r], &live, &nlive), 0);
+		CHECK_EQ_INT(nlive, 3);
+		if (nlive == 3)
+			CHECK(live[2].site == 2 && live[2].live == 70 && live[2].has_step && live[2].step == 5);
+		free(live);
+	}
+	store_close(st);
+}
+
+/* A PostgreSQL URI selects a backend this build does not have: a clear
+ * refusal, and nothing created on disk under that name. */
+static void test_backend_not_built(void)
+{
+	const char *uris[] = { "postgresql://leakproof@db.cluster/leakproof", "postgres://localhost/lp",
+	                       "POSTGRESQL://x/y" };
+	for (size_t i = 0; i < sizeof(uris) / sizeof(uris[0]); i++) {
+		expect_open_error(uris[i], false, "PostgreSQL support is not built in");
+		expect_open_error(uris[i], true, "PostgreSQL support is not built in");
+	}
+	struct stat sb;
+	CHECK(stat("postgresql:", &sb) < 0 && stat("postgres:", &sb) < 0);
+}
+
 static void test_disk_full(void)
 {
 	const char *path = tmp_path("full.db");
@@ -602,5 +751,9 @@ TEST_MAIN("store",
 	TEST(test_batching),
 	TEST(test_migrate_empty_file),
 	TEST(test_unopenable),
+	TEST(test_concurrent_create),
+	TEST(test_crafted_version),
+	TEST(test_trace_sites),
+	TEST(test_backend_not_built),
 	TEST(test_disk_full),
 	TEST(test_memory_flat))

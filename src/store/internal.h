@@ -1,0 +1,102 @@
+/*
+ * store/internal.h — what the files of src/store/ share, private to them:
+ * the store itself, and the helpers every seam uses to report errors and
+ * read rows. The seams:
+ *
+ *   store.c    open and close, the store string, test hooks
+ *   schema.c   the schema: its versions and migrations
+ *   batch.c    the write path of frequent rows: held samples, staging,
+ *              store_flush()
+ *   runs.c     runs and segments, and reading back everything of a run
+ *   sweeps.c   sweeps and trials
+ *   trace.c    allocation sites of traced runs
+ *   common.c   the helpers below
+ *   db.h, db.c the driver interface and the table of backends;
+ *   sqlite.c   its SQLite backend
+ *
+ * Units as in store.h: bytes (INTEGER), seconds (REAL). Unsigned sizes are
+ * stored as signed 64-bit integers (clamped).
+ */
+#ifndef LP_STORE_INTERNAL_H
+#define LP_STORE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/db.h"
+#include "store/store.h"
+
+struct batch;
+
+struct store {
+	struct db *db;
+	char *path;           /* the store string, as given */
+	bool readonly;
+	bool write_failed;    /* a write error was reported; quiet until a clean flush */
+	bool batch_failed;    /* a write failed since the last flush */
+	struct batch *batch;  /* batch.c: the rows waiting for store_flush(); NULL read-only */
+	/* trace.c: the sites of trace_run already written (bit per site id) */
+	int64_t trace_run;
+	unsigned char *trace_written;
+	size_t trace_written_bytes;
+};
+
+static inline int64_t u64_to_db(uint64_t v)
+{
+	return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
+static inline uint64_t db_to_u64(int64_t v)
+{
+	return v < 0 ? 0 : (uint64_t)v;
+}
+
+/* ---- common.c ------------------------------------------------------------ */
+
+/* A column as a newly allocated string, "" when NULL; the caller frees it. */
+char *col_strdup(struct db_stmt *s, int col);
+/* The same, NULL when NULL. */
+char *col_strdup_or_null(struct db_stmt *s, int col);
+/* A column copied into dst of cap bytes (truncated), "" when NULL. */
+void col_strcpy(struct db_stmt *s, int col, char *dst, size_t cap);
+
+/* Report a write failure once (until a flush goes in whole):
+ * "cannot write WHAT to store 'PATH': REASON". Returns -1. */
+int store_write_error(struct store *st, const char *what);
+/* "cannot read store 'PATH': REASON". Returns -1. */
+int store_read_error(struct store *st);
+/* 0, or -1 with a message when the store is open read-only. */
+int store_check_writable(struct store *st);
+/* Prepare sql and bind run_id to ?1. 0, or -1 after the message. */
+int store_prepare_read(struct store *st, const char *sql, int64_t run_id, struct db_stmt **s);
+/*
+ * Every row of statement s (prepared and bound; finalized here) into a new
+ * array of size-byte rows, each zeroed and filled by read; its length in
+ * *n, *rc 0. On a read error what was read is given to drop (NULL: free()),
+ * *rc is -1 after a message and NULL is returned.
+ */
+void *store_load_rows(struct store *st, struct db_stmt *s, size_t size,
+                      void (*read)(struct db_stmt *, void *), void (*drop)(void *, size_t),
+                      size_t *n, int *rc);
+
+/* ---- schema.c ------------------------------------------------------------ */
+
+/* Check that the store is a leakproof store (or empty) of a schema this
+ * build knows; *version gets its version. 0, or -1 with the reason in why. */
+int store_schema_check(struct store *st, int64_t *version, char *why, size_t whysz);
+/* Bring a writable store from version to the current one. 0, or -1 with
+ * the reason in why. */
+int store_schema_migrate(struct store *st, int64_t version, char *why, size_t whysz);
+/* The schema version this build writes. */
+int64_t store_schema_version(void);
+
+/* ---- batch.c ------------------------------------------------------------- */
+
+/* The staging tables and the statements of the write path. 0, or -1 with
+ * the reason in why. */
+int store_batch_open(struct store *st, char *why, size_t whysz);
+/* Finalize them (what is held is dropped: store_flush() first). */
+void store_batch_close(struct store *st);
+
+#endif

@@ -1,0 +1,521 @@
+/*
+ * runs.c — runs and their segments in the store, and reading back every
+ * part of a run (samples, steps, metrics, events, results, per-process
+ * samples). A run's beginning and end, and its segments, are written at
+ * once, each statement its own transaction; the frequent rows go through
+ * batch.c. Readers see what the last flush committed.
+ */
+#include "store/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+
+/* ---- writing ----------------------------------------------------------- */
+
+const char *step_source_name(enum step_source s)
+{
+	switch (s) {
+	case STEP_SOURCE_CHANNEL: return "channel";
+	case STEP_SOURCE_REGEX: return "regex";
+	default: return "none";
+	}
+}
+
+static enum step_source step_source_parse(const char *s)
+{
+	if (s && !strcmp(s, "channel"))
+		return STEP_SOURCE_CHANNEL;
+	if (s && !strcmp(s, "regex"))
+		return STEP_SOURCE_REGEX;
+	return STEP_SOURCE_NONE;
+}
+
+/* Run a one-off statement straight on the store (its own transaction):
+ * prepare, bind with fn, step, finalize. */
+static int run_once(struct store *st, const char *sql, const char *what,
+                    void (*bind)(struct db_stmt *, const void *), const void *arg)
+{
+	struct db_stmt *s;
+	if (store_check_writable(st) < 0)
+		return -1;
+	if (db_prepare(st->db, sql, false, &s) != DB_OK)
+		return store_write_error(st, what);
+	bind(s, arg);
+	int r = db_step(s) == DB_DONE ? 0 : store_write_error(st, what);
+	db_finalize(s);
+	return r;
+}
+
+static void bind_run_begin(struct db_stmt *s, const void *arg)
+{
+	const struct run_begin *rb = arg;
+	const char *measure = measure_name(rb->measure);
+	db_bind_double(s, 1, rb->started_at);
+	db_bind_text(s, 2, rb->command_json ? rb->command_json : "[]");
+	db_bind_text(s, 3, rb->cwd);
+	db_bind_text(s, 4, rb->hostname);
+	db_bind_text(s, 5, measure ? measure : "pss");
+	db_bind_int64(s, 6, rb->interval_ns);
+	db_bind_int64(s, 7, u64_to_db(rb->limit_bytes));
+	db_bind_text(s, 8, rb->limit_source);
+	db_bind_int64(s, 9, u64_to_db(rb->mem_total_bytes));
+	db_bind_text(s, 10, rb->cgroup_mode);
+	db_bind_text(s, 11, rb->step_regex);
+}
+
+struct segment_begin_args { int64_t run_id, seq; double started_at; int pid; };
+
+static void bind_segment_begin(struct db_stmt *s, const void *arg)
+{
+	const struct segment_begin_args *a = arg;
+	db_bind_int64(s, 1, a->run_id);
+	db_bind_int64(s, 2, a->seq);
+	if (a->pid > 0)
+		db_bind_int64(s, 3, a->pid);
+	else
+		db_bind_null(s, 3);
+	db_bind_double(s, 4, a->started_at);
+}
+
+#define SEGMENT_INSERT_SQL "INSERT INTO segments (run_id, seq, pid, started_at) VALUES (?1, ?2, ?3, ?4)"
+
+int64_t store_run_begin(struct store *st, const struct run_begin *rb)
+{
+	if (run_once(st, "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
+	             " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex)"
+	             " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	             "a run", bind_run_begin, rb) < 0)
+		return -1;
+	int64_t id = db_last_insert_id(st->db);
+	struct segment_begin_args sa = { id, 0, rb->started_at, rb->pid };
+	if (run_once(st, SEGMENT_INSERT_SQL, "a segment", bind_segment_begin, &sa) < 0)
+		return -1;
+	return id;
+}
+
+struct run_end_args { int64_t run_id; const struct run_end *re; };
+
+static void bind_run_end(struct db_stmt *s, const void *arg)
+{
+	const struct run_end_args *a = arg;
+	const struct run_end *re = a->re;
+	db_bind_int64(s, 1, a->run_id);
+	db_bind_double(s, 2, re->ended_at);
+	db_bind_text(s, 3, re->status ? re->status : "done");
+	db_bind_int64(s, 4, re->exit_code);
+	db_bind_int64(s, 5, re->exit_signal);
+	db_bind_text(s, 6, step_source_name(re->step_source));
+	db_bind_int64(s, 7, re->steps);
+	db_bind_int64(s, 8, re->bad_lines);
+	db_bind_int64(s, 9, re->long_lines);
+	db_bind_int64(s, 10, u64_to_db(re->peak_bytes));
+	db_bind_text(s, 11, re->verdict);
+	db_bind_double(s, 12, re->growth_bytes_per_step);
+}
+
+static void bind_segment_close(struct db_stmt *s, const void *arg)
+{
+	const struct run_end_args *a = arg;
+	const struct run_end *re = a->re;
+	const char *cause = re->exit_signal ? "signal" : "exit";
+	if (re->status && strcmp(re->status, "done"))
+		cause = re->status;
+	db_bind_int64(s, 1, a->run_id);
+	db_bind_double(s, 2, re->ended_at);
+	db_bind_int64(s, 3, re->exit_code);
+	db_bind_int64(s, 4, re->exit_signal);
+	db_bind_text(s, 5, cause);
+}
+
+int store_run_end(struct store *st, int64_t run_id, const struct run_end *re)
+{
+	struct run_end_args a = { run_id, re };
+	if (run_once(st, "UPDATE runs SET ended_at = ?2, status = ?3, exit_code = ?4, exit_signal = ?5,"
+	             " step_source = ?6, steps = ?7, bad_lines = ?8, long_lines = ?9, peak_bytes = ?10,"
+	             " verdict = ?11, growth_bytes_per_step = ?12 WHERE id = ?1",
+	             "the end of a run", bind_run_end, &a) < 0)
+		return -1;
+	/* A segment still open ends with the run. */
+	return run_once(st, "UPDATE segments SET ended_at = ?2, exit_code = ?3, exit_signal = ?4, cause = ?5"
+	                " WHERE run_id = ?1 AND ended_at IS NULL",
+	                "the end of a segment", bind_segment_close, &a);
+}
+
+int64_t store_segment_begin(struct store *st, int64_t run_id, double started_at, int pid)
+{
+	struct db_stmt *s;
+	int64_t seq = 0;
+	if (store_check_writable(st) < 0)
+		return -1;
+	if (db_prepare(st->db, "SELECT coalesce(max(seq) + 1, 0) FROM segments WHERE run_id = ?1",
+	               false, &s) != DB_OK)
+		return store_write_error(st, "a segment");
+	db_bind_int64(s, 1, run_id);
+	if (db_step(s) == DB_ROW)
+		seq = db_column_int64(s, 0);
+	db_finalize(s);
+	struct segment_begin_args sa = { run_id, seq, started_at, pid };
+	if (run_once(st, SEGMENT_INSERT_SQL, "a segment", bind_segment_begin, &sa) < 0)
+		return -1;
+	return seq;
+}
+
+struct segment_pid_args { int64_t run_id, seq; int pid; };
+
+static void bind_segment_pid(struct db_stmt *s, const void *arg)
+{
+	const struct segment_pid_args *a = arg;
+	db_bind_int64(s, 1, a->run_id);
+	db_bind_int64(s, 2, a->seq);
+	db_bind_int64(s, 3, a->pid);
+}
+
+int store_segment_set_pid(struct store *st, int64_t run_id, int64_t seq, int pid)
+{
+	struct segment_pid_args a = { run_id, seq, pid };
+	return run_once(st, "UPDATE segments SET pid = ?3 WHERE run_id = ?1 AND seq = ?2",
+	                "a segment", bind_segment_pid, &a);
+}
+
+struct segment_end_args { int64_t run_id, seq; const struct segment_end *se; };
+
+static void bind_segment_end(struct db_stmt *s, const void *arg)
+{
+	const struct segment_end_args *a = arg;
+	db_bind_int64(s, 1, a->run_id);
+	db_bind_int64(s, 2, a->seq);
+	db_bind_double(s, 3, a->se->ended_at);
+	db_bind_int64(s, 4, a->se->exit_code);
+	db_bind_int64(s, 5, a->se->exit_signal);
+	db_bind_text(s, 6, a->se->cause);
+	db_bind_text(s, 7, a->se->evidence);
+	if (a->se->has_step)
+		db_bind_int64(s, 8, a->se->step);
+	else
+		db_bind_null(s, 8);
+	db_bind_int64(s, 9, u64_to_db(a->se->memory_bytes));
+	db_bind_text(s, 10, a->se->restart);
+}
+
+int store_segment_end(struct store *st, int64_t run_id, int64_t seq, const struct segment_end *se)
+{
+	struct segment_end_args a = { run_id, seq, se };
+	return run_once(st, "UPDATE segments SET ended_at = ?3, exit_code = ?4, exit_signal = ?5,"
+	                " cause = ?6, evidence = ?7, end_step = ?8, memory_bytes = ?9, restart = ?10"
+	                " WHERE run_id = ?1 AND seq = ?2",
+	                "the end of a segment", bind_segment_end, &a);
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+#define RUN_COLUMNS "id, started_at, coalesce(ended_at, 0), command, cwd, hostname, status, verdict," \
+	" step_regex, cgroup_mode, limit_source, measure, step_source, interval_ns, steps, bad_lines," \
+	" long_lines, limit_bytes, mem_total_bytes, peak_bytes, coalesce(exit_code, -1)," \
+	" coalesce(exit_signal, 0), coalesce(growth_bytes_per_step, 0)"
+
+static void read_run_row(struct db_stmt *s, struct run_row *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = db_column_int64(s, 0);
+	r->started_at = db_column_double(s, 1);
+	r->ended_at = db_column_double(s, 2);
+	r->command_json = col_strdup(s, 3);
+	r->cwd = col_strdup(s, 4);
+	r->hostname = col_strdup(s, 5);
+	r->status = col_strdup(s, 6);
+	r->verdict = col_strdup(s, 7);
+	r->step_regex = col_strdup(s, 8);
+	r->cgroup_mode = col_strdup(s, 9);
+	r->limit_source = col_strdup(s, 10);
+	const char *m = db_column_text(s, 11);
+	if (!m || measure_parse(m, &r->measure) < 0)
+		r->measure = MEASURE_PSS;
+	r->step_source = step_source_parse(db_column_text(s, 12));
+	r->interval_ns = db_column_int64(s, 13);
+	r->steps = db_column_int64(s, 14);
+	r->bad_lines = db_column_int64(s, 15);
+	r->long_lines = db_column_int64(s, 16);
+	r->limit_bytes = db_to_u64(db_column_int64(s, 17));
+	r->mem_total_bytes = db_to_u64(db_column_int64(s, 18));
+	r->peak_bytes = db_to_u64(db_column_int64(s, 19));
+	r->exit_code = db_column_int(s, 20);
+	r->exit_signal = db_column_int(s, 21);
+	r->growth_bytes_per_step = db_column_double(s, 22);
+}
+
+void run_row_release(struct run_row *r)
+{
+	if (!r)
+		return;
+	free(r->command_json);
+	free(r->cwd);
+	free(r->hostname);
+	free(r->status);
+	free(r->verdict);
+	free(r->step_regex);
+	free(r->cgroup_mode);
+	free(r->limit_source);
+	memset(r, 0, sizeof(*r));
+}
+
+int store_get_run(struct store *st, int64_t id, struct run_row *out)
+{
+	struct db_stmt *s;
+	const char *sql = id > 0 ? "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?1"
+	                         : "SELECT " RUN_COLUMNS " FROM runs ORDER BY id DESC LIMIT 1";
+	memset(out, 0, sizeof(*out));
+	if (db_prepare(st->db, sql, false, &s) != DB_OK)
+		return store_read_error(st);
+	if (id > 0)
+		db_bind_int64(s, 1, id);
+	int rc = db_step(s);
+	int ret = 0;
+	if (rc == DB_ROW)
+		read_run_row(s, out);
+	else if (rc == DB_DONE)
+		ret = 1;
+	else
+		ret = store_read_error(st);
+	db_finalize(s);
+	return ret;
+}
+
+static void read_run(struct db_stmt *s, void *row)
+{
+	read_run_row(s, row);
+}
+
+static void drop_runs(void *rows, size_t n)
+{
+	run_rows_free(rows, n);
+}
+
+int store_list_runs(struct store *st, struct run_row **out, size_t *n)
+{
+	struct db_stmt *s;
+	*out = NULL;
+	*n = 0;
+	if (db_prepare(st->db, "SELECT " RUN_COLUMNS " FROM runs ORDER BY id DESC", false, &s) != DB_OK)
+		return store_read_error(st);
+	int rc;
+	*out = store_load_rows(st, s, sizeof(**out), read_run, drop_runs, n, &rc);
+	return rc;
+}
+
+void run_rows_free(struct run_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		run_row_release(&rows[i]);
+	free(rows);
+}
+
+/* Read the memory columns from index first (see bind_mem). */
+static void read_mem(struct db_stmt *s, int first, struct mem_sample *m)
+{
+	m->nprocs = db_column_int(s, first);
+	m->rss = db_to_u64(db_column_int64(s, first + 1));
+	m->pss = db_to_u64(db_column_int64(s, first + 2));
+	m->uss = db_to_u64(db_column_int64(s, first + 3));
+	m->swap = db_to_u64(db_column_int64(s, first + 4));
+	m->has_cgroup = !db_column_is_null(s, first + 5);
+	m->cgroup = m->has_cgroup ? db_to_u64(db_column_int64(s, first + 5)) : 0;
+	m->has_gpu = !db_column_is_null(s, first + 6);
+	m->gpu = m->has_gpu ? db_to_u64(db_column_int64(s, first + 6)) : 0;
+	m->pss_exact = db_column_int(s, first + 7) != 0;
+}
+
+static void read_sample(struct db_stmt *s, void *row)
+{
+	struct mem_sample *m = row;
+	m->t = db_column_double(s, 0);
+	read_mem(s, 1, m);
+}
+
+int store_load_samples(struct store *st, int64_t run_id, struct mem_sample **out, size_t *n)
+{
+	struct db_stmt *s;
+	*out = NULL;
+	*n = 0;
+	if (store_prepare_read(st, "SELECT t, nprocs, rss, pss, uss, swap, cgroup, gpu, pss_exact FROM samples"
+	                       " WHERE run_id = ?1 ORDER BY t, rowid", run_id, &s) < 0)
+		return -1;
+	int rc;
+	*out = store_load_rows(st, s, sizeof(**out), read_sample, NULL, n, &rc);
+	return rc;
+}
+
+static void read_step(struct db_stmt *s, void *row)
+{
+	struct step_rec *r = row;
+	r->step = db_column_int64(s, 0);
+	r->epoch = db_column_int64(s, 1);
+	r->mem.t = db_column_double(s, 2);
+	read_mem(s, 3, &r->mem);
+}
+
+int store_load_steps(struct store *st, int64_t run_id, struct step_rec **out, size_t *n)
+{
+	struct db_stmt *s;
+	*out = NULL;
+	*n = 0;
+	if (store_prepare_read(st, "SELECT step, coalesce(epoch, -1), t, nprocs, rss, pss, uss, swap, cgroup, gpu,"
+	                       " pss_exact FROM steps WHERE run_id = ?1 ORDER BY t, rowid", run_id, &s) < 0)
+		return -1;
+	int rc;
+	*out = store_load_rows(st, s, sizeof(**out), read_step, NULL, n, &rc);
+	return rc;
+}
+
+static void read_metric(struct db_stmt *s, void *row)
+{
+	struct metric_row *m = row;
+	m->step = db_column_int64(s, 0);
+	m->t = db_column_double(s, 1);
+	col_strcpy(s, 2, m->name, sizeof(m->name));
+	m->value = db_column_is_null(s, 3) ? NAN : db_column_double(s, 3);
+}
+
+int store_load_metrics(struct store *st, int64_t run_id, struct metric_row **out, size_t *n)
+{
+	struct db_stmt *s;
+	*out = NULL;
+	*n = 0;
+	if (store_prepare_read(st, "SELECT step, t, name, value FROM metrics WHERE run_id = ?1 ORDER BY t, rowid",
+	                       run_id, &s) < 0)
+		return -1;
+	int rc;
+	*out = store_load_rows(st, s, sizeof(**out), read_metric, NULL, n, &rc);
+	return rc;
+}
+
+static void read_event(struct db_stmt *s, void *row)
+{
+	struct event_row *e = row;
+	e->t = db_column_double(s, 0);
+	col_strcpy(s, 1, e->kind, sizeof(e->kind));
+	e->detail = col_strdup(s, 2);
+}
+
+static void drop_events(void *rows, size_t n)
+{
+	event_rows_free(rows, n);
+}
+
+int store_load_events(struct store *st, int64_t run_id, struct event_row **out, size_t *n)
+{
+	struct db_stmt *s;
+	*out = NULL;
+	*n = 0;
+	if (store_prepare_read(st, "SELECT t, kind, detail FROM events WHERE run_id = ?1 ORDER BY t, rowid",
+	                       run_id, &s) < 0)
+		return -1;
+	int rc;
+	*out = store_load_rows(st, s, sizeof(**out), read_event, drop_events, n, &rc);
+	return rc;
+}
+
+void event_rows_free(struct event_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].detail);
+	free(rows);
+}
+
+static void read_result(struct db_stmt *s, void *row)
+{
+	struct result_row *r = row;
+	col_strcpy(s, 0, r->name, sizeof(r->name));
+	r->value = db_column_is_null(s, 1) ? NAN : db_column_double(s, 1);
+}
+
+int store_load_results(struct store *st, int64_t run_id, struct result_row **out, size_t *n)
+{
+	struct db_stmt *s;
+	*out = NULL;
+	*n = 0;
+	if (store_prepare_read(st, "SELECT name, value FROM results WHERE run_id = ?1 ORDER BY name", run_id, &s) < 0)
+		return -1;
+	int rc;
+	*out = store_load_rows(st, s, sizeof(**out), read_result, NULL, n, &rc);
+	return rc;
+}
+
+static void read_proc(struct db_stmt *s, void *row)
+{
+	struct proc_row *p = row;
+	p->pid = db_column_int(s, 0);
+	p->ppid = db_column_int(s, 1);
+	col_strcpy(s, 2, p->name, sizeof(p->name));
+	p->rss = db_to_u64(db_column_int64(s, 3));
+	p->pss = db_to_u64(db_column_int64(s, 4));
+	p->uss = db_to_u64(db_column_int64(s, 5));
+	p->swap = db_to_u64(db_column_int64(s, 6));
+	p->gpu = db_to_u64(db_column_int64(s, 7));
+	p->t = db_column_double(s, 8);
+}
+
+int store_top_procs(struct store *st, int64_t run_id, struct proc_row **out, size_t *n, size_t max)
+{
+	struct db_stmt *s;
+	*out = NULL;
+	*n = 0;
+	/* SQLite takes the bare columns from the row holding max(pss). */
+	if (store_prepare_read(st, "SELECT pid, ppid, name, rss, max(pss) AS top, uss, swap, gpu, t FROM proc_samples"
+	                       " WHERE run_id = ?1 GROUP BY pid, name ORDER BY top DESC, pid LIMIT ?2", run_id, &s) < 0)
+		return -1;
+	db_bind_int64(s, 2, max > (size_t)INT64_MAX ? INT64_MAX : (int64_t)max);
+	int rc;
+	*out = store_load_rows(st, s, sizeof(**out), read_proc, NULL, n, &rc);
+	return rc;
+}
+
+static void read_segment(struct db_stmt *s, void *row)
+{
+	struct segment_row *g = row;
+	g->seq = db_column_int64(s, 0);
+	g->pid = db_column_int(s, 1);
+	g->started_at = db_column_double(s, 2);
+	g->ended_at = db_column_double(s, 3);
+	g->exit_code = db_column_int(s, 4);
+	g->exit_signal = db_column_int(s, 5);
+	g->cause = col_strdup(s, 6);
+	g->evidence = col_strdup(s, 7);
+	g->has_step = !db_column_is_null(s, 8);
+	g->end_step = db_column_int64(s, 8);
+	g->memory_bytes = db_to_u64(db_column_int64(s, 9));
+	g->restart = col_strdup(s, 10);
+}
+
+static void drop_segments(void *rows, size_t n)
+{
+	segment_rows_free(rows, n);
+}
+
+int store_load_segments(struct store *st, int64_t run_id, struct segment_row **out, size_t *n)
+{
+	struct db_stmt *s;
+	*out = NULL;
+	*n = 0;
+	if (store_prepare_read(st, "SELECT seq, coalesce(pid, 0), started_at, coalesce(ended_at, 0),"
+	                       " coalesce(exit_code, -1), coalesce(exit_signal, 0), cause, evidence,"
+	                       " end_step, coalesce(memory_bytes, 0), restart"
+	                       " FROM segments WHERE run_id = ?1 ORDER BY seq", run_id, &s) < 0)
+		return -1;
+	int rc;
+	*out = store_load_rows(st, s, sizeof(**out), read_segment, drop_segments, n, &rc);
+	return rc;
+}
+
+void segment_rows_free(struct segment_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(rows[i].cause);
+		free(rows[i].evidence);
+		free(rows[i].restart);
+	}
+	free(rows);
+}
+

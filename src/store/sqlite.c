@@ -1,0 +1,386 @@
+/*
+ * sqlite.c — the SQLite backend of the store's driver (store/db.h); the only
+ * file that includes sqlite3.h.
+ *
+ * A store string that is not a URI of another backend is a path: the file
+ * is created with its missing directories when opened for writing, and
+ * opened in WAL mode (readers never block the writer nor it them) with
+ * synchronous = NORMAL (a commit survives a crash of leakproof; power loss
+ * can lose the last one) and a busy timeout of 5 s. The schema version is
+ * PRAGMA user_version, and PRAGMA application_id 'LKPF' marks the file as a
+ * leakproof store. BEGIN, COMMIT and ROLLBACK are statements prepared once
+ * per connection: a flush runs them once a second on cold caches.
+ */
+#include "store/db.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <sqlite3.h>
+
+#include "util/util.h"
+
+#define BUSY_TIMEOUT_MS 5000
+/* 'LKPF': marks the file as a leakproof store (PRAGMA application_id). */
+#define APPLICATION_ID 0x4c4b5046
+
+enum { TX_BEGIN, TX_BEGIN_IMMEDIATE, TX_COMMIT, TX_ROLLBACK, TX_COUNT };
+static const char *const tx_sql[TX_COUNT] = { "BEGIN", "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK" };
+
+struct lite_db {
+	struct db base;
+	sqlite3 *db;
+	sqlite3_stmt *tx[TX_COUNT];   /* prepared at their first use */
+};
+
+struct lite_stmt {
+	struct db_stmt base;
+	sqlite3_stmt *s;
+};
+
+static sqlite3 *handle(struct db *db)
+{
+	return ((struct lite_db *)db)->db;
+}
+
+static sqlite3_stmt *stmt(struct db_stmt *s)
+{
+	return ((struct lite_stmt *)s)->s;
+}
+
+static enum db_rc map_rc(int rc)
+{
+	switch (rc) {
+	case SQLITE_OK: return DB_OK;
+	case SQLITE_ROW: return DB_ROW;
+	case SQLITE_DONE: return DB_DONE;
+	case SQLITE_BUSY: case SQLITE_LOCKED: return DB_BUSY;
+	case SQLITE_FULL: return DB_FULL;
+	default: return DB_ERROR;
+	}
+}
+
+/* Create the directories leading to path (not path itself). 0 or -1 with a
+ * message in why. */
+static int make_parent_dirs(const char *path, char *why, size_t whysz)
+{
+	char dir[PATH_MAX];
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
+		snprintf(why, whysz, "path too long");
+		return -1;
+	}
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	for (char *p = dir + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+			snprintf(why, whysz, "cannot create directory '%s': %s", dir, strerror(errno));
+			return -1;
+		}
+		struct stat sb;
+		if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+			snprintf(why, whysz, "'%s' is not a directory", dir);
+			return -1;
+		}
+		*p = c;
+		if (!c)
+			break;
+	}
+	return 0;
+}
+
+static void lite_close(struct db *db)
+{
+	struct lite_db *d = (struct lite_db *)db;
+	for (int i = 0; i < TX_COUNT; i++)
+		sqlite3_finalize(d->tx[i]);
+	sqlite3_close(d->db);
+	free(d);
+}
+
+static int lite_open(const char *path, bool readonly, struct db **out, char *why, size_t whysz)
+{
+	struct stat sb;
+	*out = NULL;
+	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		snprintf(why, whysz, "is a directory");
+		return -1;
+	}
+	if (readonly && stat(path, &sb) < 0) {
+		snprintf(why, whysz, "%s%s", strerror(errno),
+		         errno == ENOENT ? " (no run has been recorded there; see `leakproof run --store`)" : "");
+		return -1;
+	}
+	if (!readonly && make_parent_dirs(path, why, whysz) < 0)
+		return -1;
+
+	struct lite_db *d = xcalloc(1, sizeof(*d));
+	d->base.drv = &db_sqlite_driver;
+	int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	if (sqlite3_open_v2(path, &d->db, flags, NULL) != SQLITE_OK) {
+		snprintf(why, whysz, "%s", d->db ? sqlite3_errmsg(d->db) : "out of memory");
+		lite_close(&d->base);
+		return -1;
+	}
+	sqlite3_extended_result_codes(d->db, 0);
+	sqlite3_busy_timeout(d->db, BUSY_TIMEOUT_MS);
+	*out = &d->base;
+	return 0;
+}
+
+/* WAL: readers do not block the writer nor it them; NORMAL sync is durable
+ * across a crash of leakproof, and loses at most the last commit on power
+ * loss. Set once the file is known to be a store this build can use: a
+ * store refused is left as it was. Switching a new file to WAL takes an
+ * exclusive lock and answers SQLITE_BUSY at once, without the busy
+ * handler, while another process holds the file (eight runs starting on a
+ * new store): it is tried again for as long as the busy timeout. */
+static enum db_rc lite_setup_writer(struct db *db)
+{
+	const char *sql = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+	                  " PRAGMA journal_size_limit = 67108864";
+	int rc;
+	for (int waited_ms = 0; ; waited_ms += 5) {
+		rc = sqlite3_exec(handle(db), sql, NULL, NULL, NULL);
+		if (rc != SQLITE_BUSY || waited_ms >= BUSY_TIMEOUT_MS)
+			break;
+		sqlite3_sleep(5);
+	}
+	return map_rc(rc);
+}
+
+static enum db_rc lite_exec(struct db *db, const char *sql)
+{
+	return map_rc(sqlite3_exec(handle(db), sql, NULL, NULL, NULL));
+}
+
+static enum db_rc lite_prepare(struct db *db, const char *sql, bool persistent, struct db_stmt **out)
+{
+	sqlite3_stmt *s = NULL;
+	*out = NULL;
+	int rc = sqlite3_prepare_v3(handle(db), sql, -1, persistent ? SQLITE_PREPARE_PERSISTENT : 0, &s, NULL);
+	if (rc != SQLITE_OK)
+		return map_rc(rc);
+	struct lite_stmt *ls = xmalloc(sizeof(*ls));
+	ls->base.drv = &db_sqlite_driver;
+	ls->s = s;
+	*out = &ls->base;
+	return DB_OK;
+}
+
+static void lite_finalize(struct db_stmt *s)
+{
+	sqlite3_finalize(stmt(s));
+	free(s);
+}
+
+static void lite_bind_int64(struct db_stmt *s, int i, int64_t v)
+{
+	sqlite3_bind_int64(stmt(s), i, v);
+}
+
+static void lite_bind_double(struct db_stmt *s, int i, double v)
+{
+	sqlite3_bind_double(stmt(s), i, v);
+}
+
+static void lite_bind_text(struct db_stmt *s, int i, const char *v)
+{
+	sqlite3_bind_text(stmt(s), i, v, -1, SQLITE_TRANSIENT);
+}
+
+static void lite_bind_null(struct db_stmt *s, int i)
+{
+	sqlite3_bind_null(stmt(s), i);
+}
+
+static enum db_rc lite_step(struct db_stmt *s)
+{
+	return map_rc(sqlite3_step(stmt(s)));
+}
+
+static void lite_reset(struct db_stmt *s)
+{
+	sqlite3_reset(stmt(s));
+}
+
+static bool lite_column_is_null(struct db_stmt *s, int col)
+{
+	return sqlite3_column_type(stmt(s), col) == SQLITE_NULL;
+}
+
+static int64_t lite_column_int64(struct db_stmt *s, int col)
+{
+	return sqlite3_column_int64(stmt(s), col);
+}
+
+static double lite_column_double(struct db_stmt *s, int col)
+{
+	return sqlite3_column_double(stmt(s), col);
+}
+
+static const char *lite_column_text(struct db_stmt *s, int col)
+{
+	return (const char *)sqlite3_column_text(stmt(s), col);
+}
+
+static int64_t lite_changes(struct db *db)
+{
+	return sqlite3_changes64(handle(db));
+}
+
+static int64_t lite_last_insert_id(struct db *db)
+{
+	return sqlite3_last_insert_rowid(handle(db));
+}
+
+static enum db_rc tx(struct db *db, int which)
+{
+	struct lite_db *d = (struct lite_db *)db;
+	if (!d->tx[which]) {
+		int rc = sqlite3_prepare_v3(d->db, tx_sql[which], -1, SQLITE_PREPARE_PERSISTENT, &d->tx[which], NULL);
+		if (rc != SQLITE_OK)
+			return map_rc(rc);
+	}
+	int rc = sqlite3_step(d->tx[which]);
+	sqlite3_reset(d->tx[which]);
+	return rc == SQLITE_DONE ? DB_OK : map_rc(rc);
+}
+
+static enum db_rc lite_begin(struct db *db, bool immediate)
+{
+	return tx(db, immediate ? TX_BEGIN_IMMEDIATE : TX_BEGIN);
+}
+
+static enum db_rc lite_commit(struct db *db)
+{
+	return tx(db, TX_COMMIT);
+}
+
+static enum db_rc lite_rollback(struct db *db)
+{
+	return tx(db, TX_ROLLBACK);
+}
+
+static bool lite_in_transaction(struct db *db)
+{
+	return !sqlite3_get_autocommit(handle(db));
+}
+
+static enum db_rc lite_errcode(struct db *db)
+{
+	return map_rc(sqlite3_errcode(handle(db)));
+}
+
+static const char *lite_errmsg(struct db *db)
+{
+	return sqlite3_errmsg(handle(db));
+}
+
+/* One integer from a statement without parameters. */
+static int pragma_int(sqlite3 *db, const char *sql, int64_t *out)
+{
+	sqlite3_stmt *s;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*out = sqlite3_column_int64(s, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* A file with another application id, or with tables but no version, is
+ * something else's. One statement, so one read transaction: another
+ * writer's migration is seen whole or not at all. */
+static enum db_rc lite_get_version(struct db *db, int64_t *version, bool *foreign)
+{
+	sqlite3_stmt *s;
+	*version = 0;
+	*foreign = false;
+	int rc = sqlite3_prepare_v2(handle(db), "SELECT user_version, application_id,"
+	                            " (SELECT count(*) FROM sqlite_master)"
+	                            " FROM pragma_user_version, pragma_application_id", -1, &s, NULL);
+	if (rc != SQLITE_OK)
+		return map_rc(rc);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*version = sqlite3_column_int64(s, 0);
+		int64_t app_id = sqlite3_column_int64(s, 1), ntables = sqlite3_column_int64(s, 2);
+		*foreign = (app_id && app_id != APPLICATION_ID) || (*version == 0 && ntables > 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(s);
+	return map_rc(rc);
+}
+
+static enum db_rc lite_set_version(struct db *db, int64_t version)
+{
+	char sql[96];
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %lld; PRAGMA application_id = %d",
+	         (long long)version, APPLICATION_ID);
+	return lite_exec(db, sql);
+}
+
+static enum db_rc lite_set_size_limit(struct db *db, uint64_t max_bytes)
+{
+	int64_t page_size = 0, pages;
+	int rc = pragma_int(handle(db), "PRAGMA page_size", &page_size);
+	if (rc != SQLITE_OK)
+		return map_rc(rc);
+	if (page_size <= 0)
+		return DB_ERROR;
+	char sql[96];
+	snprintf(sql, sizeof(sql), "PRAGMA max_page_count = %llu",
+	         (unsigned long long)(max_bytes / (uint64_t)page_size + 1));
+	return map_rc(pragma_int(handle(db), sql, &pages));
+}
+
+static size_t lite_memory_used(void)
+{
+	return (size_t)sqlite3_memory_used();
+}
+
+const struct db_driver db_sqlite_driver = {
+	.name = "sqlite",
+	.open = lite_open,
+	.close = lite_close,
+	.setup_writer = lite_setup_writer,
+	.exec = lite_exec,
+	.prepare = lite_prepare,
+	.finalize = lite_finalize,
+	.bind_int64 = lite_bind_int64,
+	.bind_double = lite_bind_double,
+	.bind_text = lite_bind_text,
+	.bind_null = lite_bind_null,
+	.step = lite_step,
+	.reset = lite_reset,
+	.column_is_null = lite_column_is_null,
+	.column_int64 = lite_column_int64,
+	.column_double = lite_column_double,
+	.column_text = lite_column_text,
+	.changes = lite_changes,
+	.last_insert_id = lite_last_insert_id,
+	.begin = lite_begin,
+	.commit = lite_commit,
+	.rollback = lite_rollback,
+	.in_transaction = lite_in_transaction,
+	.errcode = lite_errcode,
+	.errmsg = lite_errmsg,
+	.get_version = lite_get_version,
+	.set_version = lite_set_version,
+	.set_size_limit = lite_set_size_limit,
+	.memory_used = lite_memory_used,
+};
