@@ -55,7 +55,7 @@
 #include "store/store.h"
 #include "store/sweeps.h"
 #include "store/trace.h"
-#include "report/trace.h"
+#include "core/symbolize.h"
 #include "util/util.h"
 
 #define NS_PER_S 1000000000LL

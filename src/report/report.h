@@ -10,60 +10,12 @@
 #include <stdio.h>
 #include <stdint.h>
 
-#include "core/analyze.h"
+#include "model/summary.h"
 #include "store/store.h"
-
-struct trace_report;
 
 enum report_format { REPORT_TEXT = 0, REPORT_MD, REPORT_CSV, REPORT_JSON, REPORT_HTML, REPORT_SVG };
 /* "text", "md" (or "markdown"), "csv", "json", "html", "svg"; -1 for unknown. */
 int report_format_parse(const char *name, enum report_format *out);
-
-/* Everything a report says about one run. Owns everything it points to,
- * freed by run_summary_release(). */
-struct run_summary {
-	struct run_row run;
-	char **argv;                   /* the command, parsed from run.command_json */
-	size_t argc;
-	enum measure measure;          /* what the judgment used */
-	const char *x_unit;            /* "step" or "s" (judged over time: no steps) */
-	double bin_seconds;            /* width of the time bins when x_unit is "s" */
-	struct analysis a;             /* the judgment */
-	char reason[256];              /* the verdict in one sentence, in x_unit's words */
-	size_t steps;                  /* step markers recorded */
-	double steps_per_second;       /* median rate; 0 when no steps */
-	double duration_s;
-	uint64_t peak_bytes;           /* under the measure, over all samples and steps */
-	int max_processes;             /* the most processes in the tree at one sample */
-	double limit_bytes;            /* limit used for the projection; 0 none */
-	const char *limit_source;      /* "max-mem", "cgroup", "machine", "" */
-	double warmup_steps;           /* x where the judged window starts */
-	double projected_seconds;      /* time until the limit at this rate; <0 none */
-	int64_t judged_seq;            /* with restarts: the segment judged (the one
-	                                * with the most steps); -1: the whole run */
-	struct proc_row top_proc;      /* the process that held the most */
-	int has_top_proc;
-
-	/* The rows behind it. */
-	struct step_rec *step_recs;    /* steps of them */
-	struct mem_sample *samples;
-	size_t nsamples;
-	struct result_row *results;
-	size_t nresults;
-	struct event_row *events;
-	size_t nevents;
-	struct segment_row *segments;
-	size_t nsegments;
-	struct trace_report *trace;    /* allocation sites (--trace); NULL: not traced */
-	double *segment_start_bytes;   /* per segment: the measure at its first
-	                                * sample (-1: none), to show the reset */
-};
-
-/* Build the summary of run_id (0: latest). measure_override < 0 keeps the
- * run's own measure. Returns 0, 1 when the run does not exist, -1 on error. */
-int run_summary_load(struct store *st, int64_t run_id, int measure_override,
-                     struct run_summary *out);
-void run_summary_release(struct run_summary *s);
 
 /*
  * Render. Returns 0, or -1 when writing to out failed (no message printed).
@@ -128,11 +80,6 @@ int sweep_report_write(struct store *st, int64_t sweep_id, enum report_format fm
 /* ---- pieces shared with `leakproof ls` ---------------------------------- */
 
 struct strbuf;
-/* Parse a JSON array of strings (runs.command) into *argv (*argc strings,
- * NULL-terminated); something else becomes one string, the text itself.
- * The caller frees it with report_argv_free(). */
-void report_parse_command(const char *json, char ***argv, size_t *argc);
-void report_argv_free(char **argv, size_t argc);
 /* Append argv as a shell would read it ('quoted' where needed), cut with
  * "..." at about max_chars (0: no cap). */
 void report_add_command_line(struct strbuf *sb, char *const *argv, size_t argc, size_t max_chars);

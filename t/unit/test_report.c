@@ -511,7 +511,7 @@ static void test_command_parsing(void)
 {
 	char **argv;
 	size_t argc;
-	report_parse_command("[\"a b\", \"\\u00e9\\ud83d\\ude00\", \"x\\\\y\", \"\"]", &argv, &argc);
+	run_command_parse("[\"a b\", \"\\u00e9\\ud83d\\ude00\", \"x\\\\y\", \"\"]", &argv, &argc);
 	CHECK_EQ_INT(argc, 4);
 	if (argc == 4) {
 		CHECK_STR(argv[0], "a b");
@@ -523,15 +523,15 @@ static void test_command_parsing(void)
 	struct strbuf sb = STRBUF_INIT;
 	report_add_command_line(&sb, argv, argc, 0);
 	CHECK_STR(strbuf_str(&sb), "'a b' \xc3\xa9\xf0\x9f\x98\x80 'x\\y' ''");
-	report_argv_free(argv, argc);
+	run_argv_free(argv, argc);
 
-	report_parse_command("[]", &argv, &argc);
+	run_command_parse("[]", &argv, &argc);
 	CHECK_EQ_INT(argc, 0);
-	report_argv_free(argv, argc);
-	report_parse_command("[\"unterminated", &argv, &argc);
+	run_argv_free(argv, argc);
+	run_command_parse("[\"unterminated", &argv, &argc);
 	CHECK_EQ_INT(argc, 1);
 	CHECK_STR(argv[0], "[\"unterminated");
-	report_argv_free(argv, argc);
+	run_argv_free(argv, argc);
 
 	/* Long commands are cut, with "...". */
 	char *long_argv[] = { (char *)"python3", (char *)"a-very-long-script-name-that-goes-on-and-on.py", NULL };
