@@ -544,7 +544,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 	strbuf_addstr(sb, "\n}\n");
 }
 
-int sweep_report_write(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by, FILE *out)
+int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by, struct strbuf *sb)
 {
 	struct table tb;
 	int rc = load_table(st, sweep_id, by, &tb);
@@ -554,11 +554,10 @@ int sweep_report_write(struct store *st, int64_t sweep_id, enum report_format fm
 		free_table(&tb);
 		return -1;
 	}
-	struct strbuf sb = STRBUF_INIT;
 	if (fmt == REPORT_JSON) {
-		write_json(&tb, &sb);
+		write_json(&tb, sb);
 	} else if (fmt == REPORT_CSV) {
-		write_csv(&tb, &sb);
+		write_csv(&tb, sb);
 	} else {
 		int ok = 0, oom = 0, failed = 0, other = 0;
 		for (size_t i = 0; i < tb.ntrials; i++) {
@@ -573,22 +572,20 @@ int sweep_report_write(struct store *st, int64_t sweep_id, enum report_format fm
 				other++;
 		}
 		if (fmt == REPORT_MD)
-			strbuf_addf(&sb, "**leakproof sweep %lld** (`", (long long)tb.sw.id);
+			strbuf_addf(sb, "**leakproof sweep %lld** (`", (long long)tb.sw.id);
 		else
-			strbuf_addf(&sb, "leakproof: sweep %lld: ", (long long)tb.sw.id);
-		render_add_clean(&sb, tb.sw.file);
-		strbuf_addf(&sb, "%s, %s, %s: %zu trial%s — %d ok, %d oom, %d failed", fmt == REPORT_MD ? "`)" : "",
+			strbuf_addf(sb, "leakproof: sweep %lld: ", (long long)tb.sw.id);
+		render_add_clean(sb, tb.sw.file);
+		strbuf_addf(sb, "%s, %s, %s: %zu trial%s — %d ok, %d oom, %d failed", fmt == REPORT_MD ? "`)" : "",
 		            tb.sw.method, tb.sw.status, tb.ntrials, tb.ntrials == 1 ? "" : "s", ok, oom, failed);
 		if (other)
-			strbuf_addf(&sb, ", %d other", other);
-		strbuf_addstr(&sb, fmt == REPORT_MD ? "\n\n" : "\n");
+			strbuf_addf(sb, ", %d other", other);
+		strbuf_addstr(sb, fmt == REPORT_MD ? "\n\n" : "\n");
 		if (tb.sw.metric[0])
-			strbuf_addf(&sb, "metric %s (%s)%s", tb.sw.metric, tb.sw.maximize ? "maximize" : "minimize",
+			strbuf_addf(sb, "metric %s (%s)%s", tb.sw.metric, tb.sw.maximize ? "maximize" : "minimize",
 			            fmt == REPORT_MD ? "\n\n" : "\n");
-		write_text(&tb, &sb, fmt == REPORT_MD);
+		write_text(&tb, sb, fmt == REPORT_MD);
 	}
-	rc = render_flush(&sb, out);
-	strbuf_release(&sb);
 	free_table(&tb);
-	return rc;
+	return 0;
 }

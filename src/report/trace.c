@@ -176,15 +176,11 @@ void trace_report_json(const struct trace_report *r, struct strbuf *sb)
 	strbuf_addstr(sb, r->nlibs ? "\n    ]}" : "]}");
 }
 
-int trace_report_write_text(const struct trace_report *r, FILE *out)
+void trace_report_write_text(const struct trace_report *r, struct strbuf *sb)
 {
-	struct strbuf sb = STRBUF_INIT;
-	trace_report_text(r, 0, &sb);
+	trace_report_text(r, 0, sb);
 	if (r->ngrowing && r->ngrowing < r->nsites) {
-		strbuf_addstr(&sb, "Largest sites that do not grow:\n");
-		add_largest_flat(&sb, r, 10);
+		strbuf_addstr(sb, "Largest sites that do not grow:\n");
+		add_largest_flat(sb, r, 10);
 	}
-	int rc = render_flush(&sb, out);
-	strbuf_release(&sb);
-	return rc;
 }

@@ -5,8 +5,6 @@
 #ifndef LP_REPORT_TRACE_H
 #define LP_REPORT_TRACE_H
 
-#include <stdio.h>
-
 #include "model/sites.h"
 
 struct strbuf;
@@ -14,9 +12,8 @@ struct strbuf;
 /* The trace section of the text report: the growing sites (at most
  * max_sites, 0 for all) and the libraries. */
 void trace_report_text(const struct trace_report *r, size_t max_sites, struct strbuf *sb);
-/* `report --trace`: every growing site, then the largest flat ones. 0, or
- * -1 when writing failed. */
-int trace_report_write_text(const struct trace_report *r, FILE *out);
+/* `report --trace`: every growing site, then the largest flat ones. */
+void trace_report_write_text(const struct trace_report *r, struct strbuf *sb);
 /* The value of the JSON report's "trace" key. */
 void trace_report_json(const struct trace_report *r, struct strbuf *sb);
 
