@@ -356,25 +356,25 @@ static void sweep_table(struct strbuf *sb, const struct sweep_charts *c)
 	char b[48];
 	strbuf_addstr(sb, "<table class=\"lp-sortable\" id=\"trials\">\n<thead><tr><th data-key=\"trial\" "
 	              "data-type=\"num\">trial</th>");
-	for (size_t d = 0; d < c->ndims; d++) {
+	for (size_t d = 0; d < c->m.ndims; d++) {
 		strbuf_addstr(sb, "<th data-key=\"");
-		plot_add_xml(sb, c->dims[d]);
+		plot_add_xml(sb, c->m.dims[d]);
 		strbuf_addstr(sb, "\">");
-		plot_add_xml(sb, c->dims[d]);
+		plot_add_xml(sb, c->m.dims[d]);
 		strbuf_addstr(sb, "</th>");
 	}
 	for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++)
 		strbuf_addf(sb, "<th data-key=\"%s\"%s>%s</th>", fixed[k][0], fixed[k][1][0] ? " data-type=\"num\"" : "",
 		            fixed[k][0]);
 	strbuf_addstr(sb, "</tr></thead>\n<tbody>\n");
-	for (size_t i = 0; i < c->ntrials; i++) {
+	for (size_t i = 0; i < c->m.ntrials; i++) {
 		const struct sweep_trial_series *ts = &c->ts[i];
 		const struct trial_row *t = ts->t;
 		strbuf_addf(sb, "<tr><td data-v=\"%.6f\"><span class=\"sw\" style=\"background:%s\"></span>%s</td>",
 		            (double)(t->idx + 1) + (double)t->attempt / 1000, plot_color(ts->config_index),
 		            ts->label + strlen("trial "));
 		const char *p = t->vals;
-		for (size_t d = 0; d < c->ndims; d++) {
+		for (size_t d = 0; d < c->m.ndims; d++) {
 			const char *end = p ? strchr(p, '\x1f') : NULL;
 			char *v = p ? strndup(p, end ? (size_t)(end - p) : strlen(p)) : xstrdup("?");
 			text_cell(sb, v);
@@ -408,23 +408,23 @@ int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt,
 	if (sweep_charts_open(st, sweep_id, &c) < 0)
 		return -1;
 	char title[96];
-	snprintf(title, sizeof(title), "leakproof sweep %lld", (long long)c.sw.id);
+	snprintf(title, sizeof(title), "leakproof sweep %lld", (long long)c.m.sw.id);
 	head(sb, title);
 	int counts[4] = { 0 };
-	for (size_t i = 0; i < c.ntrials; i++) {
-		const char *s = c.trials[i].status;
+	for (size_t i = 0; i < c.m.ntrials; i++) {
+		const char *s = c.m.trials[i].status;
 		counts[!strcmp(s, "ok") ? 0 : !strcmp(s, "oom") ? 1 : !strcmp(s, "failed") ? 2 : 3]++;
 	}
 	strbuf_addf(sb, "<header>\n<h1>%s</h1>\n<p class=\"cmd\"><code>", title);
-	plot_add_xml(sb, c.sw.file);
+	plot_add_xml(sb, c.m.sw.file);
 	strbuf_addstr(sb, "</code> \xe2\x80\x94 ");
-	plot_add_xml(sb, c.sw.method);
+	plot_add_xml(sb, c.m.sw.method);
 	strbuf_addstr(sb, ", ");
-	plot_add_xml(sb, c.sw.status);
+	plot_add_xml(sb, c.m.sw.status);
 	strbuf_addf(sb, "</p>\n<div class=\"cards\">\n");
 	char b[32];
-	snprintf(b, sizeof(b), "%zu", c.ntrials);
-	card(sb, b, c.ntrials == 1 ? "trial" : "trials");
+	snprintf(b, sizeof(b), "%zu", c.m.ntrials);
+	card(sb, b, c.m.ntrials == 1 ? "trial" : "trials");
 	snprintf(b, sizeof(b), "%zu", c.nconfigs);
 	card(sb, b, c.nconfigs == 1 ? "configuration" : "configurations");
 	static const char *const names[4] = { "ok", "oom", "failed", "other" };
@@ -433,10 +433,10 @@ int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt,
 			snprintf(b, sizeof(b), "%d", counts[k]);
 			card(sb, b, names[k]);
 		}
-	if (c.sw.metric[0]) {
+	if (c.m.sw.metric[0]) {
 		struct strbuf m = STRBUF_INIT;
-		strbuf_addf(&m, "metric (%s)", c.sw.maximize ? "maximize" : "minimize");
-		card(sb, c.sw.metric, strbuf_str(&m));
+		strbuf_addf(&m, "metric (%s)", c.m.sw.maximize ? "maximize" : "minimize");
+		card(sb, c.m.sw.metric, strbuf_str(&m));
 		strbuf_release(&m);
 	}
 	strbuf_addstr(sb, "</div>\n</header>\n");
@@ -459,7 +459,7 @@ int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt,
 	              "again for the other order.</p>\n");
 	sweep_table(sb, &c);
 	strbuf_addstr(sb, "</section>\n");
-	snprintf(b, sizeof(b), "sweep:%lld", (long long)c.sw.id);
+	snprintf(b, sizeof(b), "sweep:%lld", (long long)c.m.sw.id);
 	tail(sb, b);
 	free(legend);
 	sweep_charts_release(&c);

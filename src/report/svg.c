@@ -41,7 +41,7 @@ int sweep_write_svg(struct store *st, int64_t sweep_id, enum report_format fmt, 
 		return -1;
 	struct strbuf title = STRBUF_INIT;
 	struct plot_legend_item *legend = sweep_charts_legend(&c);
-	strbuf_addf(&title, "leakproof sweep %lld: memory over %s, by configuration", (long long)c.sw.id,
+	strbuf_addf(&title, "leakproof sweep %lld: memory over %s, by configuration", (long long)c.m.sw.id,
 	            c.over_time ? "time" : "steps");
 	c.memory.title = strbuf_str(&title);
 	c.memory.legend = legend;
