@@ -39,13 +39,14 @@ def test_a_leak_fails_with_the_verdict_and_growth(lp):
 
 
 def test_a_clean_run_passes_and_a_failed_run_fails(lp):
-    r = lp.run(["sh", "-c", "echo '<&\"quoted\">'", "a <b> & 'c'"], "-q")
+    r = lp.run(["sh", "-c", 'echo "<&>"', "a<b>&c"], "-q")
     assert r.rc == 0, r
     suite = junit(lp)
     assert suite.get("failures") == "0"
     (case,) = suite.findall("testcase")
     assert case.find("failure") is None
-    assert "a <b> & 'c'" in case.get("name")
+    # shell-quoted, as the text report shows it, and escaped
+    assert case.get("name").endswith(": sh -c 'echo \"<&>\"' 'a<b>&c'"), case.get("name")
     assert "inconclusive" in case.find("system-out").text
 
     r = lp.run(["sh", "-c", "exit 4"], "-q")
