@@ -46,6 +46,8 @@ static const char usage[] =
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "model/sites.h"
+#include "model/summary.h"
 #include "report/report.h"
 #include "report/trace.h"
 #include "store/store.h"
