@@ -28,8 +28,14 @@ struct report_extras;
  *   csv   "step,epoch,t,rss,pss,uss,swap,cgroup,gpu" then one row per step
  *         (per sample, step and epoch empty, when the run marked no steps)
  *   json  one object; the fields are listed in docs/internals/store.md
- *   html  one page with charts (below); x (may be NULL) adds to it
- *   svg   one chart (below)
+ *   html  one self-contained page (inline CSS, JS and SVG; a
+ *         Content-Security-Policy that forbids any network load): the
+ *         verdict and the text summary, memory over steps and over time
+ *         with the warm-up, the trend, restarts and ends, metrics on a
+ *         second axis (x, may be NULL), the distribution of the per-step
+ *         change; hover shows values
+ *   svg   one chart as a standalone SVG file: memory over steps (over time
+ *         when the run marked none), every measure, the trend, the warm-up
  *   junit the verdict as JUnit XML: one testcase, failed on a leak or when
  *         the run failed (docs/internals/html-report.md)
  */
@@ -38,8 +44,9 @@ void report_render(const struct run_summary *s, enum report_format fmt, const st
 /* A sweep (sweep_id 0: the latest) in fmt, appended to sb: the table of
  * trials (text, md, csv, json; one row per trial attempt, or per group of
  * trials with equal values of the comma-separated dimensions in by, NULL:
- * no grouping), the html page, the svg chart of memory, or junit (one
- * testcase per trial). 0, or -1 after a message. */
+ * no grouping), the html page (memory and its per-step change for every
+ * trial, colored by configuration, and the table of trials, sortable by any
+ * column), the svg chart of memory, or junit (one testcase per trial). 0, or -1 after a message. */
 int sweep_report_render(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
                         struct strbuf *sb);
 /* Write sb to out and flush: 0, or -1 when out failed (no message). */
@@ -74,16 +81,6 @@ struct report_extras {
 	size_t nsites;
 };
 
-/* html: one self-contained HTML page (inline CSS, JS and SVG; a
- * Content-Security-Policy that forbids any network load): the verdict and
- * the text summary, memory over steps and over time with the warm-up, the
- * trend, restarts and ends, metrics on a second axis, the distribution of
- * the per-step change; hover shows values. For a sweep: memory and its
- * per-step change for every trial, colored by configuration, and the table
- * of trials, sortable by any column.
- * svg: one chart as a standalone SVG file: memory over steps (over time
- * when the run marked none), every measure, the trend and the warm-up; for
- * a sweep, every trial's memory. */
 /* The html page's section for allocation sites: a table of the n rows, the
  * largest growth first as given. Appends nothing when n is 0. */
 void report_html_add_alloc_sites(struct strbuf *sb, const struct alloc_site *rows, size_t n);
