@@ -153,7 +153,7 @@ _leakproof()
 			_leakproof_files "$cur"
 			return 0
 			;;
-		--format | -f) values=$(_leakproof_named "$bin" "$cmd" --format "text md csv json html svg") ;;
+		--format | -f) values=$(_leakproof_named "$bin" "$cmd" --format "text md csv json html svg junit") ;;
 		--measure | -m) values=$(_leakproof_named "$bin" "$cmd" --measure "pss rss uss cgroup gpu") ;;
 		--restart) values="at-limit every= on-oom never" ;;
 		--stop-signal) values="TERM INT HUP QUIT USR1 USR2" ;;

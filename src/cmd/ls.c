@@ -26,6 +26,7 @@ static const char usage[] =
 #include <time.h>
 
 #include "cmd/cmd.h"
+#include "model/summary.h"
 #include "report/report.h"
 #include "store/store.h"
 #include "util/util.h"
@@ -73,12 +74,12 @@ static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 
 		char **argv;
 		size_t argc;
-		report_parse_command(r->command_json, &argv, &argc);
+		run_command_parse(r->command_json, &argv, &argc);
 		strbuf_addf(sb, "%5lld  %-16s  %-12s  %-11s  %7lld  %-9s  %-12s  ", (long long)r->id, started,
 		            dur, status, (long long)r->steps, peak, r->verdict[0] ? r->verdict : "-");
 		report_add_command_line(sb, argv, argc, COMMAND_MAX_CHARS);
 		strbuf_addch(sb, '\n');
-		report_argv_free(argv, argc);
+		run_argv_free(argv, argc);
 	}
 }
 
@@ -92,13 +93,13 @@ static void list_json(struct strbuf *sb, const struct run_row *rows, size_t n)
 		size_t argc;
 
 		strbuf_addf(sb, "%s\n  {\"id\": %lld, \"command\": [", i ? "," : "", (long long)r->id);
-		report_parse_command(r->command_json, &argv, &argc);
+		run_command_parse(r->command_json, &argv, &argc);
 		for (size_t a = 0; a < argc; a++) {
 			if (a)
 				strbuf_addstr(sb, ", ");
 			strbuf_add_json_str(sb, argv[a]);
 		}
-		report_argv_free(argv, argc);
+		run_argv_free(argv, argc);
 		strbuf_addstr(sb, "], \"cwd\": ");
 		strbuf_add_json_str(sb, r->cwd);
 		strbuf_addstr(sb, ",\n   \"started_at\": ");

@@ -1,7 +1,9 @@
 /*
  * report.c — `leakproof report`: show one stored run, judged again from
  * its stored samples, as text, Markdown, CSV, JSON, an HTML page with
- * charts or one SVG chart (src/report/).
+ * charts, one SVG chart or JUnit XML (src/report/). In phases: the
+ * options, what to show, their checks, the rendering into a buffer (the
+ * model in src/model/, the renderers in src/report/), the output.
  */
 static const char usage[] =
 "usage: leakproof report [RUN | sweep:ID] [options]\n"
@@ -18,7 +20,9 @@ static const char usage[] =
 "                         tables for bug reports), csv (one row per step:\n"
 "                         step,epoch,t,rss,pss,uss,swap,cgroup,gpu), json,\n"
 "                         html (one self-contained page with charts, to open\n"
-"                         in a browser) or svg (one chart: memory over steps)\n"
+"                         in a browser), svg (one chart: memory over steps)\n"
+"                         or junit (JUnit XML for CI: one testcase per run or\n"
+"                         trial, failed on a leak or when the run failed)\n"
 "  -m, --measure M        judge by another measure than the run's: pss, rss,\n"
 "                         uss, cgroup or gpu\n"
 "  -s, --store PATH       the store (default $LEAKPROOF_STORE, else\n"
@@ -42,6 +46,8 @@ static const char usage[] =
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "model/sites.h"
+#include "model/summary.h"
 #include "report/report.h"
 #include "report/trace.h"
 #include "store/store.h"
@@ -64,38 +70,19 @@ static int parse_run_id(const char *s, int64_t *out)
 	return 0;
 }
 
-/* The html page of a run, with its client metrics (loss...) drawn too. */
-static int write_html(struct store *st, const struct run_summary *s, FILE *out)
-{
-	struct report_extras extras = { 0 };
-	struct metric_row *metrics = NULL;
-	size_t nmetrics = 0;
-	if (store_load_metrics(st, s->run.id, &metrics, &nmetrics) == 0) {
-		extras.metrics = metrics;
-		extras.nmetrics = nmetrics;
-	}
-	/* a traced run: its growing allocation sites, largest growth first */
-	struct alloc_site *sites = NULL;
-	if (s->trace && s->trace->ngrowing) {
-		sites = xcalloc(s->trace->ngrowing, sizeof(*sites));
-		for (size_t i = 0; i < s->trace->ngrowing; i++) {
-			const struct trace_site_report *t = &s->trace->sites[i];
-			const struct trace_frame *f = t->nframes ? &t->frames[t->blame] : NULL;
-			sites[i].label = f && f->function[0] ? f->function : "?";
-			sites[i].library = f ? f->library : "";
-			sites[i].growth_bytes_per_step = t->growth;
-			sites[i].live_bytes = t->live;
-		}
-		extras.sites = sites;
-		extras.nsites = s->trace->ngrowing;
-	}
-	int rc = report_write_html(s, &extras, out);
-	free(sites);
-	free(metrics);
-	return rc;
-}
+/* What the command line asks for. */
+struct report_opts {
+	enum report_format fmt;
+	int measure;                 /* -1: the run's own */
+	const char *store_opt, *output, *run_arg, *by;
+	int64_t run_id;              /* 0: the latest */
+	int64_t sweep_id;            /* -1: not a sweep; 0: the latest sweep */
+	bool trace;
+};
 
-int cmd_report(int argc, char **argv)
+/* Phase 1: the options. Returns -1 when they are good, else the exit
+ * status (0 after --help, 124 after a usage error). */
+static int parse_options(int argc, char **argv, struct report_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "format", required_argument, NULL, 'f' },
@@ -107,11 +94,7 @@ int cmd_report(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	enum report_format fmt = REPORT_TEXT;
-	int measure = -1;
-	const char *store_opt = NULL, *output = NULL, *run_arg = NULL, *by = NULL;
-	int64_t run_id = 0, sweep_id = -1;
-	bool trace = false;
+	*o = (struct report_opts){ .fmt = REPORT_TEXT, .measure = -1, .sweep_id = -1 };
 	int c;
 
 	opterr = 0;
@@ -119,27 +102,28 @@ int cmd_report(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":f:m:s:o:b:th", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			if (report_format_parse(optarg, &fmt) < 0)
-				return usage_error("unknown --format '%s' (use text, md, csv, json, html or svg)", optarg);
+			if (report_format_parse(optarg, &o->fmt) < 0)
+				return usage_error("unknown --format '%s' (use text, md, csv, json, junit, html or svg)",
+				                   optarg);
 			break;
 		case 'm': {
 			enum measure m;
 			if (measure_parse(optarg, &m) < 0)
 				return usage_error("unknown --measure '%s' (use pss, rss, uss, cgroup or gpu)", optarg);
-			measure = (int)m;
+			o->measure = (int)m;
 			break;
 		}
 		case 's':
-			store_opt = optarg;
+			o->store_opt = optarg;
 			break;
 		case 'o':
-			output = optarg;
+			o->output = optarg;
 			break;
 		case 'b':
-			by = optarg;
+			o->by = optarg;
 			break;
 		case 't':
-			trace = true;
+			o->trace = true;
 			break;
 		case 'h':
 			fputs(usage, stdout);
@@ -151,92 +135,119 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		run_arg = argv[optind++];
-		const char *sw = !strncmp(run_arg, "sweep:", 6) ? run_arg + 6 : run_arg[0] == 's' ? run_arg + 1 : NULL;
+		const char *arg = o->run_arg = argv[optind++];
+		const char *sw = !strncmp(arg, "sweep:", 6) ? arg + 6 : arg[0] == 's' ? arg + 1 : NULL;
 		if (sw) {
-			if (parse_run_id(sw, &sweep_id) < 0)
-				return usage_error("invalid sweep '%s': expected sweep:ID such as sweep:3", run_arg);
-		} else if (parse_run_id(run_arg, &run_id) < 0)
-			return usage_error("invalid run '%s': expected a run id such as 7 (see `leakproof ls`)", run_arg);
+			if (parse_run_id(sw, &o->sweep_id) < 0)
+				return usage_error("invalid sweep '%s': expected sweep:ID such as sweep:3", arg);
+		} else if (parse_run_id(arg, &o->run_id) < 0)
+			return usage_error("invalid run '%s': expected a run id such as 7 (see `leakproof ls`)", arg);
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
+	return -1;
+}
 
-	const char *path = store_default_path(store_opt);
-	struct store *st = store_open_readonly(path);
-	if (!st)
-		return 1;
-
-	/* the latest run, when it was a sweep's trial, means its sweep */
-	if (sweep_id < 0 && !run_arg) {
-		struct run_row latest;
-		if (store_get_run(st, 0, &latest) == 0) {
-			int64_t of = store_sweep_of_run(st, latest.id);
-			if (of > 0)
-				sweep_id = of;
-			run_row_release(&latest);
-		}
+/* Phase 2: what to show. No run named and the latest run was a sweep's
+ * trial: its sweep. */
+static void resolve_latest(struct store *st, struct report_opts *o)
+{
+	if (o->sweep_id >= 0 || o->run_arg)
+		return;
+	struct run_row latest;
+	if (store_get_run(st, 0, &latest) == 0) {
+		int64_t of = store_sweep_of_run(st, latest.id);
+		if (of > 0)
+			o->sweep_id = of;
+		run_row_release(&latest);
 	}
-	if (sweep_id < 0 && by) {
-		store_close(st);
+}
+
+/* Phase 3: the options that only make sense for a run or a sweep. 0, or
+ * the usage error's exit status. */
+static int check_options(const struct report_opts *o)
+{
+	if (o->sweep_id < 0 && o->by)
 		return usage_error("%s", "--by is for sweeps");
-	}
-	if (by && (fmt == REPORT_HTML || fmt == REPORT_SVG)) {
-		store_close(st);
+	if (o->by && o->fmt == REPORT_JUNIT)
+		return usage_error("%s", "--by is for the text, md, csv and json tables");
+	if (o->by && (o->fmt == REPORT_HTML || o->fmt == REPORT_SVG))
 		return usage_error("%s", "--by is for the text, md, csv and json tables; the html page shows every "
 		                   "trial and sorts by any column");
-	}
-	if (trace && (sweep_id >= 0 || (fmt != REPORT_TEXT && fmt != REPORT_JSON))) {
-		store_close(st);
+	if (o->trace && (o->sweep_id >= 0 || (o->fmt != REPORT_TEXT && o->fmt != REPORT_JSON)))
 		return usage_error("%s", "--trace is for a run, as text or json");
-	}
-	if (sweep_id >= 0) {
-		FILE *out = stdout;
-		if (output && !(out = fopen(output, "w"))) {
-			error_errno("cannot write '%s'", output);
-			store_close(st);
-			return 1;
-		}
-		int rc = fmt == REPORT_HTML ? sweep_report_write_html(st, sweep_id, out) :
-		         fmt == REPORT_SVG ? sweep_report_write_svg(st, sweep_id, out) :
-		         sweep_report_write(st, sweep_id, fmt, by, out);
-		int status = rc < 0 ? 1 : 0;
-		if (output && fclose(out) != 0 && !status) {
-			error_errno("cannot write '%s'", output);
-			status = 1;
-		}
-		store_close(st);
-		return status;
-	}
+	return 0;
+}
 
+/* The html page's extras: the run's client metrics (loss...) and, for a
+ * traced run, its growing allocation sites, largest growth first. The
+ * caller frees x->metrics and x->sites. */
+static void html_extras(struct store *st, const struct run_summary *s, struct report_extras *x)
+{
+	struct metric_row *metrics = NULL;
+	size_t nmetrics = 0;
+	*x = (struct report_extras){ 0 };
+	if (store_load_metrics(st, s->run.id, &metrics, &nmetrics) == 0) {
+		x->metrics = metrics;
+		x->nmetrics = nmetrics;
+	}
+	if (s->trace && s->trace->ngrowing) {
+		struct alloc_site *sites = xcalloc(s->trace->ngrowing, sizeof(*sites));
+		for (size_t i = 0; i < s->trace->ngrowing; i++) {
+			const struct trace_site_report *t = &s->trace->sites[i];
+			const struct trace_frame *f = t->nframes ? &t->frames[t->blame] : NULL;
+			sites[i].label = f && f->function[0] ? f->function : "?";
+			sites[i].library = f ? f->library : "";
+			sites[i].growth_bytes_per_step = t->growth;
+			sites[i].live_bytes = t->live;
+		}
+		x->sites = sites;
+		x->nsites = s->trace->ngrowing;
+	}
+}
+
+/* Phase 4 (a run): load, judge and render it into sb. 0, or 1 after a
+ * message. */
+static int render_run(struct store *st, const char *path, const struct report_opts *o, struct strbuf *sb)
+{
 	struct run_summary sum;
-	int rc = run_summary_load(st, run_id, measure, &sum);
+	int rc = run_summary_load(st, o->run_id, o->measure, &sum);
 	if (rc) {
-		if (rc > 0 && run_id)
-			error("no run %lld in store '%s'", (long long)run_id, path);
+		if (rc > 0 && o->run_id)
+			error("no run %lld in store '%s'", (long long)o->run_id, path);
 		else if (rc > 0)
 			error("no runs in store '%s' yet", path);
-		store_close(st);
-		return 1;
-	}
-
-	FILE *out = stdout;
-	if (output && !(out = fopen(output, "w"))) {
-		error_errno("cannot write '%s'", output);
-		run_summary_release(&sum);
-		store_close(st);
 		return 1;
 	}
 	int status = 0;
-	if (trace && !sum.trace) {
+	if (o->trace && !sum.trace) {
 		error("run %lld was not traced (run the job with `leakproof run --trace`)", (long long)sum.run.id);
 		status = 1;
-	} else if (trace && fmt == REPORT_TEXT) {
-		if (trace_report_write_text(sum.trace, out) < 0) {
-			error_errno("cannot write '%s'", output ? output : "standard output");
-			status = 1;
-		}
-	} else if (fmt == REPORT_HTML ? write_html(st, &sum, out) < 0 : report_write(&sum, fmt, out) < 0) {
+	} else if (o->trace && o->fmt == REPORT_TEXT) {
+		trace_report_write_text(sum.trace, sb);
+	} else if (o->fmt == REPORT_HTML) {
+		struct report_extras x;
+		html_extras(st, &sum, &x);
+		report_render(&sum, o->fmt, &x, sb);
+		free((void *)x.sites);
+		free((void *)x.metrics);
+	} else {
+		report_render(&sum, o->fmt, NULL, sb);
+	}
+	run_summary_release(&sum);
+	return status;
+}
+
+/* Phase 5: sb to the output file, or stdout. 0, or 1 after a message. */
+static int write_output(const struct strbuf *sb, const char *output)
+{
+	FILE *out = stdout;
+	if (output && !(out = fopen(output, "w"))) {
+		error_errno("cannot write '%s'", output);
+		return 1;
+	}
+	int status = 0;
+	if (report_flush(sb, out) < 0) {
 		error_errno("cannot write '%s'", output ? output : "standard output");
 		status = 1;
 	}
@@ -244,7 +255,32 @@ int cmd_report(int argc, char **argv)
 		error_errno("cannot write '%s'", output);
 		status = 1;
 	}
-	run_summary_release(&sum);
+	return status;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_opts o;
+	int rc = parse_options(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+
+	const char *path = store_default_path(o.store_opt);
+	struct store *st = store_open_readonly(path);
+	if (!st)
+		return 1;
+	resolve_latest(st, &o);
+	if ((rc = check_options(&o))) {
+		store_close(st);
+		return rc;
+	}
+
+	struct strbuf sb = STRBUF_INIT;
+	int status = o.sweep_id >= 0 ? (sweep_report_render(st, o.sweep_id, o.fmt, o.by, &sb) < 0 ? 1 : 0) :
+	             render_run(st, path, &o, &sb);
 	store_close(st);
+	if (status == 0)
+		status = write_output(&sb, o.output);
+	strbuf_release(&sb);
 	return status;
 }

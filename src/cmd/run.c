@@ -105,6 +105,7 @@ static const char usage[] =
 #include "core/scan.h"
 #include "core/supervise.h"
 #include "platform/cgroup.h"
+#include "model/summary.h"
 #include "report/report.h"
 #include "store/store.h"
 #include "store/sweeps.h"

@@ -17,7 +17,7 @@
 
 #include "core/supervise-int.h"
 #include "core/trace.h"
-#include "report/trace.h"   /* trace_symbolize_run() only; see sv_trace_finish */
+#include "core/symbolize.h"
 #include "store/store.h"
 #include "store/trace.h"
 

@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include "report/render.h"
-#include "sweep/spec.h"
 
 #define MAX_HIST_BINS 40
 #define MIN_HIST_BINS 5
@@ -541,62 +540,11 @@ void run_charts_release(struct run_charts *c)
 
 /* ---- sweeps ------------------------------------------------------------- */
 
-#define SEP '\x1f'
-
-char *sweep_trial_config(const struct sweep_charts *c, const struct trial_row *t)
-{
-	struct strbuf sb = STRBUF_INIT;
-	const char *p = t->vals;
-	for (size_t d = 0; d < c->ndims && p; d++) {
-		const char *end = strchr(p, SEP);
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		strbuf_addf(&sb, "%s%s=", d ? ", " : "", c->dims[d]);
-		strbuf_add(&sb, p, n);
-		p = end ? end + 1 : NULL;
-	}
-	if (!c->ndims)
-		strbuf_addstr(&sb, t->params);
-	return strbuf_detach(&sb, NULL);
-}
-
-/* The memory series of one trial's run: per step, or per sample. */
+/* The memory series of one trial's run, and its change. */
 static int load_trial_series(struct store *st, const struct sweep_charts *c, struct sweep_trial_series *ts)
 {
-	struct run_row run;
-	if (!ts->t->run_id || store_get_run(st, ts->t->run_id, &run) != 0)
-		return 0;
-	enum measure m = run.measure;
-	run_row_release(&run);
-	if (!c->over_time) {
-		struct step_rec *steps = NULL;
-		size_t n = 0;
-		if (store_load_steps(st, ts->t->run_id, &steps, &n) < 0)
-			return -1;
-		bool inc = true;
-		for (size_t i = 1; i < n; i++)
-			inc = inc && steps[i].step > steps[i - 1].step;
-		ts->x = xmalloc((n ? n : 1) * sizeof(double));
-		ts->y = xmalloc((n ? n : 1) * sizeof(double));
-		for (size_t i = 0; i < n; i++) {
-			double v = mem_sample_value(&steps[i].mem, m);
-			ts->x[ts->n] = inc ? (double)steps[i].step : (double)(i + 1);
-			ts->y[ts->n++] = v >= 0 ? v : NAN;
-		}
-		free(steps);
-	} else {
-		struct mem_sample *sm = NULL;
-		size_t n = 0;
-		if (store_load_samples(st, ts->t->run_id, &sm, &n) < 0)
-			return -1;
-		ts->x = xmalloc((n ? n : 1) * sizeof(double));
-		ts->y = xmalloc((n ? n : 1) * sizeof(double));
-		for (size_t i = 0; i < n; i++) {
-			double v = mem_sample_value(&sm[i], m);
-			ts->x[ts->n] = sm[i].t;
-			ts->y[ts->n++] = v >= 0 ? v : NAN;
-		}
-		free(sm);
-	}
+	if (sweep_trial_series_load(st, ts->t, c->over_time, &ts->x, &ts->y, &ts->n) < 0)
+		return -1;
 	ts->dy = xmalloc((ts->n ? ts->n : 1) * sizeof(double));
 	for (size_t i = 0; i < ts->n; i++)
 		ts->dy[i] = i ? ts->y[i] - ts->y[i - 1] : NAN;
@@ -606,34 +554,22 @@ static int load_trial_series(struct store *st, const struct sweep_charts *c, str
 int sweep_charts_load(struct store *st, int64_t sweep_id, struct sweep_charts *c)
 {
 	memset(c, 0, sizeof(*c));
-	int rc = store_get_sweep(st, sweep_id, &c->sw);
+	int rc = sweep_model_load(st, sweep_id, &c->m);
 	if (rc)
 		return rc;
-	struct sweep_spec spec;
-	if (sweep_spec_parse(c->sw.text, strlen(c->sw.text), c->sw.file, &spec) == 0) {
-		c->dims = xcalloc(spec.ndims + 1, sizeof(char *));
-		for (size_t d = 0; d < spec.ndims; d++)
-			c->dims[d] = xstrdup(spec.dims[d].name);
-		c->ndims = spec.ndims;
-		sweep_spec_free(&spec);
-	} else {
-		warning("the sweep's file no longer parses; showing parameters as JSON");
-	}
-	if (store_load_trials(st, c->sw.id, &c->trials, &c->ntrials) < 0)
-		return -1;
 
 	bool any_steps = false;
-	for (size_t i = 0; i < c->ntrials; i++)
-		any_steps = any_steps || c->trials[i].steps > 0;
+	for (size_t i = 0; i < c->m.ntrials; i++)
+		any_steps = any_steps || c->m.trials[i].steps > 0;
 	c->over_time = !any_steps;
-	c->ts = xcalloc(c->ntrials + 1, sizeof(*c->ts));
-	char **configs = xcalloc(c->ntrials + 1, sizeof(char *));
-	for (size_t i = 0; i < c->ntrials; i++) {
+	c->ts = xcalloc(c->m.ntrials + 1, sizeof(*c->ts));
+	char **configs = xcalloc(c->m.ntrials + 1, sizeof(char *));
+	for (size_t i = 0; i < c->m.ntrials; i++) {
 		struct sweep_trial_series *ts = &c->ts[i];
-		ts->t = &c->trials[i];
+		ts->t = &c->m.trials[i];
 		snprintf(ts->label, sizeof(ts->label), ts->t->attempt ? "trial %lld.%lld" : "trial %lld",
 		         (long long)ts->t->idx + 1, (long long)ts->t->attempt);
-		ts->config = sweep_trial_config(c, ts->t);
+		ts->config = sweep_trial_config(&c->m, ts->t);
 		size_t k = 0;
 		while (k < c->nconfigs && strcmp(configs[k], ts->config))
 			k++;
@@ -647,10 +583,10 @@ int sweep_charts_load(struct store *st, int64_t sweep_id, struct sweep_charts *c
 	}
 	free(configs);
 
-	c->series = xcalloc(2 * c->ntrials + 1, sizeof(*c->series));
+	c->series = xcalloc(2 * c->m.ntrials + 1, sizeof(*c->series));
 	size_t nm = 0, nc = 0;
-	struct plot_series *mem = c->series, *chg = c->series + c->ntrials;
-	for (size_t i = 0; i < c->ntrials; i++) {
+	struct plot_series *mem = c->series, *chg = c->series + c->m.ntrials;
+	for (size_t i = 0; i < c->m.ntrials; i++) {
 		struct sweep_trial_series *ts = &c->ts[i];
 		if (!ts->n)
 			continue;
@@ -678,7 +614,7 @@ int sweep_charts_load(struct store *st, int64_t sweep_id, struct sweep_charts *c
 
 void sweep_charts_release(struct sweep_charts *c)
 {
-	for (size_t i = 0; c->ts && i < c->ntrials; i++) {
+	for (size_t i = 0; c->ts && i < c->m.ntrials; i++) {
 		free(c->ts[i].config);
 		free(c->ts[i].x);
 		free(c->ts[i].y);
@@ -686,11 +622,7 @@ void sweep_charts_release(struct sweep_charts *c)
 	}
 	free(c->ts);
 	free(c->series);
-	for (size_t d = 0; d < c->ndims; d++)
-		free(c->dims[d]);
-	free(c->dims);
-	trial_rows_free(c->trials, c->ntrials);
-	sweep_row_release(&c->sw);
+	sweep_model_release(&c->m);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -707,7 +639,7 @@ int sweep_charts_open(struct store *st, int64_t sweep_id, struct sweep_charts *c
 struct plot_legend_item *sweep_charts_legend(const struct sweep_charts *c)
 {
 	struct plot_legend_item *items = xcalloc(c->nconfigs + 1, sizeof(*items));
-	for (size_t i = 0; i < c->ntrials; i++) {
+	for (size_t i = 0; i < c->m.ntrials; i++) {
 		size_t k = c->ts[i].config_index;
 		if (!items[k].name) {
 			items[k].name = c->ts[i].config;

@@ -1,6 +1,7 @@
 /*
  * charts.h — private to src/report/: the charts of a run and of a sweep,
- * as struct plot (plot.h), built from what the store holds; shared by the
+ * as struct plot (plot.h), built from the model (model/summary.h,
+ * model/sweep.h); shared by the
  * html report (html.c) and the standalone svg (svg.c).
  *
  * A run has up to three charts: memory over steps (when it marked steps),
@@ -20,7 +21,7 @@
 
 #include "report/plot.h"
 #include "report/report.h"
-#include "store/sweeps.h"
+#include "model/sweep.h"
 
 #define CHARTS_MAX_METRICS 4   /* metric names drawn; more are left out */
 
@@ -59,11 +60,7 @@ struct sweep_trial_series {
 /* The charts of a sweep, and what the table needs. Released with
  * sweep_charts_release(). */
 struct sweep_charts {
-	struct sweep_row sw;
-	char **dims;                 /* dimension names, from the sweep's file */
-	size_t ndims;
-	struct trial_row *trials;
-	size_t ntrials;
+	struct sweep_model m;        /* the sweep, its dimensions and trials */
 	struct sweep_trial_series *ts;   /* one per trial, same order */
 	size_t nconfigs;
 	bool over_time;              /* no trial marked steps: memory over time */
@@ -81,9 +78,5 @@ int sweep_charts_open(struct store *st, int64_t sweep_id, struct sweep_charts *c
 /* One legend item per configuration, in the colors of its trials. The
  * caller frees the array (not the strings, which c owns) with free(). */
 struct plot_legend_item *sweep_charts_legend(const struct sweep_charts *c);
-
-/* The dimension values of trial t as "name=value, ..." (dims in order). The
- * caller frees it. */
-char *sweep_trial_config(const struct sweep_charts *c, const struct trial_row *t);
 
 #endif

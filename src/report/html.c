@@ -170,19 +170,12 @@ static void card(struct strbuf *sb, const char *value, const char *what)
 /* The text report, verbatim: every number the terminal shows. */
 static void text_summary(struct strbuf *sb, const struct run_summary *s)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *mem = open_memstream(&buf, &len);
-	if (!mem)
-		return;
-	int rc = report_write_text(s, mem);
-	fclose(mem);
-	if (rc == 0) {
-		strbuf_addstr(sb, "<pre class=\"summary\">");
-		plot_add_xml(sb, buf);
-		strbuf_addstr(sb, "</pre>\n");
-	}
-	free(buf);
+	struct strbuf text = STRBUF_INIT;
+	report_write_text(s, NULL, &text);
+	strbuf_addstr(sb, "<pre class=\"summary\">");
+	plot_add_xml(sb, strbuf_str(&text));
+	strbuf_addstr(sb, "</pre>\n");
+	strbuf_release(&text);
 }
 
 static void add_header(struct strbuf *sb, const struct run_summary *s)
@@ -293,49 +286,45 @@ static void add_quantile_table(struct strbuf *sb, const struct run_summary *s, c
 	strbuf_addstr(sb, "</tr></tbody></table>\n");
 }
 
-int report_write_html(const struct run_summary *s, const struct report_extras *x, FILE *out)
+void report_write_html(const struct run_summary *s, const struct report_extras *x, struct strbuf *sb)
 {
-	struct strbuf sb = STRBUF_INIT;
 	struct run_charts c;
 	char title[160], b[64];
 	run_charts_build(&c, s, x ? x->metrics : NULL, x ? x->nmetrics : 0, "run");
 
 	snprintf(title, sizeof(title), "leakproof run %lld: %s", (long long)s->run.id, verdict_name(s->a.verdict));
-	head(&sb, title);
-	add_header(&sb, s);
+	head(sb, title);
+	add_header(sb, s);
 
 	if (!c.have_steps && !c.have_time)
-		strbuf_addf(&sb, "<p class=\"note\">No memory was recorded for this run: nothing to draw.</p>\n");
+		strbuf_addf(sb, "<p class=\"note\">No memory was recorded for this run: nothing to draw.</p>\n");
 	if (c.have_steps) {
-		strbuf_addstr(&sb, "<section id=\"memory-steps\"><h2>Memory over steps</h2>\n");
-		chart(&sb, &c.steps);
-		strbuf_addstr(&sb, "</section>\n");
+		strbuf_addstr(sb, "<section id=\"memory-steps\"><h2>Memory over steps</h2>\n");
+		chart(sb, &c.steps);
+		strbuf_addstr(sb, "</section>\n");
 	}
 	if (c.have_time) {
-		strbuf_addstr(&sb, "<section id=\"memory-time\"><h2>Memory over time</h2>\n");
-		chart(&sb, &c.time);
-		strbuf_addstr(&sb, "</section>\n");
+		strbuf_addstr(sb, "<section id=\"memory-time\"><h2>Memory over time</h2>\n");
+		chart(sb, &c.time);
+		strbuf_addstr(sb, "</section>\n");
 	}
 	if (c.metrics_left_out)
-		strbuf_addf(&sb, "<p class=\"note\">%zu more metric%s not drawn (the first %d are).</p>\n",
+		strbuf_addf(sb, "<p class=\"note\">%zu more metric%s not drawn (the first %d are).</p>\n",
 		            c.metrics_left_out, c.metrics_left_out == 1 ? "" : "s", CHARTS_MAX_METRICS);
 	if (c.have_change) {
 		render_change_label(b, sizeof(b), s);
-		strbuf_addf(&sb, "<section id=\"change\"><h2>Distribution of the %s</h2>\n", b);
-		chart(&sb, &c.change);
-		add_quantile_table(&sb, s, &c);
-		strbuf_addstr(&sb, "</section>\n");
+		strbuf_addf(sb, "<section id=\"change\"><h2>Distribution of the %s</h2>\n", b);
+		chart(sb, &c.change);
+		add_quantile_table(sb, s, &c);
+		strbuf_addstr(sb, "</section>\n");
 	}
-	add_ends(&sb, s);
+	add_ends(sb, s);
 	if (x && x->nsites)
-		report_html_add_alloc_sites(&sb, x->sites, x->nsites);
+		report_html_add_alloc_sites(sb, x->sites, x->nsites);
 
 	snprintf(b, sizeof(b), "%lld", (long long)s->run.id);
-	tail(&sb, b);
+	tail(sb, b);
 	run_charts_release(&c);
-	int rc = render_flush(&sb, out);
-	strbuf_release(&sb);
-	return rc;
 }
 
 /* ---- sweeps ------------------------------------------------------------- */
@@ -367,25 +356,25 @@ static void sweep_table(struct strbuf *sb, const struct sweep_charts *c)
 	char b[48];
 	strbuf_addstr(sb, "<table class=\"lp-sortable\" id=\"trials\">\n<thead><tr><th data-key=\"trial\" "
 	              "data-type=\"num\">trial</th>");
-	for (size_t d = 0; d < c->ndims; d++) {
+	for (size_t d = 0; d < c->m.ndims; d++) {
 		strbuf_addstr(sb, "<th data-key=\"");
-		plot_add_xml(sb, c->dims[d]);
+		plot_add_xml(sb, c->m.dims[d]);
 		strbuf_addstr(sb, "\">");
-		plot_add_xml(sb, c->dims[d]);
+		plot_add_xml(sb, c->m.dims[d]);
 		strbuf_addstr(sb, "</th>");
 	}
 	for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++)
 		strbuf_addf(sb, "<th data-key=\"%s\"%s>%s</th>", fixed[k][0], fixed[k][1][0] ? " data-type=\"num\"" : "",
 		            fixed[k][0]);
 	strbuf_addstr(sb, "</tr></thead>\n<tbody>\n");
-	for (size_t i = 0; i < c->ntrials; i++) {
+	for (size_t i = 0; i < c->m.ntrials; i++) {
 		const struct sweep_trial_series *ts = &c->ts[i];
 		const struct trial_row *t = ts->t;
 		strbuf_addf(sb, "<tr><td data-v=\"%.6f\"><span class=\"sw\" style=\"background:%s\"></span>%s</td>",
 		            (double)(t->idx + 1) + (double)t->attempt / 1000, plot_color(ts->config_index),
 		            ts->label + strlen("trial "));
 		const char *p = t->vals;
-		for (size_t d = 0; d < c->ndims; d++) {
+		for (size_t d = 0; d < c->m.ndims; d++) {
 			const char *end = p ? strchr(p, '\x1f') : NULL;
 			char *v = p ? strndup(p, end ? (size_t)(end - p) : strlen(p)) : xstrdup("?");
 			text_cell(sb, v);
@@ -410,71 +399,69 @@ static void sweep_table(struct strbuf *sb, const struct sweep_charts *c)
 	strbuf_addstr(sb, "</tbody></table>\n");
 }
 
-int sweep_report_write_html(struct store *st, int64_t sweep_id, FILE *out)
+int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
+                     struct strbuf *sb)
 {
+	(void)fmt;
+	(void)by;
 	struct sweep_charts c;
 	if (sweep_charts_open(st, sweep_id, &c) < 0)
 		return -1;
-	struct strbuf sb = STRBUF_INIT;
 	char title[96];
-	snprintf(title, sizeof(title), "leakproof sweep %lld", (long long)c.sw.id);
-	head(&sb, title);
+	snprintf(title, sizeof(title), "leakproof sweep %lld", (long long)c.m.sw.id);
+	head(sb, title);
 	int counts[4] = { 0 };
-	for (size_t i = 0; i < c.ntrials; i++) {
-		const char *s = c.trials[i].status;
+	for (size_t i = 0; i < c.m.ntrials; i++) {
+		const char *s = c.m.trials[i].status;
 		counts[!strcmp(s, "ok") ? 0 : !strcmp(s, "oom") ? 1 : !strcmp(s, "failed") ? 2 : 3]++;
 	}
-	strbuf_addf(&sb, "<header>\n<h1>%s</h1>\n<p class=\"cmd\"><code>", title);
-	plot_add_xml(&sb, c.sw.file);
-	strbuf_addstr(&sb, "</code> \xe2\x80\x94 ");
-	plot_add_xml(&sb, c.sw.method);
-	strbuf_addstr(&sb, ", ");
-	plot_add_xml(&sb, c.sw.status);
-	strbuf_addf(&sb, "</p>\n<div class=\"cards\">\n");
+	strbuf_addf(sb, "<header>\n<h1>%s</h1>\n<p class=\"cmd\"><code>", title);
+	plot_add_xml(sb, c.m.sw.file);
+	strbuf_addstr(sb, "</code> \xe2\x80\x94 ");
+	plot_add_xml(sb, c.m.sw.method);
+	strbuf_addstr(sb, ", ");
+	plot_add_xml(sb, c.m.sw.status);
+	strbuf_addf(sb, "</p>\n<div class=\"cards\">\n");
 	char b[32];
-	snprintf(b, sizeof(b), "%zu", c.ntrials);
-	card(&sb, b, c.ntrials == 1 ? "trial" : "trials");
+	snprintf(b, sizeof(b), "%zu", c.m.ntrials);
+	card(sb, b, c.m.ntrials == 1 ? "trial" : "trials");
 	snprintf(b, sizeof(b), "%zu", c.nconfigs);
-	card(&sb, b, c.nconfigs == 1 ? "configuration" : "configurations");
+	card(sb, b, c.nconfigs == 1 ? "configuration" : "configurations");
 	static const char *const names[4] = { "ok", "oom", "failed", "other" };
 	for (int k = 0; k < 4; k++)
 		if (counts[k] || k < 3) {
 			snprintf(b, sizeof(b), "%d", counts[k]);
-			card(&sb, b, names[k]);
+			card(sb, b, names[k]);
 		}
-	if (c.sw.metric[0]) {
+	if (c.m.sw.metric[0]) {
 		struct strbuf m = STRBUF_INIT;
-		strbuf_addf(&m, "metric (%s)", c.sw.maximize ? "maximize" : "minimize");
-		card(&sb, c.sw.metric, strbuf_str(&m));
+		strbuf_addf(&m, "metric (%s)", c.m.sw.maximize ? "maximize" : "minimize");
+		card(sb, c.m.sw.metric, strbuf_str(&m));
 		strbuf_release(&m);
 	}
-	strbuf_addstr(&sb, "</div>\n</header>\n");
+	strbuf_addstr(sb, "</div>\n</header>\n");
 
 	struct plot_legend_item *legend = sweep_charts_legend(&c);
 	if (c.memory.nseries) {
 		c.memory.legend = c.change.legend = legend;
 		c.memory.nlegend = c.change.nlegend = c.nconfigs;
-		strbuf_addf(&sb, "<section id=\"memory\"><h2>Memory over %s, one line per trial, colored by "
+		strbuf_addf(sb, "<section id=\"memory\"><h2>Memory over %s, one line per trial, colored by "
 		            "configuration</h2>\n", c.over_time ? "time" : "steps");
-		chart(&sb, &c.memory);
-		strbuf_addf(&sb, "</section>\n<section id=\"change\"><h2>Memory change per %s</h2>\n",
+		chart(sb, &c.memory);
+		strbuf_addf(sb, "</section>\n<section id=\"change\"><h2>Memory change per %s</h2>\n",
 		            c.over_time ? "sample" : "step");
-		chart(&sb, &c.change);
-		strbuf_addstr(&sb, "</section>\n");
+		chart(sb, &c.change);
+		strbuf_addstr(sb, "</section>\n");
 	} else {
-		strbuf_addstr(&sb, "<p class=\"note\">No trial recorded memory yet: nothing to draw.</p>\n");
+		strbuf_addstr(sb, "<p class=\"note\">No trial recorded memory yet: nothing to draw.</p>\n");
 	}
-	strbuf_addstr(&sb, "<section id=\"table\"><h2>Trials</h2>\n<p class=\"note\">Click a column to sort by it; "
+	strbuf_addstr(sb, "<section id=\"table\"><h2>Trials</h2>\n<p class=\"note\">Click a column to sort by it; "
 	              "again for the other order.</p>\n");
-	sweep_table(&sb, &c);
-	strbuf_addstr(&sb, "</section>\n");
-	snprintf(b, sizeof(b), "sweep:%lld", (long long)c.sw.id);
-	tail(&sb, b);
+	sweep_table(sb, &c);
+	strbuf_addstr(sb, "</section>\n");
+	snprintf(b, sizeof(b), "sweep:%lld", (long long)c.m.sw.id);
+	tail(sb, b);
 	free(legend);
 	sweep_charts_release(&c);
-	int rc = render_flush(&sb, out);
-	strbuf_release(&sb);
-	if (rc < 0)
-		error_errno("cannot write the report");
-	return rc;
+	return 0;
 }

@@ -145,112 +145,108 @@ static void add_num_array(struct strbuf *sb, const double *v, size_t n)
 	strbuf_addch(sb, ']');
 }
 
-int report_write_json(const struct run_summary *s, FILE *out)
+void report_write_json(const struct run_summary *s, const struct report_extras *x, struct strbuf *sb)
 {
-	struct strbuf sb = STRBUF_INIT;
+	(void)x;
 	const struct analysis *a = &s->a;
 	bool steps = strcmp(s->x_unit, "s") != 0;
 	bool fit = a->points >= 2;
 	bool growing = fit && a->slope > 0 && a->projected_to_limit >= 0 && isfinite(a->projected_to_limit);
 
-	strbuf_addstr(&sb, "{\n  \"run\": ");
-	add_run(&sb, s);
-	key_str(&sb, "verdict", verdict_name(a->verdict));
-	key_str(&sb, "reason", s->reason);
-	key_str(&sb, "analysis_reason", a->reason);
-	key_str(&sb, "measure", measure_name(s->measure));
-	key_str(&sb, "x_unit", s->x_unit);
-	key_num(&sb, "bin_seconds", steps ? NAN : s->bin_seconds);
-	key_num(&sb, "points", (double)a->points);
-	key_num(&sb, "growth_bytes_per_step", fit ? a->slope : NAN);
-	key(&sb, "growth_interval_bytes_per_step");
+	strbuf_addstr(sb, "{\n  \"run\": ");
+	add_run(sb, s);
+	key_str(sb, "verdict", verdict_name(a->verdict));
+	key_str(sb, "reason", s->reason);
+	key_str(sb, "analysis_reason", a->reason);
+	key_str(sb, "measure", measure_name(s->measure));
+	key_str(sb, "x_unit", s->x_unit);
+	key_num(sb, "bin_seconds", steps ? NAN : s->bin_seconds);
+	key_num(sb, "points", (double)a->points);
+	key_num(sb, "growth_bytes_per_step", fit ? a->slope : NAN);
+	key(sb, "growth_interval_bytes_per_step");
 	double interval[2] = { fit ? a->slope_low : NAN, fit ? a->slope_high : NAN };
-	add_num_array(&sb, interval, 2);
-	key_num(&sb, "warmup_steps", s->warmup_steps);
-	key_num(&sb, "warmup_points", (double)a->warmup_points);
-	key_num(&sb, "steps", (double)s->steps);
-	key_num(&sb, "steps_per_second", s->steps_per_second > 0 ? s->steps_per_second : NAN);
-	key_num(&sb, "samples", (double)s->nsamples);
-	key_num(&sb, "peak_bytes", (double)s->peak_bytes);
-	key_num(&sb, "max_processes", s->nsamples ? (double)s->max_processes : NAN);
-	key(&sb, "step_change_quantiles_bytes");
+	add_num_array(sb, interval, 2);
+	key_num(sb, "warmup_steps", s->warmup_steps);
+	key_num(sb, "warmup_points", (double)a->warmup_points);
+	key_num(sb, "steps", (double)s->steps);
+	key_num(sb, "steps_per_second", s->steps_per_second > 0 ? s->steps_per_second : NAN);
+	key_num(sb, "samples", (double)s->nsamples);
+	key_num(sb, "peak_bytes", (double)s->peak_bytes);
+	key_num(sb, "max_processes", s->nsamples ? (double)s->max_processes : NAN);
+	key(sb, "step_change_quantiles_bytes");
 	double q[5];
 	for (int i = 0; i < 5; i++)
 		q[i] = fit ? a->q[i] : NAN;
-	add_num_array(&sb, q, 5);
-	key_num(&sb, "projected_steps_to_limit", growing ? a->projected_to_limit : NAN);
-	key_num(&sb, "projected_seconds_to_limit", growing && s->projected_seconds >= 0 ? s->projected_seconds : NAN);
-	key_num(&sb, "limit_bytes", s->limit_bytes > 0 ? s->limit_bytes : NAN);
-	key_str(&sb, "limit_source", s->limit_bytes > 0 ? s->limit_source : NULL);
-	key_num(&sb, "mann_kendall_z", fit ? a->mk_z : NAN);
-	key_num(&sb, "mann_kendall_p", fit ? a->mk_p : NAN);
-	key_num(&sb, "baseline_bytes", a->points ? a->baseline_bytes : NAN);
-	key_num(&sb, "floor_growth_bytes", a->points ? a->floor_growth_bytes : NAN);
-	key_num(&sb, "duration_seconds", s->duration_s);
-	key_num(&sb, "channel_bad_lines", (double)s->run.bad_lines);
-	key_num(&sb, "channel_long_lines", (double)s->run.long_lines);
-	add_segments(&sb, s);
+	add_num_array(sb, q, 5);
+	key_num(sb, "projected_steps_to_limit", growing ? a->projected_to_limit : NAN);
+	key_num(sb, "projected_seconds_to_limit", growing && s->projected_seconds >= 0 ? s->projected_seconds : NAN);
+	key_num(sb, "limit_bytes", s->limit_bytes > 0 ? s->limit_bytes : NAN);
+	key_str(sb, "limit_source", s->limit_bytes > 0 ? s->limit_source : NULL);
+	key_num(sb, "mann_kendall_z", fit ? a->mk_z : NAN);
+	key_num(sb, "mann_kendall_p", fit ? a->mk_p : NAN);
+	key_num(sb, "baseline_bytes", a->points ? a->baseline_bytes : NAN);
+	key_num(sb, "floor_growth_bytes", a->points ? a->floor_growth_bytes : NAN);
+	key_num(sb, "duration_seconds", s->duration_s);
+	key_num(sb, "channel_bad_lines", (double)s->run.bad_lines);
+	key_num(sb, "channel_long_lines", (double)s->run.long_lines);
+	add_segments(sb, s);
 
-	key(&sb, "top_process");
+	key(sb, "top_process");
 	if (s->has_top_proc) {
 		const struct proc_row *p = &s->top_proc;
-		strbuf_addch(&sb, '{');
-		inner(&sb, "pid", true);
-		strbuf_addf(&sb, "%d", p->pid);
-		inner(&sb, "ppid", false);
-		strbuf_addf(&sb, "%d", p->ppid);
-		inner(&sb, "name", false);
-		strbuf_add_json_str(&sb, p->name);
-		inner(&sb, "t", false);
-		report_add_json_num(&sb, p->t);
-		inner(&sb, "rss_bytes", false);
-		report_add_json_num(&sb, (double)p->rss);
-		inner(&sb, "pss_bytes", false);
-		report_add_json_num(&sb, (double)p->pss);
-		inner(&sb, "uss_bytes", false);
-		report_add_json_num(&sb, (double)p->uss);
-		inner(&sb, "swap_bytes", false);
-		report_add_json_num(&sb, (double)p->swap);
-		inner(&sb, "gpu_bytes", false);
-		report_add_json_num(&sb, (double)p->gpu);
-		strbuf_addch(&sb, '}');
+		strbuf_addch(sb, '{');
+		inner(sb, "pid", true);
+		strbuf_addf(sb, "%d", p->pid);
+		inner(sb, "ppid", false);
+		strbuf_addf(sb, "%d", p->ppid);
+		inner(sb, "name", false);
+		strbuf_add_json_str(sb, p->name);
+		inner(sb, "t", false);
+		report_add_json_num(sb, p->t);
+		inner(sb, "rss_bytes", false);
+		report_add_json_num(sb, (double)p->rss);
+		inner(sb, "pss_bytes", false);
+		report_add_json_num(sb, (double)p->pss);
+		inner(sb, "uss_bytes", false);
+		report_add_json_num(sb, (double)p->uss);
+		inner(sb, "swap_bytes", false);
+		report_add_json_num(sb, (double)p->swap);
+		inner(sb, "gpu_bytes", false);
+		report_add_json_num(sb, (double)p->gpu);
+		strbuf_addch(sb, '}');
 	} else {
-		strbuf_addstr(&sb, "null");
+		strbuf_addstr(sb, "null");
 	}
 
-	key(&sb, "results");
-	strbuf_addch(&sb, '{');
+	key(sb, "results");
+	strbuf_addch(sb, '{');
 	for (size_t i = 0; i < s->nresults; i++) {
-		strbuf_addstr(&sb, i ? ", " : "");
-		strbuf_add_json_str(&sb, s->results[i].name);
-		strbuf_addstr(&sb, ": ");
-		report_add_json_num(&sb, s->results[i].value);
+		strbuf_addstr(sb, i ? ", " : "");
+		strbuf_add_json_str(sb, s->results[i].name);
+		strbuf_addstr(sb, ": ");
+		report_add_json_num(sb, s->results[i].value);
 	}
-	strbuf_addch(&sb, '}');
+	strbuf_addch(sb, '}');
 
-	key(&sb, "events");
-	strbuf_addch(&sb, '[');
+	key(sb, "events");
+	strbuf_addch(sb, '[');
 	size_t shown = s->nevents < EVENTS_MAX ? s->nevents : EVENTS_MAX;
 	for (size_t i = 0; i < shown; i++) {
-		strbuf_addstr(&sb, i ? ",\n    {" : "\n    {");
-		inner(&sb, "t", true);
-		report_add_json_num(&sb, s->events[i].t);
-		inner(&sb, "kind", false);
-		strbuf_add_json_str(&sb, s->events[i].kind);
-		inner(&sb, "detail", false);
-		strbuf_add_json_str(&sb, s->events[i].detail);
-		strbuf_addch(&sb, '}');
+		strbuf_addstr(sb, i ? ",\n    {" : "\n    {");
+		inner(sb, "t", true);
+		report_add_json_num(sb, s->events[i].t);
+		inner(sb, "kind", false);
+		strbuf_add_json_str(sb, s->events[i].kind);
+		inner(sb, "detail", false);
+		strbuf_add_json_str(sb, s->events[i].detail);
+		strbuf_addch(sb, '}');
 	}
-	strbuf_addstr(&sb, shown ? "\n  ]" : "]");
-	key_num(&sb, "events_omitted", (double)(s->nevents - shown));
-	key(&sb, "trace");
+	strbuf_addstr(sb, shown ? "\n  ]" : "]");
+	key_num(sb, "events_omitted", (double)(s->nevents - shown));
+	key(sb, "trace");
 	if (s->trace)
-		trace_report_json(s->trace, &sb);
+		trace_report_json(s->trace, sb);
 	else
-		strbuf_addstr(&sb, "null");
-	strbuf_addstr(&sb, "\n}\n");
-
-	int rc = render_flush(&sb, out);
-	strbuf_release(&sb);
-	return rc;
+		strbuf_addstr(sb, "null");
+	strbuf_addstr(sb, "\n}\n");
 }

@@ -39,27 +39,28 @@ static void add_row(struct strbuf *sb, const char *key, const char *value)
 	strbuf_addstr(sb, " |\n");
 }
 
-int report_write_md(const struct run_summary *s, FILE *out)
+void report_write_md(const struct run_summary *s, const struct report_extras *x, struct strbuf *sb)
 {
-	struct strbuf sb = STRBUF_INIT, cell = STRBUF_INIT, cmd = STRBUF_INIT;
+	(void)x;
+	struct strbuf cell = STRBUF_INIT, cmd = STRBUF_INIT;
 	const struct analysis *a = &s->a;
 	bool over_time = !strcmp(s->x_unit, "s");
 	char b1[32], b2[32];
 
 	report_add_command_line(&cmd, s->argv, s->argc, COMMAND_MAX_CHARS);
-	strbuf_addf(&sb, "### leakproof run %lld: ", (long long)s->run.id);
-	add_code(&sb, strbuf_str(&cmd));
-	strbuf_addstr(&sb, "\n\n");
+	strbuf_addf(sb, "### leakproof run %lld: ", (long long)s->run.id);
+	add_code(sb, strbuf_str(&cmd));
+	strbuf_addstr(sb, "\n\n");
 
-	strbuf_addstr(&sb, "| | |\n|---|---|\n");
+	strbuf_addstr(sb, "| | |\n|---|---|\n");
 	strbuf_addf(&cell, "**%s** \xe2\x80\x94 %s", verdict_name(a->verdict), s->reason);
-	add_row(&sb, "Verdict", strbuf_str(&cell));
+	add_row(sb, "Verdict", strbuf_str(&cell));
 
 	strbuf_reset(&cell);
 	render_outcome_line(&cell, s);
-	add_row(&sb, "Run", strbuf_str(&cell));
+	add_row(sb, "Run", strbuf_str(&cell));
 
-	add_row(&sb, "Measure", measure_name(s->measure));
+	add_row(sb, "Measure", measure_name(s->measure));
 	if (render_have_slope(s)) {
 		strbuf_reset(&cell);
 		strbuf_addf(&cell, "%s%s", render_signed_bytes(b1, sizeof(b1), a->slope), render_x_suffix(s));
@@ -68,7 +69,7 @@ int report_write_md(const struct run_summary *s, FILE *out)
 			render_range(&cell, a->slope_low, a->slope_high);
 			strbuf_addch(&cell, ')');
 		}
-		add_row(&sb, "Growth", strbuf_str(&cell));
+		add_row(sb, "Growth", strbuf_str(&cell));
 		strbuf_reset(&cell);
 		if (!a->warmup_points)
 			strbuf_addstr(&cell, "none");
@@ -76,9 +77,9 @@ int report_write_md(const struct run_summary *s, FILE *out)
 			strbuf_addf(&cell, "ended at %s", report_fmt_duration(b2, sizeof(b2), s->warmup_steps));
 		else
 			strbuf_addf(&cell, "ended at step %.0f", s->warmup_steps);
-		add_row(&sb, "Warm-up", strbuf_str(&cell));
+		add_row(sb, "Warm-up", strbuf_str(&cell));
 	}
-	add_row(&sb, "Peak", fmt_bytes(b1, sizeof(b1), (double)s->peak_bytes));
+	add_row(sb, "Peak", fmt_bytes(b1, sizeof(b1), (double)s->peak_bytes));
 	if (s->limit_bytes > 0) {
 		strbuf_reset(&cell);
 		strbuf_addf(&cell, "%s (%s)", fmt_bytes(b2, sizeof(b2), s->limit_bytes),
@@ -87,19 +88,19 @@ int report_write_md(const struct run_summary *s, FILE *out)
 		if (render_projection(&proj, s))
 			strbuf_addf(&cell, ", reached at this rate %s", strbuf_str(&proj));
 		strbuf_release(&proj);
-		add_row(&sb, "Limit", strbuf_str(&cell));
+		add_row(sb, "Limit", strbuf_str(&cell));
 	}
 	if (s->has_top_proc) {
 		strbuf_reset(&cell);
 		strbuf_addf(&cell, "pid %d (%s) %s", s->top_proc.pid, s->top_proc.name,
 		            fmt_bytes(b1, sizeof(b1), render_top_proc_bytes(s)));
-		add_row(&sb, "Most memory", strbuf_str(&cell));
+		add_row(sb, "Most memory", strbuf_str(&cell));
 	}
 	if (s->run.bad_lines || s->run.long_lines) {
 		strbuf_reset(&cell);
 		strbuf_addf(&cell, "%lld malformed lines ignored, %lld too long",
 		            (long long)s->run.bad_lines, (long long)s->run.long_lines);
-		add_row(&sb, "Channel", strbuf_str(&cell));
+		add_row(sb, "Channel", strbuf_str(&cell));
 	}
 	for (size_t i = 0; i < s->nresults; i++) {
 		strbuf_reset(&cell);
@@ -107,7 +108,7 @@ int report_write_md(const struct run_summary *s, FILE *out)
 		struct strbuf key = STRBUF_INIT;
 		strbuf_addstr(&key, "Result ");
 		add_code(&key, s->results[i].name);
-		add_row(&sb, strbuf_str(&key), strbuf_str(&cell));
+		add_row(sb, strbuf_str(&key), strbuf_str(&cell));
 		strbuf_release(&key);
 	}
 
@@ -118,20 +119,17 @@ int report_write_md(const struct run_summary *s, FILE *out)
 		char label[64];
 		render_change_label(label, sizeof(label), s);
 		label[0] = (char)(label[0] == 'p' ? 'P' : label[0] == 'c' ? 'C' : label[0]);
-		strbuf_addf(&sb, "\n%s (%s):\n\n", label, measure_name(s->measure));
-		strbuf_addstr(&sb, "| Min | Q1 | Median | Q3 | Max | steps/s |\n"
+		strbuf_addf(sb, "\n%s (%s):\n\n", label, measure_name(s->measure));
+		strbuf_addstr(sb, "| Min | Q1 | Median | Q3 | Max | steps/s |\n"
 		                   "|---:|---:|---:|---:|---:|---:|\n|");
 		for (int i = 0; i < 5; i++)
-			strbuf_addf(&sb, " %s |", fmt_bytes(b1, sizeof(b1), a->q[i]));
+			strbuf_addf(sb, " %s |", fmt_bytes(b1, sizeof(b1), a->q[i]));
 		if (s->steps_per_second > 0)
-			strbuf_addf(&sb, " %.3g |\n", s->steps_per_second);
+			strbuf_addf(sb, " %.3g |\n", s->steps_per_second);
 		else
-			strbuf_addstr(&sb, " \xe2\x80\x93 |\n");
+			strbuf_addstr(sb, " \xe2\x80\x93 |\n");
 	}
 
-	int rc = render_flush(&sb, out);
-	strbuf_release(&sb);
 	strbuf_release(&cell);
 	strbuf_release(&cmd);
-	return rc;
 }

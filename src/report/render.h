@@ -1,24 +1,41 @@
 /*
  * render.h — private to src/report/: one renderer per format, and the
- * wording they share. report_write() in report.c picks the renderer.
- * Each returns 0, or -1 when writing to out failed.
+ * wording they share (wording.c). The table in report.c picks the
+ * renderer; every renderer appends to a struct strbuf. Renderers call
+ * wording.c, never report.c, so no two files here call each other in a loop.
  */
 #ifndef LP_REPORT_RENDER_H
 #define LP_REPORT_RENDER_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "report/report.h"
 #include "report/trace.h"
 #include "util/util.h"
 
-int report_write_text(const struct run_summary *s, FILE *out);
-int report_write_md(const struct run_summary *s, FILE *out);
-int report_write_csv(const struct run_summary *s, FILE *out);
-int report_write_json(const struct run_summary *s, FILE *out);
+/* One run, appended to sb. x (may be NULL) is what only html shows. */
+void report_write_text(const struct run_summary *s, const struct report_extras *x, struct strbuf *sb);
+void report_write_md(const struct run_summary *s, const struct report_extras *x, struct strbuf *sb);
+void report_write_csv(const struct run_summary *s, const struct report_extras *x, struct strbuf *sb);
+void report_write_json(const struct run_summary *s, const struct report_extras *x, struct strbuf *sb);
+void report_write_html(const struct run_summary *s, const struct report_extras *x, struct strbuf *sb);
+void report_write_svg(const struct run_summary *s, const struct report_extras *x, struct strbuf *sb);
+void report_write_junit(const struct run_summary *s, const struct report_extras *x, struct strbuf *sb);
 
-/* Write sb to out; 0, or -1 when out failed. */
-int render_flush(struct strbuf *sb, FILE *out);
+/* A sweep (sweep_id 0: the latest), appended to sb: the table (sweep.c;
+ * text, md, csv, json; by groups the trials), the page (html.c), the chart
+ * (svg.c), the verdicts (junit.c). 0, or -1 after a message. */
+int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
+                      struct strbuf *sb);
+int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
+                     struct strbuf *sb);
+int sweep_write_svg(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
+                    struct strbuf *sb);
+int sweep_write_junit(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
+                      struct strbuf *sb);
+
+/* ---- wording.c: what the renderers say the same way ---------------------- */
 
 /* "step" or "second": the word for one unit of x. */
 const char *render_x_word(const struct run_summary *s);

@@ -1,620 +1,95 @@
 /*
- * report.c — from a stored run to its summary: which series is judged, the
- * judgment (core/analyze), the rates, peak, limit and projection; and the
- * wording shared by the renderers (text.c, markdown.c, csv.c, json.c).
- *
- * The series: when the run marked steps, memory under the measure at each
- * step (x = the step number, or the step's ordinal when the numbers do not
- * increase); otherwise memory over time, the samples binned into 1-second
- * bins (finer for runs under 100 s, wider when that would give more than
- * MAX_BINS), each bin's median, x in seconds.
- *
- * Units: bytes, seconds; x in steps or seconds as s->x_unit says.
+ * report.c — the formats: one table of {name, run writer, sweep writer},
+ * the parsing of a format's name, and the dispatch to its writer. Each
+ * writer lives in its own file and appends to a struct strbuf; the caller
+ * writes the buffer out (report_flush). Adding a format is one file with
+ * its writer plus one entry here (and its enum value in report.h).
  */
 #include "report/report.h"
 
-#include <ctype.h>
-#include <math.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "report/render.h"
-#include "util/json.h"
 #include "util/util.h"
 
-#define MAX_BINS 2000
-#define MIN_BIN_SECONDS 1.0
-#define SHORT_RUN_BINS 100
+struct report_writer {
+	const char *name;
+	enum report_format fmt;
+	/* one run; x (may be NULL) is what only the html page shows */
+	void (*run)(const struct run_summary *s, const struct report_extras *x, struct strbuf *sb);
+	/* a sweep; by: the --by dimensions (NULL: none). 0, or -1 after a message */
+	int (*sweep)(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
+	             struct strbuf *sb);
+};
+
+static const struct report_writer writers[] = {
+	{ "text", REPORT_TEXT, report_write_text, sweep_write_table },
+	{ "md", REPORT_MD, report_write_md, sweep_write_table },
+	{ "markdown", REPORT_MD, report_write_md, sweep_write_table },
+	{ "csv", REPORT_CSV, report_write_csv, sweep_write_table },
+	{ "json", REPORT_JSON, report_write_json, sweep_write_table },
+	{ "html", REPORT_HTML, report_write_html, sweep_write_html },
+	{ "svg", REPORT_SVG, report_write_svg, sweep_write_svg },
+	{ "junit", REPORT_JUNIT, report_write_junit, sweep_write_junit },
+};
+#define NWRITERS (sizeof(writers) / sizeof(writers[0]))
+
+static const struct report_writer *writer_of(enum report_format fmt)
+{
+	for (size_t i = 0; i < NWRITERS; i++)
+		if (writers[i].fmt == fmt)
+			return &writers[i];
+	return NULL;
+}
 
 int report_format_parse(const char *name, enum report_format *out)
 {
-	static const struct { const char *name; enum report_format f; } names[] = {
-		{ "text", REPORT_TEXT }, { "md", REPORT_MD }, { "markdown", REPORT_MD },
-		{ "csv", REPORT_CSV }, { "json", REPORT_JSON }, { "html", REPORT_HTML }, { "svg", REPORT_SVG },
-	};
-	for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i].name)) {
-			*out = names[i].f;
+	for (size_t i = 0; name && i < NWRITERS; i++)
+		if (!strcmp(name, writers[i].name)) {
+			*out = writers[i].fmt;
 			return 0;
 		}
 	return -1;
 }
 
-/* ---- the command ----------------------------------------------------- */
-
-void report_parse_command(const char *json, char ***argv_out, size_t *argc_out)
+void report_render(const struct run_summary *s, enum report_format fmt, const struct report_extras *x,
+                   struct strbuf *sb)
 {
-	struct jval v;
-	const char *err;
-	size_t err_at;
-	char **argv;
-
-	bool parsed = json && jval_parse(json, &v, &err, &err_at) == 0;
-	if (parsed && v.type == J_ARR) {
-		size_t n = 0;
-		argv = xcalloc(v.n + 1, sizeof(*argv));
-		for (size_t i = 0; i < v.n; i++)
-			if (v.items[i].type == J_STR) {
-				argv[n++] = v.items[i].s;
-				v.items[i].s = NULL;
-			}
-		if (n == v.n) {
-			jval_release(&v);
-			*argv_out = argv;
-			*argc_out = n;
-			return;
-		}
-		report_argv_free(argv, n);
-	}
-	if (parsed)
-		jval_release(&v);
-	/* not an array of strings: the text itself */
-	argv = xcalloc(2, sizeof(*argv));
-	argv[0] = xstrdup(json ? json : "");
-	*argv_out = argv;
-	*argc_out = 1;
+	const struct report_writer *w = writer_of(fmt);
+	if (w)
+		w->run(s, x, sb);
 }
 
-void report_argv_free(char **argv, size_t argc)
+int sweep_report_render(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
+                        struct strbuf *sb)
 {
-	if (!argv)
-		return;
-	for (size_t i = 0; i < argc; i++)
-		free(argv[i]);
-	free(argv);
+	const struct report_writer *w = writer_of(fmt);
+	return w ? w->sweep(st, sweep_id, fmt, by, sb) : -1;
 }
 
-static bool shell_safe(const char *s)
-{
-	if (!*s)
-		return false;
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		if (!isalnum(*p) && !strchr("_@%+=:,./-", *p) && *p < 0x80)
-			return false;
-	return true;
-}
-
-void report_add_command_line(struct strbuf *sb, char *const *argv, size_t argc, size_t max_chars)
-{
-	size_t start = sb->len;
-	for (size_t i = 0; i < argc; i++) {
-		if (i)
-			strbuf_addch(sb, ' ');
-		if (shell_safe(argv[i])) {
-			strbuf_addstr(sb, argv[i]);
-			continue;
-		}
-		strbuf_addch(sb, '\'');
-		for (const char *p = argv[i]; *p; p++) {
-			if (*p == '\'')
-				strbuf_addstr(sb, "'\\''");
-			else if ((unsigned char)*p < 0x20 || *p == 0x7f)
-				strbuf_addch(sb, '?');   /* no control characters on a terminal */
-			else
-				strbuf_addch(sb, *p);
-		}
-		strbuf_addch(sb, '\'');
-		if (max_chars && sb->len - start > max_chars)
-			break;
-	}
-	if (max_chars && sb->len - start > max_chars) {
-		size_t cut = start + (max_chars > 3 ? max_chars - 3 : 0);
-		/* Do not cut a UTF-8 sequence in half. */
-		while (cut > start && ((unsigned char)sb->buf[cut] & 0xc0) == 0x80)
-			cut--;
-		sb->len = cut;
-		sb->buf[cut] = '\0';
-		strbuf_addstr(sb, "...");
-	}
-}
-
-/* ---- wording --------------------------------------------------------- */
-
-char *report_fmt_duration(char *buf, size_t bufsz, double s)
-{
-	if (!isfinite(s) || s < 0)
-		snprintf(buf, bufsz, "?");
-	else if (s < 60)
-		snprintf(buf, bufsz, "%.1f s", s);
-	else if (s < 3600)
-		snprintf(buf, bufsz, "%d min %d s", (int)(s / 60), (int)fmod(s, 60));
-	else if (s < 2 * 86400)
-		snprintf(buf, bufsz, "%d h %d min", (int)(s / 3600), (int)fmod(s / 60, 60));
-	else
-		snprintf(buf, bufsz, "%.1f days", s / 86400);
-	return buf;
-}
-
-static const char *signal_abbrev(int sig)
-{
-	static const struct { int sig; const char *name; } names[] = {
-		{ 1, "SIGHUP" }, { 2, "SIGINT" }, { 3, "SIGQUIT" }, { 4, "SIGILL" }, { 5, "SIGTRAP" },
-		{ 6, "SIGABRT" }, { 7, "SIGBUS" }, { 8, "SIGFPE" }, { 9, "SIGKILL" }, { 10, "SIGUSR1" },
-		{ 11, "SIGSEGV" }, { 12, "SIGUSR2" }, { 13, "SIGPIPE" }, { 14, "SIGALRM" },
-		{ 15, "SIGTERM" }, { 24, "SIGXCPU" }, { 25, "SIGXFSZ" },
-	};
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (names[i].sig == sig)
-			return names[i].name;
-	return NULL;
-}
-
-char *report_fmt_outcome(char *buf, size_t bufsz, const struct run_row *r)
-{
-	const char *abbrev;
-	if (r->ended_at <= 0 || !strcmp(r->status, "running"))
-		snprintf(buf, bufsz, "running");
-	else if (!strcmp(r->status, "failed-to-start"))
-		snprintf(buf, bufsz, "failed to start (exit %d)", r->exit_code);
-	else if (!strcmp(r->status, "interrupted"))
-		snprintf(buf, bufsz, "interrupted");
-	else if (r->exit_signal && (abbrev = signal_abbrev(r->exit_signal)))
-		snprintf(buf, bufsz, "killed by signal %d (%s)", r->exit_signal, abbrev);
-	else if (r->exit_signal)
-		snprintf(buf, bufsz, "killed by signal %d", r->exit_signal);
-	else
-		snprintf(buf, bufsz, "exited %d", r->exit_code);
-	return buf;
-}
-
-const char *render_x_word(const struct run_summary *s)
-{
-	return strcmp(s->x_unit, "s") ? "step" : "second";
-}
-
-const char *render_x_suffix(const struct run_summary *s)
-{
-	return strcmp(s->x_unit, "s") ? "/step" : "/s";
-}
-
-char *render_signed_bytes(char *buf, size_t bufsz, double bytes)
-{
-	char tmp[32];
-	fmt_bytes(tmp, sizeof(tmp), bytes);
-	snprintf(buf, bufsz, "%s%s", bytes > 0 ? "+" : "", tmp);
-	return buf;
-}
-
-char *render_count(char *buf, size_t bufsz, double v)
-{
-	if (!isfinite(v) || v < 0 || v > 1e18) {
-		snprintf(buf, bufsz, "?");
-		return buf;
-	}
-	/* Three significant digits: 11,234 -> 11,200. */
-	double mag = v >= 1000 ? pow(10, floor(log10(v)) - 2) : 1;
-	unsigned long long n = (unsigned long long)(llround(v / mag) * mag);
-	char digits[32], out[48];
-	int len = snprintf(digits, sizeof(digits), "%llu", n), o = 0;
-	for (int i = 0; i < len; i++) {
-		if (i && (len - i) % 3 == 0)
-			out[o++] = ',';
-		out[o++] = digits[i];
-	}
-	out[o] = '\0';
-	snprintf(buf, bufsz, "%s", out);
-	return buf;
-}
-
-char *render_approx_duration(char *buf, size_t bufsz, double s)
-{
-	if (!isfinite(s) || s < 0)
-		snprintf(buf, bufsz, "?");
-	else if (s < 90)
-		snprintf(buf, bufsz, "~%.0f s", s);
-	else if (s < 90 * 60)
-		snprintf(buf, bufsz, "~%.0f min", s / 60);
-	else if (s < 48 * 3600)
-		snprintf(buf, bufsz, "~%.0f h", s / 3600);
-	else
-		snprintf(buf, bufsz, "~%.0f days", s / 86400);
-	return buf;
-}
-
-void render_outcome_line(struct strbuf *sb, const struct run_summary *s)
-{
-	char outcome[96], dur[48];
-	report_fmt_outcome(outcome, sizeof(outcome), &s->run);
-	report_fmt_duration(dur, sizeof(dur), s->duration_s);
-	if (!strcmp(outcome, "running"))
-		strbuf_addf(sb, "running for %s", dur);
-	else
-		strbuf_addf(sb, "%s after %s", outcome, dur);
-	if (s->steps)
-		strbuf_addf(sb, ", %zu step%s (%s)", s->steps, s->steps == 1 ? "" : "s",
-		            step_source_name(s->run.step_source));
-	else
-		strbuf_addstr(sb, ", no steps (judged over time)");
-	if (s->nsegments > 1)
-		strbuf_addf(sb, ", %zu restart%s", s->nsegments - 1, s->nsegments == 2 ? "" : "s");
-}
-
-int render_have_slope(const struct run_summary *s)
-{
-	/* window_x is 0 when there were too few points to judge. */
-	return s->a.points >= 2 && s->a.window_x > 0 && isfinite(s->a.slope);
-}
-
-int render_projection(struct strbuf *sb, const struct run_summary *s)
-{
-	char count[48], approx[48];
-	if (s->a.verdict != VERDICT_LEAK || !(s->a.projected_to_limit >= 0) ||
-	    !isfinite(s->a.projected_to_limit) || s->limit_bytes <= 0)
-		return 0;
-	if (!strcmp(s->x_unit, "s")) {
-		strbuf_addf(sb, "in %s", render_approx_duration(approx, sizeof(approx), s->a.projected_to_limit));
-		return 1;
-	}
-	strbuf_addf(sb, "in about %s steps", render_count(count, sizeof(count), s->a.projected_to_limit));
-	if (s->projected_seconds >= 0)
-		strbuf_addf(sb, " (%s)", render_approx_duration(approx, sizeof(approx), s->projected_seconds));
-	return 1;
-}
-
-double render_top_proc_bytes(const struct run_summary *s)
-{
-	switch (s->measure) {
-	case MEASURE_RSS: return (double)s->top_proc.rss;
-	case MEASURE_USS: return (double)s->top_proc.uss;
-	case MEASURE_GPU: return (double)s->top_proc.gpu;
-	default: return (double)s->top_proc.pss;
-	}
-}
-
-char *render_change_label(char *buf, size_t bufsz, const struct run_summary *s)
-{
-	if (strcmp(s->x_unit, "s"))
-		snprintf(buf, bufsz, "per-step change");
-	else if (s->bin_seconds == MIN_BIN_SECONDS)
-		snprintf(buf, bufsz, "change per second");
-	else
-		snprintf(buf, bufsz, "change per %.3g s", s->bin_seconds);
-	return buf;
-}
-
-void render_add_clean(struct strbuf *sb, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++)
-		strbuf_addch(sb, *p < 0x20 || *p == 0x7f ? '?' : *p);
-}
-
-int render_flush(struct strbuf *sb, FILE *out)
+int report_flush(const struct strbuf *sb, FILE *out)
 {
 	if (sb->len && fwrite(sb->buf, 1, sb->len, out) != sb->len)
 		return -1;
 	return fflush(out) == 0 && !ferror(out) ? 0 : -1;
 }
 
-/* ---- JSON values ------------------------------------------------------- */
-
-void report_add_json_str_or_null(struct strbuf *sb, const char *s)
-{
-	if (s && *s)
-		strbuf_add_json_str(sb, s);
-	else
-		strbuf_addstr(sb, "null");
-}
-
-void report_add_json_num(struct strbuf *sb, double v)
-{
-	if (!isfinite(v))
-		strbuf_addstr(sb, "null");
-	else if (v == floor(v) && fabs(v) < 1e15)
-		strbuf_addf(sb, "%.0f", v == 0 ? 0.0 : v);   /* no "-0" */
-	else {
-		/* The shortest of %.15g and %.17g that reads back exactly. */
-		char buf[40];
-		snprintf(buf, sizeof(buf), "%.15g", v);
-		if (strtod(buf, NULL) != v)
-			snprintf(buf, sizeof(buf), "%.17g", v);
-		strbuf_addstr(sb, buf);
-	}
-}
-
-/* ---- the summary ------------------------------------------------------- */
-
-/* The value at the middle of sorted v[0..n). */
-static double median_sorted(const double *v, size_t n)
-{
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/*
- * Memory over time: samples (sorted by t) into bins of *bin_s seconds, the
- * median of each. A bin is 1 s; a run shorter than SHORT_RUN_BINS seconds
- * gets SHORT_RUN_BINS bins (but none narrower than the median sampling
- * interval), so that a ten-second job can be judged too; a long run gets
- * wider bins so that there are at most MAX_BINS. x and y must hold n
- * values; returns how many bins.
- */
-static size_t bin_samples(const struct mem_sample *sm, size_t n, enum measure m,
-                          double *x, double *y, double *bin_s)
-{
-	double t_first = NAN, t_last = NAN, prev = NAN;
-	double *gaps = xmalloc((n ? n : 1) * sizeof(double));
-	size_t ngaps = 0;
-	for (size_t i = 0; i < n; i++)
-		if (mem_sample_value(&sm[i], m) >= 0) {
-			if (isnan(t_first))
-				t_first = sm[i].t;
-			else
-				gaps[ngaps++] = sm[i].t - prev;
-			t_last = prev = sm[i].t;
-		}
-	double gap = ngaps ? median_of(gaps, ngaps) : 0;
-	free(gaps);
-	*bin_s = MIN_BIN_SECONDS;
-	if (isnan(t_first))
-		return 0;
-	double span = t_last - t_first;
-	if (span < SHORT_RUN_BINS * MIN_BIN_SECONDS)
-		*bin_s = fmax(span / SHORT_RUN_BINS, gap);
-	if (span / MAX_BINS > *bin_s)
-		*bin_s = span / MAX_BINS * (1 + 1e-9);
-	if (!(*bin_s > 0))
-		*bin_s = MIN_BIN_SECONDS;
-
-	double *vals = xmalloc(n * sizeof(double)), *ts = xmalloc(n * sizeof(double));
-	size_t nbins = 0, k = 0;
-	long cur = -1;
-	for (size_t i = 0; i <= n; i++) {
-		double v = i < n ? mem_sample_value(&sm[i], m) : -1;
-		long bin = i < n ? (long)floor((sm[i].t - t_first) / *bin_s) : -2;
-		if (i < n && v < 0)
-			continue;
-		if (bin != cur && k) {
-			sort_doubles(vals, k);
-			x[nbins] = median_sorted(ts, k);   /* ts is sorted: samples are */
-			y[nbins] = median_sorted(vals, k);
-			nbins++;
-			k = 0;
-		}
-		if (i == n)
-			break;
-		cur = bin;
-		vals[k] = v;
-		ts[k] = sm[i].t;
-		k++;
-	}
-	free(vals);
-	free(ts);
-	return nbins;
-}
-
-static void compose_reason(struct run_summary *s)
-{
-	if (s->a.points == 0)
-		snprintf(s->reason, sizeof(s->reason), "no %s memory was recorded for this run",
-		         measure_name(s->measure));
-	else if (s->a.reason[0])
-		snprintf(s->reason, sizeof(s->reason), "%s", s->a.reason);
-	else if (s->a.verdict == VERDICT_LEAK)
-		snprintf(s->reason, sizeof(s->reason), "memory grows");
-	else if (s->a.verdict == VERDICT_NO_LEAK)
-		snprintf(s->reason, sizeof(s->reason), "flat after warm-up");
-	else
-		snprintf(s->reason, sizeof(s->reason), "not enough data to judge");
-}
-
-static double median_step_rate(const struct step_rec *st, size_t n)
-{
-	if (n < 2)
-		return 0;
-	double *d = xmalloc((n - 1) * sizeof(double));
-	for (size_t i = 1; i < n; i++)
-		d[i - 1] = st[i].mem.t - st[i - 1].mem.t;
-	double med = median_of(d, n - 1);
-	free(d);
-	if (med > 0)
-		return 1.0 / med;
-	/* Most steps share a timestamp (faster than the clock we kept). */
-	double span = st[n - 1].mem.t - st[0].mem.t;
-	return span > 0 ? (double)(n - 1) / span : 0;
-}
-
-/* Steps [*first, *end) of the segment that marked the most, when the run
- * has more than one; s->judged_seq says which (-1: the whole run). */
-static void judged_segment(struct run_summary *s, size_t *first, size_t *end)
-{
-	s->judged_seq = -1;
-	if (s->nsegments < 2)
-		return;
-	size_t best = 0, best_first = 0, best_end = 0, i = 0;
-	for (size_t k = 0; k < s->nsegments; k++) {
-		/* segment k holds the steps before segment k+1 started */
-		double next = k + 1 < s->nsegments ? s->segments[k + 1].started_at - s->run.started_at : INFINITY;
-		size_t from = i;
-		while (i < s->steps && s->step_recs[i].mem.t < next)
-			i++;
-		if (i - from > best) {
-			best = i - from;
-			best_first = from;
-			best_end = i;
-			s->judged_seq = s->segments[k].seq;
-		}
-	}
-	if (best) {
-		*first = best_first;
-		*end = best_end;
-	}
-}
-
-int run_summary_load(struct store *st, int64_t run_id, int measure_override,
-                     struct run_summary *s)
-{
-	memset(s, 0, sizeof(*s));
-	s->x_unit = "step";
-	s->limit_source = "";
-	s->projected_seconds = -1;
-	s->judged_seq = -1;
-	int rc = store_get_run(st, run_id, &s->run);
-	if (rc)
-		return rc;
-	int64_t id = s->run.id;
-	s->measure = measure_override >= 0 && measure_override < MEASURE_COUNT ?
-	             (enum measure)measure_override : s->run.measure;
-	report_parse_command(s->run.command_json, &s->argv, &s->argc);
-
-	if (store_load_steps(st, id, &s->step_recs, &s->steps) < 0 ||
-	    store_load_samples(st, id, &s->samples, &s->nsamples) < 0 ||
-	    store_load_results(st, id, &s->results, &s->nresults) < 0 ||
-	    store_load_events(st, id, &s->events, &s->nevents) < 0 ||
-	    store_load_segments(st, id, &s->segments, &s->nsegments) < 0) {
-		run_summary_release(s);
-		return -1;
-	}
-	struct proc_row *top = NULL;
-	size_t ntop = 0;
-	if (store_top_procs(st, id, &top, &ntop, 1) == 0 && ntop == 1) {
-		s->top_proc = top[0];
-		s->has_top_proc = 1;
-	}
-	free(top);
-
-	/* Where each segment's memory started: after a restart, afresh. */
-	s->segment_start_bytes = xmalloc((s->nsegments ? s->nsegments : 1) * sizeof(double));
-	for (size_t k = 0, i = 0; k < s->nsegments; k++) {
-		double from = s->segments[k].started_at - s->run.started_at;
-		while (i < s->nsamples && s->samples[i].t < from)
-			i++;
-		s->segment_start_bytes[k] = i < s->nsamples ? mem_sample_value(&s->samples[i], s->measure) : -1;
-	}
-
-	/* The series. */
-	size_t cap = s->steps > s->nsamples ? s->steps : s->nsamples;
-	double *x = xmalloc((cap ? cap : 1) * sizeof(double));
-	double *y = xmalloc((cap ? cap : 1) * sizeof(double));
-	size_t n = 0;
-	if (s->steps) {
-		/* With restarts, memory starts afresh in each process: judge the
-		 * process that marked the most steps, on its own. */
-		size_t first = 0, end = s->steps;
-		judged_segment(s, &first, &end);
-		bool increasing = true;
-		for (size_t i = first + 1; i < end; i++)
-			if (s->step_recs[i].step <= s->step_recs[i - 1].step)
-				increasing = false;
-		for (size_t i = first; i < end; i++) {
-			double v = mem_sample_value(&s->step_recs[i].mem, s->measure);
-			if (v < 0)
-				continue;
-			x[n] = increasing ? (double)s->step_recs[i].step : (double)(i - first + 1);
-			y[n++] = v;
-		}
-		s->steps_per_second = median_step_rate(s->step_recs, s->steps);
-	} else {
-		s->x_unit = "s";
-		n = bin_samples(s->samples, s->nsamples, s->measure, x, y, &s->bin_seconds);
-	}
-
-	/* The limit a projection aims at. */
-	if (s->run.limit_bytes) {
-		s->limit_bytes = (double)s->run.limit_bytes;
-		s->limit_source = s->run.limit_source[0] ? s->run.limit_source : "limit";
-	} else if (s->run.mem_total_bytes) {
-		s->limit_bytes = (double)s->run.mem_total_bytes;
-		s->limit_source = "machine";
-	}
-
-	struct analyze_opts opts;
-	analyze_opts_init(&opts);
-	opts.limit_bytes = s->limit_bytes;
-	opts.x_unit = s->x_unit;
-	analyze_series(x, y, n, &opts, &s->a);
-	free(x);
-	free(y);
-
-	if (s->a.warmup_points && isfinite(s->a.warmup_end_x))
-		s->warmup_steps = s->a.warmup_end_x;
-	if (s->a.projected_to_limit >= 0 && isfinite(s->a.projected_to_limit)) {
-		if (!strcmp(s->x_unit, "s"))
-			s->projected_seconds = s->a.projected_to_limit;
-		else if (s->steps_per_second > 0)
-			s->projected_seconds = s->a.projected_to_limit / s->steps_per_second;
-	}
-
-	/* Peak over everything measured. */
-	double peak = 0;
-	for (size_t i = 0; i < s->nsamples; i++) {
-		peak = fmax(peak, mem_sample_value(&s->samples[i], s->measure));
-		if (s->samples[i].nprocs > s->max_processes)
-			s->max_processes = s->samples[i].nprocs;
-	}
-	for (size_t i = 0; i < s->steps; i++)
-		peak = fmax(peak, mem_sample_value(&s->step_recs[i].mem, s->measure));
-	s->peak_bytes = (uint64_t)peak;
-
-	if (s->run.ended_at > 0)
-		s->duration_s = s->run.ended_at - s->run.started_at;
-	else if (s->nsamples)
-		s->duration_s = s->samples[s->nsamples - 1].t;
-	if (s->duration_s < 0)
-		s->duration_s = 0;
-
-	struct trace_report tr;
-	double until = s->steps ? s->step_recs[s->steps - 1].mem.t : 0;
-	int tr_rc = trace_report_load(st, id, strcmp(s->x_unit, "s") != 0, until, &tr);
-	if (tr_rc < 0) {
-		run_summary_release(s);
-		return -1;
-	}
-	if (tr_rc == 0) {
-		s->trace = xmalloc(sizeof(*s->trace));
-		*s->trace = tr;
-	}
-
-	compose_reason(s);
-	return 0;
-}
-
-void run_summary_release(struct run_summary *s)
-{
-	if (!s)
-		return;
-	run_row_release(&s->run);
-	report_argv_free(s->argv, s->argc);
-	free(s->step_recs);
-	free(s->samples);
-	free(s->results);
-	event_rows_free(s->events, s->nevents);
-	segment_rows_free(s->segments, s->nsegments);
-	free(s->segment_start_bytes);
-	if (s->trace) {
-		trace_report_release(s->trace);
-		free(s->trace);
-	}
-	memset(s, 0, sizeof(*s));
-}
-
 int report_write(const struct run_summary *s, enum report_format fmt, FILE *out)
 {
-	switch (fmt) {
-	case REPORT_TEXT: return report_write_text(s, out);
-	case REPORT_MD: return report_write_md(s, out);
-	case REPORT_CSV: return report_write_csv(s, out);
-	case REPORT_JSON: return report_write_json(s, out);
-	case REPORT_HTML: return report_write_html(s, NULL, out);
-	case REPORT_SVG: return report_write_svg(s, out);
-	}
-	return -1;
+	struct strbuf sb = STRBUF_INIT;
+	report_render(s, fmt, NULL, &sb);
+	int rc = report_flush(&sb, out);
+	strbuf_release(&sb);
+	return rc;
+}
+
+int sweep_report_write(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by, FILE *out)
+{
+	struct strbuf sb = STRBUF_INIT;
+	int rc = sweep_report_render(st, sweep_id, fmt, by, &sb);
+	if (rc == 0)
+		rc = report_flush(&sb, out);
+	strbuf_release(&sb);
+	return rc;
 }

@@ -1,8 +1,8 @@
 /*
  * report.h — what a run's numbers mean, from the store alone: the leak
- * judgment (core/analyze) on the run's step series, and its rendering as
- * text (the end-of-run summary), Markdown, CSV, JSON, an HTML page with
- * charts, or one chart as SVG.
+ * judgment (model/summary.h) rendered as text (the end-of-run summary),
+ * Markdown, CSV, JSON, an HTML page with charts, one chart as SVG, or
+ * JUnit XML. Renderers only: they read the model and append to a strbuf.
  */
 #ifndef LP_REPORT_H
 #define LP_REPORT_H
@@ -10,71 +10,53 @@
 #include <stdio.h>
 #include <stdint.h>
 
-#include "core/analyze.h"
+#include "model/summary.h"
 #include "store/store.h"
 
-struct trace_report;
-
-enum report_format { REPORT_TEXT = 0, REPORT_MD, REPORT_CSV, REPORT_JSON, REPORT_HTML, REPORT_SVG };
-/* "text", "md" (or "markdown"), "csv", "json", "html", "svg"; -1 for unknown. */
+enum report_format { REPORT_TEXT = 0, REPORT_MD, REPORT_CSV, REPORT_JSON, REPORT_HTML, REPORT_SVG, REPORT_JUNIT };
+/* "text", "md" (or "markdown"), "csv", "json", "html", "svg", "junit"; -1
+ * for unknown. */
 int report_format_parse(const char *name, enum report_format *out);
 
-/* Everything a report says about one run. Owns everything it points to,
- * freed by run_summary_release(). */
-struct run_summary {
-	struct run_row run;
-	char **argv;                   /* the command, parsed from run.command_json */
-	size_t argc;
-	enum measure measure;          /* what the judgment used */
-	const char *x_unit;            /* "step" or "s" (judged over time: no steps) */
-	double bin_seconds;            /* width of the time bins when x_unit is "s" */
-	struct analysis a;             /* the judgment */
-	char reason[256];              /* the verdict in one sentence, in x_unit's words */
-	size_t steps;                  /* step markers recorded */
-	double steps_per_second;       /* median rate; 0 when no steps */
-	double duration_s;
-	uint64_t peak_bytes;           /* under the measure, over all samples and steps */
-	int max_processes;             /* the most processes in the tree at one sample */
-	double limit_bytes;            /* limit used for the projection; 0 none */
-	const char *limit_source;      /* "max-mem", "cgroup", "machine", "" */
-	double warmup_steps;           /* x where the judged window starts */
-	double projected_seconds;      /* time until the limit at this rate; <0 none */
-	int64_t judged_seq;            /* with restarts: the segment judged (the one
-	                                * with the most steps); -1: the whole run */
-	struct proc_row top_proc;      /* the process that held the most */
-	int has_top_proc;
-
-	/* The rows behind it. */
-	struct step_rec *step_recs;    /* steps of them */
-	struct mem_sample *samples;
-	size_t nsamples;
-	struct result_row *results;
-	size_t nresults;
-	struct event_row *events;
-	size_t nevents;
-	struct segment_row *segments;
-	size_t nsegments;
-	struct trace_report *trace;    /* allocation sites (--trace); NULL: not traced */
-	double *segment_start_bytes;   /* per segment: the measure at its first
-	                                * sample (-1: none), to show the reset */
-};
-
-/* Build the summary of run_id (0: latest). measure_override < 0 keeps the
- * run's own measure. Returns 0, 1 when the run does not exist, -1 on error. */
-int run_summary_load(struct store *st, int64_t run_id, int measure_override,
-                     struct run_summary *out);
-void run_summary_release(struct run_summary *s);
+struct strbuf;
+struct report_extras;
 
 /*
- * Render. Returns 0, or -1 when writing to out failed (no message printed).
+ * Render, appended to sb (report.c dispatches through its table of formats):
  *   text  the end-of-run summary (what `leakproof run` prints on stderr)
  *   md    the same as Markdown tables, for bug reports
  *   csv   "step,epoch,t,rss,pss,uss,swap,cgroup,gpu" then one row per step
  *         (per sample, step and epoch empty, when the run marked no steps)
  *   json  one object; the fields are listed in docs/internals/store.md
- *   html  report_write_html() without extras; svg  report_write_svg()
+ *   html  one self-contained page (inline CSS, JS and SVG; a
+ *         Content-Security-Policy that forbids any network load): the
+ *         verdict and the text summary, memory over steps and over time
+ *         with the warm-up, the trend, restarts and ends, metrics on a
+ *         second axis (x, may be NULL), the distribution of the per-step
+ *         change; hover shows values
+ *   svg   one chart as a standalone SVG file: memory over steps (over time
+ *         when the run marked none), every measure, the trend, the warm-up
+ *   junit the verdict as JUnit XML: one testcase, failed on a leak or when
+ *         the run failed (docs/internals/html-report.md)
  */
+void report_render(const struct run_summary *s, enum report_format fmt, const struct report_extras *x,
+                   struct strbuf *sb);
+/* A sweep (sweep_id 0: the latest) in fmt, appended to sb: the table of
+ * trials (text, md, csv, json; one row per trial attempt, or per group of
+ * trials with equal values of the comma-separated dimensions in by, NULL:
+ * no grouping), the html page (memory and its per-step change for every
+ * trial, colored by configuration, and the table of trials, sortable by any
+ * column), the svg chart of memory, or junit (one testcase per trial). 0, or -1 after a message. */
+int sweep_report_render(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
+                        struct strbuf *sb);
+/* Write sb to out and flush: 0, or -1 when out failed (no message). */
+int report_flush(const struct strbuf *sb, FILE *out);
+/* report_render() and report_flush() in one, without extras: 0, or -1 when
+ * writing failed (no message). */
 int report_write(const struct run_summary *s, enum report_format fmt, FILE *out);
+/* sweep_report_render() and report_flush() in one: 0, or -1 (a message
+ * only when the sweep could not be read). */
+int sweep_report_write(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by, FILE *out);
 
 /* ---- reports to look at (html.c, svg.c; docs/internals/html-report.md) -- */
 
@@ -99,40 +81,13 @@ struct report_extras {
 	size_t nsites;
 };
 
-/* One self-contained HTML page (inline CSS, JS and SVG; a
- * Content-Security-Policy that forbids any network load): the verdict and
- * the text summary, memory over steps and over time with the warm-up, the
- * trend, restarts and ends, metrics on a second axis, the distribution of
- * the per-step change; hover shows values. x may be NULL. 0, or -1 when
- * writing failed. */
-int report_write_html(const struct run_summary *s, const struct report_extras *x, FILE *out);
-/* One chart as a standalone SVG file: memory over steps (over time when
- * the run marked none), every measure, the trend and the warm-up. */
-int report_write_svg(const struct run_summary *s, FILE *out);
 /* The html page's section for allocation sites: a table of the n rows, the
  * largest growth first as given. Appends nothing when n is 0. */
 void report_html_add_alloc_sites(struct strbuf *sb, const struct alloc_site *rows, size_t n);
 
-/* A sweep (sweep_id 0: the latest) as an HTML page: memory and its
- * per-step change for every trial, colored by configuration, and the table
- * of trials, sortable by any column. Or as one SVG chart (memory). 0, or -1
- * after a message. */
-int sweep_report_write_html(struct store *st, int64_t sweep_id, FILE *out);
-int sweep_report_write_svg(struct store *st, int64_t sweep_id, FILE *out);
-
-/* The table of sweep sweep_id (0: the latest): one row per trial attempt,
- * or per group of trials with equal values of the comma-separated
- * dimensions in by (NULL: no grouping). 0, or -1 after a message. */
-int sweep_report_write(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by, FILE *out);
-
 /* ---- pieces shared with `leakproof ls` ---------------------------------- */
 
 struct strbuf;
-/* Parse a JSON array of strings (runs.command) into *argv (*argc strings,
- * NULL-terminated); something else becomes one string, the text itself.
- * The caller frees it with report_argv_free(). */
-void report_parse_command(const char *json, char ***argv, size_t *argc);
-void report_argv_free(char **argv, size_t argc);
 /* Append argv as a shell would read it ('quoted' where needed), cut with
  * "..." at about max_chars (0: no cap). */
 void report_add_command_line(struct strbuf *sb, char *const *argv, size_t argc, size_t max_chars);

@@ -14,8 +14,7 @@
 #include <string.h>
 
 #include "report/render.h"
-#include "store/sweeps.h"
-#include "sweep/spec.h"
+#include "model/sweep.h"
 
 #define SEP '\x1f'
 
@@ -32,37 +31,14 @@ struct row {
 };
 
 struct table {
-	struct sweep_row sw;
-	struct sweep_spec spec;
-	bool have_spec;
+	struct sweep_model m;       /* the sweep, its dimensions and trials */
 	char **names;               /* the dimensions shown */
 	size_t nnames;
-	size_t *dim_of;             /* their index in spec.dims */
-	struct trial_row *trials;
-	size_t ntrials;
+	size_t *dim_of;             /* their index in m.dims */
 	struct row *rows;
 	size_t nrows;
 	bool grouped;
 };
-
-/* The value of dimension d of trial t (from vals), as a new string. */
-static char *value_of(const struct trial_row *t, size_t d)
-{
-	const char *p = t->vals;
-	for (size_t i = 0; i < d && p; i++) {
-		p = strchr(p, SEP);
-		if (p)
-			p++;
-	}
-	if (!p)
-		return xstrdup("?");
-	const char *end = strchr(p, SEP);
-	size_t n = end ? (size_t)(end - p) : strlen(p);
-	char *v = xmalloc(n + 1);
-	memcpy(v, p, n);
-	v[n] = '\0';
-	return v;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -130,7 +106,7 @@ static void fill_group(const struct table *tb, struct row *g, const struct keyed
 	g->q[0] = NAN;
 	g->q[4] = NAN;
 	for (size_t j = 0; j < n; j++) {
-		const struct trial_row *t = &tb->trials[members[j].i];
+		const struct trial_row *t = &tb->m.trials[members[j].i];
 		if (isfinite(t->q[0]) && !(t->q[0] >= g->q[0]))
 			g->q[0] = t->q[0];
 		if (isfinite(t->q[4]) && !(t->q[4] <= g->q[4]))
@@ -142,21 +118,21 @@ static void fill_group(const struct table *tb, struct row *g, const struct keyed
 				counts[s]++;
 		leaks += !strcmp(t->verdict, "leak");
 		noleak += !strcmp(t->verdict, "no-leak");
-		if (t->has_metric && (!g->has_metric || (tb->sw.maximize ? t->metric > g->metric : t->metric < g->metric))) {
+		if (t->has_metric && (!g->has_metric || (tb->m.sw.maximize ? t->metric > g->metric : t->metric < g->metric))) {
 			g->has_metric = true;
 			g->metric = t->metric;
 		}
 	}
 	for (int q = 1; q <= 3; q++) {
 		for (size_t j = 0; j < n; j++)
-			tmp[j] = tb->trials[members[j].i].q[q];
+			tmp[j] = tb->m.trials[members[j].i].q[q];
 		g->q[q] = median_finite(tmp, n);
 	}
 	for (size_t j = 0; j < n; j++)
-		tmp[j] = tb->trials[members[j].i].steps_per_second;
+		tmp[j] = tb->m.trials[members[j].i].steps_per_second;
 	g->sps = median_finite(tmp, n);
 	for (size_t j = 0; j < n; j++)
-		tmp[j] = tb->trials[members[j].i].growth_bytes_per_step;
+		tmp[j] = tb->m.trials[members[j].i].growth_bytes_per_step;
 	g->growth = median_finite(tmp, n);
 	g->verdict = leaks ? "leak" : noleak ? "no-leak" : "inconclusive";
 	size_t off = 0;
@@ -171,38 +147,33 @@ static void fill_group(const struct table *tb, struct row *g, const struct keyed
 static int load_table(struct store *st, int64_t sweep_id, const char *by, struct table *tb)
 {
 	memset(tb, 0, sizeof(*tb));
-	int rc = store_get_sweep(st, sweep_id, &tb->sw);
+	int rc = sweep_model_load(st, sweep_id, &tb->m);
 	if (rc)
 		return rc;
-	tb->have_spec = sweep_spec_parse(tb->sw.text, strlen(tb->sw.text), tb->sw.file, &tb->spec) == 0;
-	if (!tb->have_spec)
-		warning("the sweep's file no longer parses; showing parameters as JSON");
-	if (store_load_trials(st, tb->sw.id, &tb->trials, &tb->ntrials) < 0)
-		return -1;
 
 	/* the dimensions shown: --by's, else all */
-	size_t nd = tb->have_spec ? tb->spec.ndims : 0;
+	size_t nd = tb->m.ndims;
 	tb->names = xcalloc(nd + 1, sizeof(char *));
 	tb->dim_of = xcalloc(nd + 1, sizeof(size_t));
-	if (by && tb->have_spec) {
+	if (by && tb->m.have_spec) {
 		char *copy = xstrdup(by), *save = NULL;
 		for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
 			size_t d = 0;
-			while (d < nd && strcmp(tb->spec.dims[d].name, p))
+			while (d < nd && strcmp(tb->m.dims[d], p))
 				d++;
 			if (d == nd || tb->nnames == nd) {
 				error("--by '%s': the sweep has no dimension '%s'", by, p);
 				free(copy);
 				return -1;
 			}
-			tb->names[tb->nnames] = tb->spec.dims[d].name;
+			tb->names[tb->nnames] = tb->m.dims[d];
 			tb->dim_of[tb->nnames++] = d;
 		}
 		free(copy);
 		tb->grouped = true;
 	} else {
 		for (size_t d = 0; d < nd; d++) {
-			tb->names[d] = tb->spec.dims[d].name;
+			tb->names[d] = tb->m.dims[d];
 			tb->dim_of[d] = d;
 		}
 		tb->nnames = nd;
@@ -211,14 +182,14 @@ static int load_table(struct store *st, int64_t sweep_id, const char *by, struct
 	/* one row per trial attempt, or per group of equal values: the trials
 	 * sorted by their values of the chosen dimensions, so each group is a
 	 * run of neighbours (O(n log n), whatever the number of groups) */
-	size_t n = tb->ntrials;
+	size_t n = tb->m.ntrials;
 	struct keyed *k = xcalloc(n + 1, sizeof(*k));
 	for (size_t i = 0; i < n; i++) {
 		k[i].i = i;
 		k[i].vals = xcalloc(tb->nnames + 1, sizeof(char *));
 		struct strbuf key = STRBUF_INIT;
 		for (size_t m = 0; m < tb->nnames; m++) {
-			k[i].vals[m] = value_of(&tb->trials[i], tb->dim_of[m]);
+			k[i].vals[m] = sweep_trial_value(&tb->m.trials[i], tb->dim_of[m]);
 			strbuf_addstr(&key, k[i].vals[m]);
 			strbuf_addch(&key, SEP);
 		}
@@ -235,7 +206,7 @@ static int load_table(struct store *st, int64_t sweep_id, const char *by, struct
 		struct row *g = &tb->rows[tb->nrows++];
 		g->vals = k[a].vals;
 		k[a].vals = NULL;
-		g->t = &tb->trials[k[a].i];
+		g->t = &tb->m.trials[k[a].i];
 		g->trials = (int64_t)(b - a);
 		g->first = k[a].i;
 		if (!tb->grouped)
@@ -270,10 +241,7 @@ static void free_table(struct table *tb)
 	free(tb->rows);
 	free(tb->names);
 	free(tb->dim_of);
-	trial_rows_free(tb->trials, tb->ntrials);
-	if (tb->have_spec)
-		sweep_spec_free(&tb->spec);
-	sweep_row_release(&tb->sw);
+	sweep_model_release(&tb->m);
 }
 
 /* The cells of a row, as text, in column order. */
@@ -450,7 +418,7 @@ static void json_num(struct strbuf *sb, double v)
 
 static void write_json(const struct table *tb, struct strbuf *sb)
 {
-	const struct sweep_row *s = &tb->sw;
+	const struct sweep_row *s = &tb->m.sw;
 	strbuf_addf(sb, "{\n  \"sweep\": {\"id\": %lld, \"file\": ", (long long)s->id);
 	strbuf_add_json_str(sb, s->file);
 	strbuf_addstr(sb, ", \"method\": ");
@@ -470,8 +438,8 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		strbuf_add_json_str(sb, s->optuna_study);
 	}
 	strbuf_addstr(sb, "},\n  \"trials\": [");
-	for (size_t i = 0; i < tb->ntrials; i++) {
-		const struct trial_row *t = &tb->trials[i];
+	for (size_t i = 0; i < tb->m.ntrials; i++) {
+		const struct trial_row *t = &tb->m.trials[i];
 		strbuf_addf(sb, "%s\n    {\"trial\": %lld, \"attempt\": %lld, \"params\": %s, \"env\": %s, \"argv\": %s, "
 		            "\"status\": ", i ? "," : "", (long long)t->idx + 1, (long long)t->attempt, t->params, t->env,
 		            t->argv);
@@ -502,7 +470,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		report_add_json_str_or_null(sb, t->note);
 		strbuf_addch(sb, '}');
 	}
-	strbuf_addstr(sb, tb->ntrials ? "\n  ]" : "]");
+	strbuf_addstr(sb, tb->m.ntrials ? "\n  ]" : "]");
 	if (tb->grouped) {
 		/* --by: the table's rows, one per combination of those values */
 		strbuf_addstr(sb, ",\n  \"by\": [");
@@ -544,7 +512,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 	strbuf_addstr(sb, "\n}\n");
 }
 
-int sweep_report_write(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by, FILE *out)
+int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by, struct strbuf *sb)
 {
 	struct table tb;
 	int rc = load_table(st, sweep_id, by, &tb);
@@ -554,15 +522,14 @@ int sweep_report_write(struct store *st, int64_t sweep_id, enum report_format fm
 		free_table(&tb);
 		return -1;
 	}
-	struct strbuf sb = STRBUF_INIT;
 	if (fmt == REPORT_JSON) {
-		write_json(&tb, &sb);
+		write_json(&tb, sb);
 	} else if (fmt == REPORT_CSV) {
-		write_csv(&tb, &sb);
+		write_csv(&tb, sb);
 	} else {
 		int ok = 0, oom = 0, failed = 0, other = 0;
-		for (size_t i = 0; i < tb.ntrials; i++) {
-			const char *s = tb.trials[i].status;
+		for (size_t i = 0; i < tb.m.ntrials; i++) {
+			const char *s = tb.m.trials[i].status;
 			if (!strcmp(s, "ok"))
 				ok++;
 			else if (!strcmp(s, "oom"))
@@ -573,22 +540,20 @@ int sweep_report_write(struct store *st, int64_t sweep_id, enum report_format fm
 				other++;
 		}
 		if (fmt == REPORT_MD)
-			strbuf_addf(&sb, "**leakproof sweep %lld** (`", (long long)tb.sw.id);
+			strbuf_addf(sb, "**leakproof sweep %lld** (`", (long long)tb.m.sw.id);
 		else
-			strbuf_addf(&sb, "leakproof: sweep %lld: ", (long long)tb.sw.id);
-		render_add_clean(&sb, tb.sw.file);
-		strbuf_addf(&sb, "%s, %s, %s: %zu trial%s — %d ok, %d oom, %d failed", fmt == REPORT_MD ? "`)" : "",
-		            tb.sw.method, tb.sw.status, tb.ntrials, tb.ntrials == 1 ? "" : "s", ok, oom, failed);
+			strbuf_addf(sb, "leakproof: sweep %lld: ", (long long)tb.m.sw.id);
+		render_add_clean(sb, tb.m.sw.file);
+		strbuf_addf(sb, "%s, %s, %s: %zu trial%s — %d ok, %d oom, %d failed", fmt == REPORT_MD ? "`)" : "",
+		            tb.m.sw.method, tb.m.sw.status, tb.m.ntrials, tb.m.ntrials == 1 ? "" : "s", ok, oom, failed);
 		if (other)
-			strbuf_addf(&sb, ", %d other", other);
-		strbuf_addstr(&sb, fmt == REPORT_MD ? "\n\n" : "\n");
-		if (tb.sw.metric[0])
-			strbuf_addf(&sb, "metric %s (%s)%s", tb.sw.metric, tb.sw.maximize ? "maximize" : "minimize",
+			strbuf_addf(sb, ", %d other", other);
+		strbuf_addstr(sb, fmt == REPORT_MD ? "\n\n" : "\n");
+		if (tb.m.sw.metric[0])
+			strbuf_addf(sb, "metric %s (%s)%s", tb.m.sw.metric, tb.m.sw.maximize ? "maximize" : "minimize",
 			            fmt == REPORT_MD ? "\n\n" : "\n");
-		write_text(&tb, &sb, fmt == REPORT_MD);
+		write_text(&tb, sb, fmt == REPORT_MD);
 	}
-	rc = render_flush(&sb, out);
-	strbuf_release(&sb);
 	free_table(&tb);
-	return rc;
+	return 0;
 }

@@ -13,27 +13,6 @@
 #define RESULTS_SHOWN 8
 #define TRACE_SITES_SHOWN 5       /* growing allocation sites in the summary */
 
-void render_range(struct strbuf *sb, double low, double high)
-{
-	static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double big = fmax(fabs(low), fabs(high)), div = 1;
-	int u = 0;
-	while (big >= 1024 && u < 4) {
-		big /= 1024;
-		div *= 1024;
-		u++;
-	}
-	int prec = u == 0 ? 0 : big < 10 ? 2 : big < 100 ? 1 : 0;
-	/* Enough digits that a narrow interval does not read "516–516". */
-	for (char lo[32], hi[32]; prec < 3; prec++) {
-		snprintf(lo, sizeof(lo), "%.*f", prec, low / div);
-		snprintf(hi, sizeof(hi), "%.*f", prec, high / div);
-		if (strcmp(lo, hi) || low == high)
-			break;
-	}
-	strbuf_addf(sb, "%.*f\xe2\x80\x93%.*f %s", prec, low / div, prec, high / div, units[u]);
-}
-
 static void add_head(struct strbuf *sb, const struct run_summary *s)
 {
 	strbuf_addf(sb, "leakproof: run %lld: ", (long long)s->run.id);
@@ -132,75 +111,71 @@ static void add_segments(struct strbuf *sb, const struct run_summary *s)
 		            (long long)s->judged_seq);
 }
 
-int report_write_text(const struct run_summary *s, FILE *out)
+void report_write_text(const struct run_summary *s, const struct report_extras *x, struct strbuf *sb)
 {
-	struct strbuf sb = STRBUF_INIT;
+	(void)x;
 	const struct analysis *a = &s->a;
 	bool over_time = !strcmp(s->x_unit, "s");
 	char b1[32], b2[32];
 
-	add_head(&sb, s);
-	strbuf_addf(&sb, "  verdict   %s \xe2\x80\x94 %s\n", verdict_name(a->verdict), s->reason);
+	add_head(sb, s);
+	strbuf_addf(sb, "  verdict   %s \xe2\x80\x94 %s\n", verdict_name(a->verdict), s->reason);
 
 	if (render_have_slope(s)) {
-		strbuf_addf(&sb, "  growth    %s%s", render_signed_bytes(b1, sizeof(b1), a->slope),
+		strbuf_addf(sb, "  growth    %s%s", render_signed_bytes(b1, sizeof(b1), a->slope),
 		            render_x_suffix(s));
 		if (isfinite(a->slope_low) && isfinite(a->slope_high)) {
-			strbuf_addstr(&sb, " (95% interval ");
-			render_range(&sb, a->slope_low, a->slope_high);
-			strbuf_addch(&sb, ')');
+			strbuf_addstr(sb, " (95% interval ");
+			render_range(sb, a->slope_low, a->slope_high);
+			strbuf_addch(sb, ')');
 		}
 		if (over_time && a->slope > 0)
-			strbuf_addf(&sb, ", %s/h", fmt_bytes(b2, sizeof(b2), a->slope * 3600));
-		strbuf_addf(&sb, ", measure %s\n", measure_name(s->measure));
+			strbuf_addf(sb, ", %s/h", fmt_bytes(b2, sizeof(b2), a->slope * 3600));
+		strbuf_addf(sb, ", measure %s\n", measure_name(s->measure));
 		if (!a->warmup_points)
-			strbuf_addstr(&sb, "  warm-up   none\n");
+			strbuf_addstr(sb, "  warm-up   none\n");
 		else if (over_time)
-			strbuf_addf(&sb, "  warm-up   ended at %s\n", report_fmt_duration(b1, sizeof(b1), s->warmup_steps));
+			strbuf_addf(sb, "  warm-up   ended at %s\n", report_fmt_duration(b1, sizeof(b1), s->warmup_steps));
 		else
-			strbuf_addf(&sb, "  warm-up   ended at step %.0f\n", s->warmup_steps);
+			strbuf_addf(sb, "  warm-up   ended at step %.0f\n", s->warmup_steps);
 	} else {
-		strbuf_addf(&sb, "  measure   %s\n", measure_name(s->measure));
+		strbuf_addf(sb, "  measure   %s\n", measure_name(s->measure));
 	}
 
 	if (s->nsamples || s->steps) {
-		strbuf_addf(&sb, "  peak      %-13s", fmt_bytes(b1, sizeof(b1), (double)s->peak_bytes));
+		strbuf_addf(sb, "  peak      %-13s", fmt_bytes(b1, sizeof(b1), (double)s->peak_bytes));
 		if (s->steps_per_second > 0)
-			strbuf_addf(&sb, " rate  %.3g steps/s (median)", s->steps_per_second);
-		while (sb.len && sb.buf[sb.len - 1] == ' ')
-			sb.buf[--sb.len] = '\0';
-		strbuf_addch(&sb, '\n');
-		add_limit(&sb, s);
+			strbuf_addf(sb, " rate  %.3g steps/s (median)", s->steps_per_second);
+		while (sb->len && sb->buf[sb->len - 1] == ' ')
+			sb->buf[--sb->len] = '\0';
+		strbuf_addch(sb, '\n');
+		add_limit(sb, s);
 	}
 
-	add_quantiles(&sb, s);
+	add_quantiles(sb, s);
 
-	add_segments(&sb, s);
+	add_segments(sb, s);
 
 	if (s->run.bad_lines || s->run.long_lines)
-		strbuf_addf(&sb, "  channel   %lld malformed line%s ignored, %lld too long\n",
+		strbuf_addf(sb, "  channel   %lld malformed line%s ignored, %lld too long\n",
 		            (long long)s->run.bad_lines, s->run.bad_lines == 1 ? "" : "s",
 		            (long long)s->run.long_lines);
 	if (s->nresults) {
-		strbuf_addstr(&sb, "  results  ");
+		strbuf_addstr(sb, "  results  ");
 		for (size_t i = 0; i < s->nresults && i < RESULTS_SHOWN; i++) {
-			strbuf_addch(&sb, ' ');
-			render_add_clean(&sb, s->results[i].name);
-			strbuf_addf(&sb, "=%.6g", s->results[i].value);
+			strbuf_addch(sb, ' ');
+			render_add_clean(sb, s->results[i].name);
+			strbuf_addf(sb, "=%.6g", s->results[i].value);
 		}
 		if (s->nresults > RESULTS_SHOWN)
-			strbuf_addf(&sb, " (and %zu more)", s->nresults - RESULTS_SHOWN);
-		strbuf_addch(&sb, '\n');
+			strbuf_addf(sb, " (and %zu more)", s->nresults - RESULTS_SHOWN);
+		strbuf_addch(sb, '\n');
 	}
 	if (s->has_top_proc) {
-		strbuf_addf(&sb, "  most memory: pid %d (", s->top_proc.pid);
-		render_add_clean(&sb, s->top_proc.name);
-		strbuf_addf(&sb, ") %s\n", fmt_bytes(b1, sizeof(b1), render_top_proc_bytes(s)));
+		strbuf_addf(sb, "  most memory: pid %d (", s->top_proc.pid);
+		render_add_clean(sb, s->top_proc.name);
+		strbuf_addf(sb, ") %s\n", fmt_bytes(b1, sizeof(b1), render_top_proc_bytes(s)));
 	}
 	if (s->trace)
-		trace_report_text(s->trace, TRACE_SITES_SHOWN, &sb);
-
-	int rc = render_flush(&sb, out);
-	strbuf_release(&sb);
-	return rc;
+		trace_report_text(s->trace, TRACE_SITES_SHOWN, sb);
 }

@@ -296,6 +296,8 @@ static void test_format_parse(void)
 	CHECK_EQ_INT(f, REPORT_CSV);
 	CHECK_EQ_INT(report_format_parse("html", &f), 0);
 	CHECK_EQ_INT(f, REPORT_HTML);
+	CHECK_EQ_INT(report_format_parse("junit", &f), 0);
+	CHECK_EQ_INT(f, REPORT_JUNIT);
 	CHECK_EQ_INT(report_format_parse("pdf", &f), -1);
 }
 
@@ -482,6 +484,30 @@ static int count_lines(const char *s)
 	return n;
 }
 
+/* JUnit XML: a leak is a failed testcase with the verdict and the growth,
+ * a flat run passes; the command's quote is escaped. (t/e2e parses it.) */
+static void test_junit(void)
+{
+	char *leak = render(id_leak, -1, REPORT_JUNIT, NULL);
+	char *flat = render(id_flat, -1, REPORT_JUNIT, NULL);
+	CHECK(leak != NULL && flat != NULL);
+	if (!leak || !flat)
+		goto out;
+	CHECK(!strncmp(leak, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n", 52));
+	CHECK(strstr(leak, "tests=\"1\" failures=\"1\"") != NULL);
+	CHECK(strstr(leak, "<failure type=\"leak\" message=\"leak: ") != NULL);
+	CHECK(strstr(leak, "growth +2.00 MiB/step (95% interval ") != NULL);
+	CHECK(strstr(leak, "&#39;") != NULL);          /* it's, in the command line */
+	CHECK(strstr(leak, "it's") == NULL);
+	CHECK(strstr(flat, "failures=\"0\"") != NULL);
+	CHECK(strstr(flat, "<failure") == NULL);
+	CHECK(strstr(flat, "<system-out>leakproof run") != NULL);
+	CHECK(strstr(flat, "</testsuite>\n</testsuites>\n") != NULL);
+out:
+	free(leak);
+	free(flat);
+}
+
 static void test_csv(void)
 {
 	char *c = render(id_leak, -1, REPORT_CSV, NULL);
@@ -511,7 +537,7 @@ static void test_command_parsing(void)
 {
 	char **argv;
 	size_t argc;
-	report_parse_command("[\"a b\", \"\\u00e9\\ud83d\\ude00\", \"x\\\\y\", \"\"]", &argv, &argc);
+	run_command_parse("[\"a b\", \"\\u00e9\\ud83d\\ude00\", \"x\\\\y\", \"\"]", &argv, &argc);
 	CHECK_EQ_INT(argc, 4);
 	if (argc == 4) {
 		CHECK_STR(argv[0], "a b");
@@ -523,15 +549,15 @@ static void test_command_parsing(void)
 	struct strbuf sb = STRBUF_INIT;
 	report_add_command_line(&sb, argv, argc, 0);
 	CHECK_STR(strbuf_str(&sb), "'a b' \xc3\xa9\xf0\x9f\x98\x80 'x\\y' ''");
-	report_argv_free(argv, argc);
+	run_argv_free(argv, argc);
 
-	report_parse_command("[]", &argv, &argc);
+	run_command_parse("[]", &argv, &argc);
 	CHECK_EQ_INT(argc, 0);
-	report_argv_free(argv, argc);
-	report_parse_command("[\"unterminated", &argv, &argc);
+	run_argv_free(argv, argc);
+	run_command_parse("[\"unterminated", &argv, &argc);
 	CHECK_EQ_INT(argc, 1);
 	CHECK_STR(argv[0], "[\"unterminated");
-	report_argv_free(argv, argc);
+	run_argv_free(argv, argc);
 
 	/* Long commands are cut, with "...". */
 	char *long_argv[] = { (char *)"python3", (char *)"a-very-long-script-name-that-goes-on-and-on.py", NULL };
@@ -708,6 +734,7 @@ TEST_MAIN("report",
 	TEST(test_text),
 	TEST(test_markdown),
 	TEST(test_csv),
+	TEST(test_junit),
 	TEST(test_command_parsing),
 	TEST(test_cmd_report),
 	TEST(test_cmd_ls))

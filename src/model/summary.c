@@ -1,0 +1,347 @@
+/*
+ * model/summary.c — from a stored run to its summary: which series is
+ * judged, the judgment (core/analyze), the rates, peak, limit and
+ * projection, and the allocation sites of a traced run (model/sites.c).
+ * The renderers in src/report/ only read what this builds.
+ *
+ * The series: when the run marked steps, memory under the measure at each
+ * step (x = the step number, or the step's ordinal when the numbers do not
+ * increase); otherwise memory over time, the samples binned into 1-second
+ * bins (finer for runs under 100 s, wider when that would give more than
+ * MAX_BINS), each bin's median, x in seconds.
+ *
+ * Units: bytes, seconds; x in steps or seconds as s->x_unit says.
+ */
+#include "model/summary.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/sites.h"
+#include "util/json.h"
+#include "util/util.h"
+
+#define MAX_BINS 2000
+#define SHORT_RUN_BINS 100
+
+/* ---- the command ----------------------------------------------------- */
+
+void run_command_parse(const char *json, char ***argv_out, size_t *argc_out)
+{
+	struct jval v;
+	const char *err;
+	size_t err_at;
+	char **argv;
+
+	bool parsed = json && jval_parse(json, &v, &err, &err_at) == 0;
+	if (parsed && v.type == J_ARR) {
+		size_t n = 0;
+		argv = xcalloc(v.n + 1, sizeof(*argv));
+		for (size_t i = 0; i < v.n; i++)
+			if (v.items[i].type == J_STR) {
+				argv[n++] = v.items[i].s;
+				v.items[i].s = NULL;
+			}
+		if (n == v.n) {
+			jval_release(&v);
+			*argv_out = argv;
+			*argc_out = n;
+			return;
+		}
+		run_argv_free(argv, n);
+	}
+	if (parsed)
+		jval_release(&v);
+	/* not an array of strings: the text itself */
+	argv = xcalloc(2, sizeof(*argv));
+	argv[0] = xstrdup(json ? json : "");
+	*argv_out = argv;
+	*argc_out = 1;
+}
+
+void run_argv_free(char **argv, size_t argc)
+{
+	if (!argv)
+		return;
+	for (size_t i = 0; i < argc; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+/* ---- the summary ------------------------------------------------------- */
+
+/* The value at the middle of sorted v[0..n). */
+static double median_sorted(const double *v, size_t n)
+{
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * Memory over time: samples (sorted by t) into bins of *bin_s seconds, the
+ * median of each. A bin is 1 s; a run shorter than SHORT_RUN_BINS seconds
+ * gets SHORT_RUN_BINS bins (but none narrower than the median sampling
+ * interval), so that a ten-second job can be judged too; a long run gets
+ * wider bins so that there are at most MAX_BINS. x and y must hold n
+ * values; returns how many bins.
+ */
+static size_t bin_samples(const struct mem_sample *sm, size_t n, enum measure m,
+                          double *x, double *y, double *bin_s)
+{
+	double t_first = NAN, t_last = NAN, prev = NAN;
+	double *gaps = xmalloc((n ? n : 1) * sizeof(double));
+	size_t ngaps = 0;
+	for (size_t i = 0; i < n; i++)
+		if (mem_sample_value(&sm[i], m) >= 0) {
+			if (isnan(t_first))
+				t_first = sm[i].t;
+			else
+				gaps[ngaps++] = sm[i].t - prev;
+			t_last = prev = sm[i].t;
+		}
+	double gap = ngaps ? median_of(gaps, ngaps) : 0;
+	free(gaps);
+	*bin_s = RUN_SUMMARY_MIN_BIN_SECONDS;
+	if (isnan(t_first))
+		return 0;
+	double span = t_last - t_first;
+	if (span < SHORT_RUN_BINS * RUN_SUMMARY_MIN_BIN_SECONDS)
+		*bin_s = fmax(span / SHORT_RUN_BINS, gap);
+	if (span / MAX_BINS > *bin_s)
+		*bin_s = span / MAX_BINS * (1 + 1e-9);
+	if (!(*bin_s > 0))
+		*bin_s = RUN_SUMMARY_MIN_BIN_SECONDS;
+
+	double *vals = xmalloc(n * sizeof(double)), *ts = xmalloc(n * sizeof(double));
+	size_t nbins = 0, k = 0;
+	long cur = -1;
+	for (size_t i = 0; i <= n; i++) {
+		double v = i < n ? mem_sample_value(&sm[i], m) : -1;
+		long bin = i < n ? (long)floor((sm[i].t - t_first) / *bin_s) : -2;
+		if (i < n && v < 0)
+			continue;
+		if (bin != cur && k) {
+			sort_doubles(vals, k);
+			x[nbins] = median_sorted(ts, k);   /* ts is sorted: samples are */
+			y[nbins] = median_sorted(vals, k);
+			nbins++;
+			k = 0;
+		}
+		if (i == n)
+			break;
+		cur = bin;
+		vals[k] = v;
+		ts[k] = sm[i].t;
+		k++;
+	}
+	free(vals);
+	free(ts);
+	return nbins;
+}
+
+static void compose_reason(struct run_summary *s)
+{
+	if (s->a.points == 0)
+		snprintf(s->reason, sizeof(s->reason), "no %s memory was recorded for this run",
+		         measure_name(s->measure));
+	else if (s->a.reason[0])
+		snprintf(s->reason, sizeof(s->reason), "%s", s->a.reason);
+	else if (s->a.verdict == VERDICT_LEAK)
+		snprintf(s->reason, sizeof(s->reason), "memory grows");
+	else if (s->a.verdict == VERDICT_NO_LEAK)
+		snprintf(s->reason, sizeof(s->reason), "flat after warm-up");
+	else
+		snprintf(s->reason, sizeof(s->reason), "not enough data to judge");
+}
+
+static double median_step_rate(const struct step_rec *st, size_t n)
+{
+	if (n < 2)
+		return 0;
+	double *d = xmalloc((n - 1) * sizeof(double));
+	for (size_t i = 1; i < n; i++)
+		d[i - 1] = st[i].mem.t - st[i - 1].mem.t;
+	double med = median_of(d, n - 1);
+	free(d);
+	if (med > 0)
+		return 1.0 / med;
+	/* Most steps share a timestamp (faster than the clock we kept). */
+	double span = st[n - 1].mem.t - st[0].mem.t;
+	return span > 0 ? (double)(n - 1) / span : 0;
+}
+
+/* Steps [*first, *end) of the segment that marked the most, when the run
+ * has more than one; s->judged_seq says which (-1: the whole run). */
+static void judged_segment(struct run_summary *s, size_t *first, size_t *end)
+{
+	s->judged_seq = -1;
+	if (s->nsegments < 2)
+		return;
+	size_t best = 0, best_first = 0, best_end = 0, i = 0;
+	for (size_t k = 0; k < s->nsegments; k++) {
+		/* segment k holds the steps before segment k+1 started */
+		double next = k + 1 < s->nsegments ? s->segments[k + 1].started_at - s->run.started_at : INFINITY;
+		size_t from = i;
+		while (i < s->steps && s->step_recs[i].mem.t < next)
+			i++;
+		if (i - from > best) {
+			best = i - from;
+			best_first = from;
+			best_end = i;
+			s->judged_seq = s->segments[k].seq;
+		}
+	}
+	if (best) {
+		*first = best_first;
+		*end = best_end;
+	}
+}
+
+int run_summary_load(struct store *st, int64_t run_id, int measure_override,
+                     struct run_summary *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->x_unit = "step";
+	s->limit_source = "";
+	s->projected_seconds = -1;
+	s->judged_seq = -1;
+	int rc = store_get_run(st, run_id, &s->run);
+	if (rc)
+		return rc;
+	int64_t id = s->run.id;
+	s->measure = measure_override >= 0 && measure_override < MEASURE_COUNT ?
+	             (enum measure)measure_override : s->run.measure;
+	run_command_parse(s->run.command_json, &s->argv, &s->argc);
+
+	if (store_load_steps(st, id, &s->step_recs, &s->steps) < 0 ||
+	    store_load_samples(st, id, &s->samples, &s->nsamples) < 0 ||
+	    store_load_results(st, id, &s->results, &s->nresults) < 0 ||
+	    store_load_events(st, id, &s->events, &s->nevents) < 0 ||
+	    store_load_segments(st, id, &s->segments, &s->nsegments) < 0) {
+		run_summary_release(s);
+		return -1;
+	}
+	struct proc_row *top = NULL;
+	size_t ntop = 0;
+	if (store_top_procs(st, id, &top, &ntop, 1) == 0 && ntop == 1) {
+		s->top_proc = top[0];
+		s->has_top_proc = 1;
+	}
+	free(top);
+
+	/* Where each segment's memory started: after a restart, afresh. */
+	s->segment_start_bytes = xmalloc((s->nsegments ? s->nsegments : 1) * sizeof(double));
+	for (size_t k = 0, i = 0; k < s->nsegments; k++) {
+		double from = s->segments[k].started_at - s->run.started_at;
+		while (i < s->nsamples && s->samples[i].t < from)
+			i++;
+		s->segment_start_bytes[k] = i < s->nsamples ? mem_sample_value(&s->samples[i], s->measure) : -1;
+	}
+
+	/* The series. */
+	size_t cap = s->steps > s->nsamples ? s->steps : s->nsamples;
+	double *x = xmalloc((cap ? cap : 1) * sizeof(double));
+	double *y = xmalloc((cap ? cap : 1) * sizeof(double));
+	size_t n = 0;
+	if (s->steps) {
+		/* With restarts, memory starts afresh in each process: judge the
+		 * process that marked the most steps, on its own. */
+		size_t first = 0, end = s->steps;
+		judged_segment(s, &first, &end);
+		bool increasing = true;
+		for (size_t i = first + 1; i < end; i++)
+			if (s->step_recs[i].step <= s->step_recs[i - 1].step)
+				increasing = false;
+		for (size_t i = first; i < end; i++) {
+			double v = mem_sample_value(&s->step_recs[i].mem, s->measure);
+			if (v < 0)
+				continue;
+			x[n] = increasing ? (double)s->step_recs[i].step : (double)(i - first + 1);
+			y[n++] = v;
+		}
+		s->steps_per_second = median_step_rate(s->step_recs, s->steps);
+	} else {
+		s->x_unit = "s";
+		n = bin_samples(s->samples, s->nsamples, s->measure, x, y, &s->bin_seconds);
+	}
+
+	/* The limit a projection aims at. */
+	if (s->run.limit_bytes) {
+		s->limit_bytes = (double)s->run.limit_bytes;
+		s->limit_source = s->run.limit_source[0] ? s->run.limit_source : "limit";
+	} else if (s->run.mem_total_bytes) {
+		s->limit_bytes = (double)s->run.mem_total_bytes;
+		s->limit_source = "machine";
+	}
+
+	struct analyze_opts opts;
+	analyze_opts_init(&opts);
+	opts.limit_bytes = s->limit_bytes;
+	opts.x_unit = s->x_unit;
+	analyze_series(x, y, n, &opts, &s->a);
+	free(x);
+	free(y);
+
+	if (s->a.warmup_points && isfinite(s->a.warmup_end_x))
+		s->warmup_steps = s->a.warmup_end_x;
+	if (s->a.projected_to_limit >= 0 && isfinite(s->a.projected_to_limit)) {
+		if (!strcmp(s->x_unit, "s"))
+			s->projected_seconds = s->a.projected_to_limit;
+		else if (s->steps_per_second > 0)
+			s->projected_seconds = s->a.projected_to_limit / s->steps_per_second;
+	}
+
+	/* Peak over everything measured. */
+	double peak = 0;
+	for (size_t i = 0; i < s->nsamples; i++) {
+		peak = fmax(peak, mem_sample_value(&s->samples[i], s->measure));
+		if (s->samples[i].nprocs > s->max_processes)
+			s->max_processes = s->samples[i].nprocs;
+	}
+	for (size_t i = 0; i < s->steps; i++)
+		peak = fmax(peak, mem_sample_value(&s->step_recs[i].mem, s->measure));
+	s->peak_bytes = (uint64_t)peak;
+
+	if (s->run.ended_at > 0)
+		s->duration_s = s->run.ended_at - s->run.started_at;
+	else if (s->nsamples)
+		s->duration_s = s->samples[s->nsamples - 1].t;
+	if (s->duration_s < 0)
+		s->duration_s = 0;
+
+	struct trace_report tr;
+	double until = s->steps ? s->step_recs[s->steps - 1].mem.t : 0;
+	int tr_rc = trace_report_load(st, id, strcmp(s->x_unit, "s") != 0, until, &tr);
+	if (tr_rc < 0) {
+		run_summary_release(s);
+		return -1;
+	}
+	if (tr_rc == 0) {
+		s->trace = xmalloc(sizeof(*s->trace));
+		*s->trace = tr;
+	}
+
+	compose_reason(s);
+	return 0;
+}
+
+void run_summary_release(struct run_summary *s)
+{
+	if (!s)
+		return;
+	run_row_release(&s->run);
+	run_argv_free(s->argv, s->argc);
+	free(s->step_recs);
+	free(s->samples);
+	free(s->results);
+	event_rows_free(s->events, s->nevents);
+	segment_rows_free(s->segments, s->nsegments);
+	free(s->segment_start_bytes);
+	if (s->trace) {
+		trace_report_release(s->trace);
+		free(s->trace);
+	}
+	memset(s, 0, sizeof(*s));
+}
