@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/json.h"
+#include "util/util.h"
+
 #define DEFAULT_WIDTH 900
 #define DEFAULT_HEIGHT 340
 #define MARGIN_LEFT 78
@@ -35,24 +38,6 @@ const char *plot_color(size_t i)
 }
 
 /* ---- text -------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *p)
-{
-	if (p[0] < 0x80)
-		return 1;
-	size_t n = (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
-	if (!n || (n == 2 && p[0] < 0xc2) || (n == 4 && p[0] > 0xf4))
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	if (n == 3 && ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0)))
-		return 0;   /* overlong, or a surrogate */
-	if (n == 4 && ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90)))
-		return 0;
-	return n;
-}
 
 void plot_add_xml(struct strbuf *sb, const char *s)
 {
@@ -364,23 +349,13 @@ static void add_axes(struct strbuf *sb, const struct plot *p, const struct frame
 	strbuf_addstr(sb, "</g>\n");
 }
 
-static void json_num(struct strbuf *sb, double v)
-{
-	if (!isfinite(v))
-		strbuf_addstr(sb, "null");
-	else if (v == floor(v) && fabs(v) < 1e15)
-		strbuf_addf(sb, "%.0f", v == 0 ? 0.0 : v);
-	else
-		strbuf_addf(sb, "%.10g", v);
-}
-
 static void json_axis(struct strbuf *sb, const char *name, const struct plot_axis *ax, double p0, double p1)
 {
 	static const char *const kinds[] = { "number", "bytes", "seconds" };
 	strbuf_addf(sb, "\"%s\":{\"kind\":\"%s\",\"lo\":", name, kinds[ax->kind]);
-	json_num(sb, ax->lo);
+	json_add_number(sb, ax->lo);
 	strbuf_addstr(sb, ",\"hi\":");
-	json_num(sb, ax->hi);
+	json_add_number(sb, ax->hi);
 	strbuf_addf(sb, ",\"p0\":%.1f,\"p1\":%.1f}", p0, p1);
 }
 
@@ -606,13 +581,13 @@ void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
 				for (size_t k = 0; k < m; k++) {
 					if (k)
 						strbuf_addch(points_json, ',');
-					json_num(points_json, ox[k]);
+					json_add_number(points_json, ox[k]);
 				}
 				strbuf_addstr(points_json, "],\"y\":[");
 				for (size_t k = 0; k < m; k++) {
 					if (k)
 						strbuf_addch(points_json, ',');
-					json_num(points_json, oy[k]);
+					json_add_number(points_json, oy[k]);
 				}
 				strbuf_addstr(points_json, "]}");
 			}

@@ -20,6 +20,7 @@
 
 #include "report/render.h"
 #include "util/json.h"
+#include "util/stats.h"
 #include "util/util.h"
 
 #define MAX_BINS 2000
@@ -317,27 +318,10 @@ void report_add_json_str_or_null(struct strbuf *sb, const char *s)
 
 void report_add_json_num(struct strbuf *sb, double v)
 {
-	if (!isfinite(v))
-		strbuf_addstr(sb, "null");
-	else if (v == floor(v) && fabs(v) < 1e15)
-		strbuf_addf(sb, "%.0f", v == 0 ? 0.0 : v);   /* no "-0" */
-	else {
-		/* The shortest of %.15g and %.17g that reads back exactly. */
-		char buf[40];
-		snprintf(buf, sizeof(buf), "%.15g", v);
-		if (strtod(buf, NULL) != v)
-			snprintf(buf, sizeof(buf), "%.17g", v);
-		strbuf_addstr(sb, buf);
-	}
+	json_add_number(sb, v);
 }
 
 /* ---- the summary ------------------------------------------------------- */
-
-/* The value at the middle of sorted v[0..n). */
-static double median_sorted(const double *v, size_t n)
-{
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /*
  * Memory over time: samples (sorted by t) into bins of *bin_s seconds, the

@@ -16,6 +16,7 @@
 #include "report/render.h"
 #include "store/sweeps.h"
 #include "sweep/spec.h"
+#include "util/stats.h"
 
 #define SEP '\x1f'
 
@@ -64,12 +65,6 @@ static char *value_of(const struct trial_row *t, size_t d)
 	return v;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* Median of the finite values (NAN when none); sorts v. */
 static double median_finite(double *v, size_t n)
 {
@@ -80,7 +75,7 @@ static double median_finite(double *v, size_t n)
 	if (!k)
 		return NAN;
 	qsort(v, k, sizeof(double), cmp_double);
-	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+	return median_sorted(v, k);
 }
 
 struct keyed {
