@@ -396,17 +396,10 @@ static void add_marker(struct strbuf *sb, const struct frame *f, const struct pl
 	strbuf_addstr(sb, "</g>");
 }
 
-void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
-              struct strbuf *points_json, struct plot_stats *stats)
+/* The data ranges of every series, trend and marker, and from them the
+ * frame: margins, legend rows and the fitted axes. Returns the legend rows. */
+static int fit_frame(const struct plot *p, double width, double height, struct frame *f)
 {
-	double width = p->width_px > 0 ? p->width_px : DEFAULT_WIDTH;
-	double height = p->height_px > 0 ? p->height_px : DEFAULT_HEIGHT;
-	struct plot_stats st = { 0, 0, false };
-	struct frame f;
-	memset(&f, 0, sizeof(f));
-	const char *id = p->id ? p->id : "plot";
-
-	/* ranges */
 	double xlo = NAN, xhi = NAN, ylo = NAN, yhi = NAN, y2lo = NAN, y2hi = NAN;
 	for (size_t i = 0; i < p->nseries; i++) {
 		const struct plot_series *s = &p->series[i];
@@ -418,7 +411,7 @@ void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
 			grow(&xlo, &xhi, s->x[k] + half);
 			if (s->right_axis) {
 				grow(&y2lo, &y2hi, s->y[k]);
-				f.has_y2 = true;
+				f->has_y2 = true;
 			} else {
 				grow(&ylo, &yhi, s->y[k]);
 			}
@@ -450,74 +443,62 @@ void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
 		yhi = 1;
 	}
 
-	f.left = MARGIN_LEFT;
-	f.right = width - (f.has_y2 ? MARGIN_RIGHT_Y2 : MARGIN_RIGHT);
-	int rows = legend_layout(p, f.right - f.left, NULL, 0, 0);
-	f.top = (p->title ? TITLE_H : 8) + rows * LEGEND_ROW_H + 6;
-	f.bottom = height - MARGIN_BOTTOM;
-	plot_axis_fit(&f.x, p->x_kind, xlo, xhi, (int)((f.right - f.left) / 110));
-	plot_axis_fit(&f.y, p->y_kind, ylo, yhi, (int)((f.bottom - f.top) / 45));
-	if (f.has_y2)
-		plot_axis_fit(&f.y2, p->y2_kind, y2lo, y2hi, (int)((f.bottom - f.top) / 45));
+	f->left = MARGIN_LEFT;
+	f->right = width - (f->has_y2 ? MARGIN_RIGHT_Y2 : MARGIN_RIGHT);
+	int rows = legend_layout(p, f->right - f->left, NULL, 0, 0);
+	f->top = (p->title ? TITLE_H : 8) + rows * LEGEND_ROW_H + 6;
+	f->bottom = height - MARGIN_BOTTOM;
+	plot_axis_fit(&f->x, p->x_kind, xlo, xhi, (int)((f->right - f->left) / 110));
+	plot_axis_fit(&f->y, p->y_kind, ylo, yhi, (int)((f->bottom - f->top) / 45));
+	if (f->has_y2)
+		plot_axis_fit(&f->y2, p->y2_kind, y2lo, y2hi, (int)((f->bottom - f->top) / 45));
+	return rows;
+}
 
-	if (standalone)
-		strbuf_addstr(sb, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	strbuf_addf(sb, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" class=\"lp-plot\" data-plot=\"%s\" "
-	            "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Helvetica, "
-	            "Arial, sans-serif\" font-size=\"11\">\n", id, width, height, width, height);
-	if (p->title) {
-		strbuf_addstr(sb, "<title>");
-		plot_add_xml(sb, p->title);
-		strbuf_addstr(sb, "</title>\n");
-	}
-	strbuf_addf(sb, "<rect class=\"lp-bg\" x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#fff\"/>\n", width,
-	            height);
-	if (p->title) {
-		strbuf_addf(sb, "<text x=\"%.1f\" y=\"18\" font-size=\"14\" font-weight=\"bold\" fill=\"#222\">", f.left);
-		plot_add_xml(sb, p->title);
-		strbuf_addstr(sb, "</text>\n");
-	}
-	legend_layout(p, f.right - f.left, sb, f.left, f.top - 6 - rows * LEGEND_ROW_H);
-	strbuf_addf(sb, "<rect class=\"lp-area\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fff\" "
-	            "stroke=\"#999\"/>\n", f.left, f.top, f.right - f.left, f.bottom - f.top);
-	add_axes(sb, p, &f, width, height);
-	strbuf_addf(sb, "<clipPath id=\"%s-clip\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>"
-	            "</clipPath>\n<g clip-path=\"url(#%s-clip)\">\n", id, f.left, f.top, f.right - f.left,
-	            f.bottom - f.top, id);
-
+/* The shaded bands (warm-up) behind the series. */
+static void add_bands(struct strbuf *sb, const struct plot *p, struct frame *f)
+{
 	for (size_t i = 0; i < p->nbands; i++) {
 		const struct plot_band *b = &p->bands[i];
-		double x0 = px_x(&f, fmax(b->x0, f.x.lo)), x1 = px_x(&f, fmin(b->x1, f.x.hi));
+		double x0 = px_x(f, fmax(b->x0, f->x.lo)), x1 = px_x(f, fmin(b->x1, f->x.hi));
 		if (!(x1 > x0))
 			continue;
 		strbuf_addf(sb, "<g class=\"lp-warmup\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
 		            "fill=\"#ececec\"/><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" "
-		            "stroke-dasharray=\"3,3\"/>", x0, f.top, x1 - x0, f.bottom - f.top, x1, f.top, x1, f.bottom);
+		            "stroke-dasharray=\"3,3\"/>", x0, f->top, x1 - x0, f->bottom - f->top, x1, f->top, x1, f->bottom);
 		if (b->label) {
 			strbuf_addf(sb, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#666\" text-anchor=\"end\">", x1 - 3,
-			            f.bottom - 6);
+			            f->bottom - 6);
 			plot_add_xml(sb, b->label);
 			strbuf_addstr(sb, "</text>");
 		}
 		strbuf_addstr(sb, "</g>\n");
 	}
+}
 
-	if (points_json) {
-		strbuf_addf(points_json, "{\"id\":\"%s\",\"xlabel\":", id);
-		strbuf_add_json_str(points_json, p->x_label ? p->x_label : "x");
+/* The start of the plot's entry in points_json: its id and axes. */
+static void json_head(struct strbuf *points_json, const struct plot *p, struct frame *f, const char *id)
+{
+	strbuf_addf(points_json, "{\"id\":\"%s\",\"xlabel\":", id);
+	strbuf_add_json_str(points_json, p->x_label ? p->x_label : "x");
+	strbuf_addch(points_json, ',');
+	json_axis(points_json, "x", &f->x, f->left, f->right);
+	strbuf_addch(points_json, ',');
+	json_axis(points_json, "y", &f->y, f->bottom, f->top);
+	if (f->has_y2) {
 		strbuf_addch(points_json, ',');
-		json_axis(points_json, "x", &f.x, f.left, f.right);
-		strbuf_addch(points_json, ',');
-		json_axis(points_json, "y", &f.y, f.bottom, f.top);
-		if (f.has_y2) {
-			strbuf_addch(points_json, ',');
-			json_axis(points_json, "y2", &f.y2, f.bottom, f.top);
-		}
-		strbuf_addstr(points_json, ",\"series\":[");
+		json_axis(points_json, "y2", &f->y2, f->bottom, f->top);
 	}
+	strbuf_addstr(points_json, ",\"series\":[");
+}
 
-	/* series: bars first, so lines draw over them */
-	size_t columns = (size_t)(f.right - f.left);
+/* The series, bars first so lines draw over them; each downsampled to
+ * the frame's pixel columns when it has many more points, and appended to
+ * points_json (when not NULL) as drawn. Counts go to *st. */
+static void add_series(struct strbuf *sb, const struct plot *p, struct frame *f, struct strbuf *points_json,
+                       struct plot_stats *st)
+{
+	size_t columns = (size_t)(f->right - f->left);
 	size_t cap = 0;
 	for (size_t i = 0; i < p->nseries; i++)
 		if (p->series[i].n > cap)
@@ -529,15 +510,15 @@ void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
 			const struct plot_series *s = &p->series[i];
 			if (s->bars != (pass == 0))
 				continue;
-			const struct plot_axis *ay = s->right_axis ? &f.y2 : &f.y;
+			const struct plot_axis *ay = s->right_axis ? &f->y2 : &f->y;
 			size_t finite = 0;
 			for (size_t k = 0; k < s->n; k++)
 				finite += isfinite(s->x[k]) && isfinite(s->y[k]);
-			st.points_in += finite;
+			st->points_in += finite;
 			size_t m;
 			if (!s->bars && finite > 2 * columns) {
-				m = plot_downsample(s->x, s->y, s->n, f.x.lo, f.x.hi, columns, ox, oy);
-				st.downsampled = true;
+				m = plot_downsample(s->x, s->y, s->n, f->x.lo, f->x.hi, columns, ox, oy);
+				st->downsampled = true;
 			} else {
 				m = 0;
 				for (size_t k = 0; k < s->n; k++)
@@ -546,14 +527,14 @@ void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
 						oy[m++] = s->y[k];
 					}
 			}
-			st.points_drawn += m;
+			st->points_drawn += m;
 			if (s->bars) {
-				double y0 = px_y(&f, ay, 0);
+				double y0 = px_y(f, ay, 0);
 				strbuf_addf(sb, "<g class=\"lp-bars\" data-series=\"%s\" fill=\"%s\">", s->key ? s->key : "",
 				            s->color);
 				for (size_t k = 0; k < m; k++) {
-					double xa = px_x(&f, ox[k] - s->bar_width / 2), xb = px_x(&f, ox[k] + s->bar_width / 2);
-					double yt = px_y(&f, ay, oy[k]);
+					double xa = px_x(f, ox[k] - s->bar_width / 2), xb = px_x(f, ox[k] + s->bar_width / 2);
+					double yt = px_y(f, ay, oy[k]);
 					double w = fmax(xb - xa - 1, 1);
 					strbuf_addf(sb, "<rect class=\"lp-bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
 					            "height=\"%.1f\"/>", xa + 0.5, fmin(yt, y0), w, fabs(y0 - yt));
@@ -565,7 +546,7 @@ void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
 				strbuf_addf(sb, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" stroke-linejoin=\"round\" "
 				            "d=\"", s->color, s->stroke_px > 0 ? s->stroke_px : 1.5);
 				for (size_t k = 0; k < m; k++)
-					strbuf_addf(sb, "%s%.1f,%.1f", k ? " L" : "M", px_x(&f, ox[k]), px_y(&f, ay, oy[k]));
+					strbuf_addf(sb, "%s%.1f,%.1f", k ? " L" : "M", px_x(f, ox[k]), px_y(f, ay, oy[k]));
 				if (m == 1)   /* a lone point: a dot */
 					strbuf_addf(sb, " h0.1\" stroke-linecap=\"round");
 				strbuf_addstr(sb, "\"><title>");
@@ -594,14 +575,16 @@ void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
 		}
 	free(ox);
 	free(oy);
-	if (points_json)
-		strbuf_addstr(points_json, "]}");
+}
 
+/* The fitted trend lines, dashed, with their labels as tooltips. */
+static void add_trends(struct strbuf *sb, const struct plot *p, struct frame *f)
+{
 	for (size_t i = 0; i < p->ntrends; i++) {
 		const struct plot_trend *t = &p->trends[i];
 		strbuf_addf(sb, "<line class=\"lp-trend\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" "
-		            "stroke-width=\"1.5\" stroke-dasharray=\"6,4\">", px_x(&f, t->x0), px_y(&f, &f.y, t->y0),
-		            px_x(&f, t->x1), px_y(&f, &f.y, t->y1));
+		            "stroke-width=\"1.5\" stroke-dasharray=\"6,4\">", px_x(f, t->x0), px_y(f, &f->y, t->y0),
+		            px_x(f, t->x1), px_y(f, &f->y, t->y1));
 		if (t->label) {
 			strbuf_addstr(sb, "<title>");
 			plot_add_xml(sb, t->label);
@@ -609,6 +592,55 @@ void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
 		}
 		strbuf_addstr(sb, "</line>\n");
 	}
+}
+
+void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
+              struct strbuf *points_json, struct plot_stats *stats)
+{
+	double width = p->width_px > 0 ? p->width_px : DEFAULT_WIDTH;
+	double height = p->height_px > 0 ? p->height_px : DEFAULT_HEIGHT;
+	struct plot_stats st = { 0, 0, false };
+	struct frame f;
+	memset(&f, 0, sizeof(f));
+	const char *id = p->id ? p->id : "plot";
+
+	int rows = fit_frame(p, width, height, &f);
+
+	if (standalone)
+		strbuf_addstr(sb, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+	strbuf_addf(sb, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" class=\"lp-plot\" data-plot=\"%s\" "
+	            "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Helvetica, "
+	            "Arial, sans-serif\" font-size=\"11\">\n", id, width, height, width, height);
+	if (p->title) {
+		strbuf_addstr(sb, "<title>");
+		plot_add_xml(sb, p->title);
+		strbuf_addstr(sb, "</title>\n");
+	}
+	strbuf_addf(sb, "<rect class=\"lp-bg\" x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#fff\"/>\n", width,
+	            height);
+	if (p->title) {
+		strbuf_addf(sb, "<text x=\"%.1f\" y=\"18\" font-size=\"14\" font-weight=\"bold\" fill=\"#222\">", f.left);
+		plot_add_xml(sb, p->title);
+		strbuf_addstr(sb, "</text>\n");
+	}
+	legend_layout(p, f.right - f.left, sb, f.left, f.top - 6 - rows * LEGEND_ROW_H);
+	strbuf_addf(sb, "<rect class=\"lp-area\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fff\" "
+	            "stroke=\"#999\"/>\n", f.left, f.top, f.right - f.left, f.bottom - f.top);
+	add_axes(sb, p, &f, width, height);
+	strbuf_addf(sb, "<clipPath id=\"%s-clip\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>"
+	            "</clipPath>\n<g clip-path=\"url(#%s-clip)\">\n", id, f.left, f.top, f.right - f.left,
+	            f.bottom - f.top, id);
+
+	add_bands(sb, p, &f);
+
+	if (points_json)
+		json_head(points_json, p, &f, id);
+
+	add_series(sb, p, &f, points_json, &st);
+	if (points_json)
+		strbuf_addstr(points_json, "]}");
+
+	add_trends(sb, p, &f);
 	strbuf_addstr(sb, "</g>\n");
 	/* markers outside the clip, so their labels show whole */
 	for (size_t i = 0; i < p->nvlines; i++)
