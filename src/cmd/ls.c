@@ -67,7 +67,7 @@ static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 		struct tm tm;
 		if (localtime_r(&t, &tm))
 			strftime(started, sizeof(started), "%Y-%m-%d %H:%M", &tm);
-		report_fmt_duration(dur, sizeof(dur), run_duration(r));
+		fmt_duration(dur, sizeof(dur), run_duration(r));
 		short_status(status, sizeof(status), r);
 		if (r->peak_bytes)
 			fmt_bytes(peak, sizeof(peak), (double)r->peak_bytes);

@@ -14,6 +14,7 @@
  * 499,500 slopes of 1000 points); allocation failure exits via xmalloc().
  */
 #include "core/analyze.h"
+#include "util/stats.h"
 #include "util/util.h"
 
 #include <math.h>
@@ -58,33 +59,6 @@ void analyze_opts_init(struct analyze_opts *o)
 }
 
 /* ---- order statistics ---------------------------------------------------- */
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-void sort_doubles(double *v, size_t n)
-{
-	if (n > 1)
-		qsort(v, n, sizeof(*v), cmp_double);
-}
-
-double quantile_sorted(const double *sorted, size_t n, double q)
-{
-	if (n == 0)
-		return NAN;
-	if (q <= 0)
-		return sorted[0];
-	if (q >= 1)
-		return sorted[n - 1];
-	double h = (double)(n - 1) * q;
-	size_t lo = (size_t)floor(h);
-	if (lo + 1 >= n)
-		return sorted[n - 1];
-	return sorted[lo] + (h - (double)lo) * (sorted[lo + 1] - sorted[lo]);
-}
 
 static void swap_d(double *a, double *b)
 {

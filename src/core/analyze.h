@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/stats.h"
+
 enum verdict {
 	VERDICT_INCONCLUSIVE = 0,
 	VERDICT_NO_LEAK,
@@ -84,10 +86,7 @@ double theil_sen(const double *x, const double *y, size_t n, double *low, double
 /* Mann–Kendall on y in order: z statistic (ties-corrected, with the
  * continuity correction), two-sided p in *p (may be NULL). O(n log n). */
 double mann_kendall(const double *y, size_t n, double *p);
-/* Quantile (type 7, as R and numpy's default) of sorted[0..n); NAN if n == 0. */
-double quantile_sorted(const double *sorted, size_t n, double q);
-/* Sort v[0..n) ascending in place. */
-void sort_doubles(double *v, size_t n);
+/* quantile_sorted() and sort_doubles() are in util/stats.h. */
 /* Median of v (copied, v untouched). NAN when n == 0. */
 double median_of(const double *v, size_t n);
 

@@ -22,6 +22,7 @@
 
 #include "model/sites.h"
 #include "util/json.h"
+#include "util/stats.h"
 #include "util/util.h"
 
 #define MAX_BINS 2000
@@ -72,12 +73,6 @@ void run_argv_free(char **argv, size_t argc)
 }
 
 /* ---- the summary ------------------------------------------------------- */
-
-/* The value at the middle of sorted v[0..n). */
-static double median_sorted(const double *v, size_t n)
-{
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /*
  * Memory over time: samples (sorted by t) into bins of *bin_s seconds, the

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "report/render.h"
+#include "util/stats.h"
 
 #define MAX_HIST_BINS 40
 #define MIN_HIST_BINS 5
@@ -103,17 +104,6 @@ static bool steps_increasing(const struct run_summary *s, size_t first, size_t e
 		if (s->step_recs[i].step <= s->step_recs[i - 1].step)
 			return false;
 	return true;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median_sorted(const double *v, size_t n)
-{
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* The judged series; px is filled by the caller's mapping (steps: the

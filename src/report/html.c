@@ -201,7 +201,7 @@ static void add_header(struct strbuf *sb, const struct run_summary *s)
 		snprintf(b, sizeof(b), "%zu", s->steps);
 		card(sb, b, "steps");
 	}
-	card(sb, report_fmt_duration(b, sizeof(b), s->duration_s), "duration");
+	card(sb, fmt_duration(b, sizeof(b), s->duration_s), "duration");
 	if (s->nsegments > 1) {
 		snprintf(b, sizeof(b), "%zu", s->nsegments - 1);
 		card(sb, b, s->nsegments == 2 ? "restart" : "restarts");

@@ -74,7 +74,7 @@ void report_write_md(const struct run_summary *s, const struct report_extras *x,
 		if (!a->warmup_points)
 			strbuf_addstr(&cell, "none");
 		else if (over_time)
-			strbuf_addf(&cell, "ended at %s", report_fmt_duration(b2, sizeof(b2), s->warmup_steps));
+			strbuf_addf(&cell, "ended at %s", fmt_duration(b2, sizeof(b2), s->warmup_steps));
 		else
 			strbuf_addf(&cell, "ended at step %.0f", s->warmup_steps);
 		add_row(sb, "Warm-up", strbuf_str(&cell));

@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/json.h"
+#include "util/util.h"
+
 #define DEFAULT_WIDTH 900
 #define DEFAULT_HEIGHT 340
 #define MARGIN_LEFT 78
@@ -35,24 +38,6 @@ const char *plot_color(size_t i)
 }
 
 /* ---- text -------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *p)
-{
-	if (p[0] < 0x80)
-		return 1;
-	size_t n = (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
-	if (!n || (n == 2 && p[0] < 0xc2) || (n == 4 && p[0] > 0xf4))
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	if (n == 3 && ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0)))
-		return 0;   /* overlong, or a surrogate */
-	if (n == 4 && ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90)))
-		return 0;
-	return n;
-}
 
 void plot_add_xml(struct strbuf *sb, const char *s)
 {
@@ -364,23 +349,13 @@ static void add_axes(struct strbuf *sb, const struct plot *p, const struct frame
 	strbuf_addstr(sb, "</g>\n");
 }
 
-static void json_num(struct strbuf *sb, double v)
-{
-	if (!isfinite(v))
-		strbuf_addstr(sb, "null");
-	else if (v == floor(v) && fabs(v) < 1e15)
-		strbuf_addf(sb, "%.0f", v == 0 ? 0.0 : v);
-	else
-		strbuf_addf(sb, "%.10g", v);
-}
-
 static void json_axis(struct strbuf *sb, const char *name, const struct plot_axis *ax, double p0, double p1)
 {
 	static const char *const kinds[] = { "number", "bytes", "seconds" };
 	strbuf_addf(sb, "\"%s\":{\"kind\":\"%s\",\"lo\":", name, kinds[ax->kind]);
-	json_num(sb, ax->lo);
+	json_add_number(sb, ax->lo);
 	strbuf_addstr(sb, ",\"hi\":");
-	json_num(sb, ax->hi);
+	json_add_number(sb, ax->hi);
 	strbuf_addf(sb, ",\"p0\":%.1f,\"p1\":%.1f}", p0, p1);
 }
 
@@ -421,17 +396,10 @@ static void add_marker(struct strbuf *sb, const struct frame *f, const struct pl
 	strbuf_addstr(sb, "</g>");
 }
 
-void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
-              struct strbuf *points_json, struct plot_stats *stats)
+/* The data ranges of every series, trend and marker, and from them the
+ * frame: margins, legend rows and the fitted axes. Returns the legend rows. */
+static int fit_frame(const struct plot *p, double width, double height, struct frame *f)
 {
-	double width = p->width_px > 0 ? p->width_px : DEFAULT_WIDTH;
-	double height = p->height_px > 0 ? p->height_px : DEFAULT_HEIGHT;
-	struct plot_stats st = { 0, 0, false };
-	struct frame f;
-	memset(&f, 0, sizeof(f));
-	const char *id = p->id ? p->id : "plot";
-
-	/* ranges */
 	double xlo = NAN, xhi = NAN, ylo = NAN, yhi = NAN, y2lo = NAN, y2hi = NAN;
 	for (size_t i = 0; i < p->nseries; i++) {
 		const struct plot_series *s = &p->series[i];
@@ -443,7 +411,7 @@ void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
 			grow(&xlo, &xhi, s->x[k] + half);
 			if (s->right_axis) {
 				grow(&y2lo, &y2hi, s->y[k]);
-				f.has_y2 = true;
+				f->has_y2 = true;
 			} else {
 				grow(&ylo, &yhi, s->y[k]);
 			}
@@ -475,15 +443,168 @@ void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
 		yhi = 1;
 	}
 
-	f.left = MARGIN_LEFT;
-	f.right = width - (f.has_y2 ? MARGIN_RIGHT_Y2 : MARGIN_RIGHT);
-	int rows = legend_layout(p, f.right - f.left, NULL, 0, 0);
-	f.top = (p->title ? TITLE_H : 8) + rows * LEGEND_ROW_H + 6;
-	f.bottom = height - MARGIN_BOTTOM;
-	plot_axis_fit(&f.x, p->x_kind, xlo, xhi, (int)((f.right - f.left) / 110));
-	plot_axis_fit(&f.y, p->y_kind, ylo, yhi, (int)((f.bottom - f.top) / 45));
-	if (f.has_y2)
-		plot_axis_fit(&f.y2, p->y2_kind, y2lo, y2hi, (int)((f.bottom - f.top) / 45));
+	f->left = MARGIN_LEFT;
+	f->right = width - (f->has_y2 ? MARGIN_RIGHT_Y2 : MARGIN_RIGHT);
+	int rows = legend_layout(p, f->right - f->left, NULL, 0, 0);
+	f->top = (p->title ? TITLE_H : 8) + rows * LEGEND_ROW_H + 6;
+	f->bottom = height - MARGIN_BOTTOM;
+	plot_axis_fit(&f->x, p->x_kind, xlo, xhi, (int)((f->right - f->left) / 110));
+	plot_axis_fit(&f->y, p->y_kind, ylo, yhi, (int)((f->bottom - f->top) / 45));
+	if (f->has_y2)
+		plot_axis_fit(&f->y2, p->y2_kind, y2lo, y2hi, (int)((f->bottom - f->top) / 45));
+	return rows;
+}
+
+/* The shaded bands (warm-up) behind the series. */
+static void add_bands(struct strbuf *sb, const struct plot *p, struct frame *f)
+{
+	for (size_t i = 0; i < p->nbands; i++) {
+		const struct plot_band *b = &p->bands[i];
+		double x0 = px_x(f, fmax(b->x0, f->x.lo)), x1 = px_x(f, fmin(b->x1, f->x.hi));
+		if (!(x1 > x0))
+			continue;
+		strbuf_addf(sb, "<g class=\"lp-warmup\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+		            "fill=\"#ececec\"/><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" "
+		            "stroke-dasharray=\"3,3\"/>", x0, f->top, x1 - x0, f->bottom - f->top, x1, f->top, x1, f->bottom);
+		if (b->label) {
+			strbuf_addf(sb, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#666\" text-anchor=\"end\">", x1 - 3,
+			            f->bottom - 6);
+			plot_add_xml(sb, b->label);
+			strbuf_addstr(sb, "</text>");
+		}
+		strbuf_addstr(sb, "</g>\n");
+	}
+}
+
+/* The start of the plot's entry in points_json: its id and axes. */
+static void json_head(struct strbuf *points_json, const struct plot *p, struct frame *f, const char *id)
+{
+	strbuf_addf(points_json, "{\"id\":\"%s\",\"xlabel\":", id);
+	strbuf_add_json_str(points_json, p->x_label ? p->x_label : "x");
+	strbuf_addch(points_json, ',');
+	json_axis(points_json, "x", &f->x, f->left, f->right);
+	strbuf_addch(points_json, ',');
+	json_axis(points_json, "y", &f->y, f->bottom, f->top);
+	if (f->has_y2) {
+		strbuf_addch(points_json, ',');
+		json_axis(points_json, "y2", &f->y2, f->bottom, f->top);
+	}
+	strbuf_addstr(points_json, ",\"series\":[");
+}
+
+/* The series, bars first so lines draw over them; each downsampled to
+ * the frame's pixel columns when it has many more points, and appended to
+ * points_json (when not NULL) as drawn. Counts go to *st. */
+static void add_series(struct strbuf *sb, const struct plot *p, struct frame *f, struct strbuf *points_json,
+                       struct plot_stats *st)
+{
+	size_t columns = (size_t)(f->right - f->left);
+	size_t cap = 0;
+	for (size_t i = 0; i < p->nseries; i++)
+		if (p->series[i].n > cap)
+			cap = p->series[i].n;
+	double *ox = xmalloc((cap ? cap : 1) * sizeof(double)), *oy = xmalloc((cap ? cap : 1) * sizeof(double));
+	bool first_json = true;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < p->nseries; i++) {
+			const struct plot_series *s = &p->series[i];
+			if (s->bars != (pass == 0))
+				continue;
+			const struct plot_axis *ay = s->right_axis ? &f->y2 : &f->y;
+			size_t finite = 0;
+			for (size_t k = 0; k < s->n; k++)
+				finite += isfinite(s->x[k]) && isfinite(s->y[k]);
+			st->points_in += finite;
+			size_t m;
+			if (!s->bars && finite > 2 * columns) {
+				m = plot_downsample(s->x, s->y, s->n, f->x.lo, f->x.hi, columns, ox, oy);
+				st->downsampled = true;
+			} else {
+				m = 0;
+				for (size_t k = 0; k < s->n; k++)
+					if (isfinite(s->x[k]) && isfinite(s->y[k])) {
+						ox[m] = s->x[k];
+						oy[m++] = s->y[k];
+					}
+			}
+			st->points_drawn += m;
+			if (s->bars) {
+				double y0 = px_y(f, ay, 0);
+				strbuf_addf(sb, "<g class=\"lp-bars\" data-series=\"%s\" fill=\"%s\">", s->key ? s->key : "",
+				            s->color);
+				for (size_t k = 0; k < m; k++) {
+					double xa = px_x(f, ox[k] - s->bar_width / 2), xb = px_x(f, ox[k] + s->bar_width / 2);
+					double yt = px_y(f, ay, oy[k]);
+					double w = fmax(xb - xa - 1, 1);
+					strbuf_addf(sb, "<rect class=\"lp-bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+					            "height=\"%.1f\"/>", xa + 0.5, fmin(yt, y0), w, fabs(y0 - yt));
+				}
+				strbuf_addstr(sb, "</g>\n");
+			} else if (m) {
+				strbuf_addstr(sb, "<path class=\"lp-series\" data-series=\"");
+				plot_add_xml(sb, s->key ? s->key : "");
+				strbuf_addf(sb, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" stroke-linejoin=\"round\" "
+				            "d=\"", s->color, s->stroke_px > 0 ? s->stroke_px : 1.5);
+				for (size_t k = 0; k < m; k++)
+					strbuf_addf(sb, "%s%.1f,%.1f", k ? " L" : "M", px_x(f, ox[k]), px_y(f, ay, oy[k]));
+				if (m == 1)   /* a lone point: a dot */
+					strbuf_addf(sb, " h0.1\" stroke-linecap=\"round");
+				strbuf_addstr(sb, "\"><title>");
+				plot_add_xml(sb, s->name);
+				strbuf_addstr(sb, "</title></path>\n");
+			}
+			if (points_json) {
+				strbuf_addstr(points_json, first_json ? "{\"name\":" : ",{\"name\":");
+				first_json = false;
+				strbuf_add_json_str(points_json, s->name ? s->name : "");
+				strbuf_addf(points_json, ",\"color\":\"%s\",\"right\":%s,\"bars\":%s,\"x\":[", s->color,
+				            s->right_axis ? "true" : "false", s->bars ? "true" : "false");
+				for (size_t k = 0; k < m; k++) {
+					if (k)
+						strbuf_addch(points_json, ',');
+					json_add_number(points_json, ox[k]);
+				}
+				strbuf_addstr(points_json, "],\"y\":[");
+				for (size_t k = 0; k < m; k++) {
+					if (k)
+						strbuf_addch(points_json, ',');
+					json_add_number(points_json, oy[k]);
+				}
+				strbuf_addstr(points_json, "]}");
+			}
+		}
+	free(ox);
+	free(oy);
+}
+
+/* The fitted trend lines, dashed, with their labels as tooltips. */
+static void add_trends(struct strbuf *sb, const struct plot *p, struct frame *f)
+{
+	for (size_t i = 0; i < p->ntrends; i++) {
+		const struct plot_trend *t = &p->trends[i];
+		strbuf_addf(sb, "<line class=\"lp-trend\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" "
+		            "stroke-width=\"1.5\" stroke-dasharray=\"6,4\">", px_x(f, t->x0), px_y(f, &f->y, t->y0),
+		            px_x(f, t->x1), px_y(f, &f->y, t->y1));
+		if (t->label) {
+			strbuf_addstr(sb, "<title>");
+			plot_add_xml(sb, t->label);
+			strbuf_addstr(sb, "</title>");
+		}
+		strbuf_addstr(sb, "</line>\n");
+	}
+}
+
+void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
+              struct strbuf *points_json, struct plot_stats *stats)
+{
+	double width = p->width_px > 0 ? p->width_px : DEFAULT_WIDTH;
+	double height = p->height_px > 0 ? p->height_px : DEFAULT_HEIGHT;
+	struct plot_stats st = { 0, 0, false };
+	struct frame f;
+	memset(&f, 0, sizeof(f));
+	const char *id = p->id ? p->id : "plot";
+
+	int rows = fit_frame(p, width, height, &f);
 
 	if (standalone)
 		strbuf_addstr(sb, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -510,130 +631,16 @@ void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
 	            "</clipPath>\n<g clip-path=\"url(#%s-clip)\">\n", id, f.left, f.top, f.right - f.left,
 	            f.bottom - f.top, id);
 
-	for (size_t i = 0; i < p->nbands; i++) {
-		const struct plot_band *b = &p->bands[i];
-		double x0 = px_x(&f, fmax(b->x0, f.x.lo)), x1 = px_x(&f, fmin(b->x1, f.x.hi));
-		if (!(x1 > x0))
-			continue;
-		strbuf_addf(sb, "<g class=\"lp-warmup\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-		            "fill=\"#ececec\"/><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" "
-		            "stroke-dasharray=\"3,3\"/>", x0, f.top, x1 - x0, f.bottom - f.top, x1, f.top, x1, f.bottom);
-		if (b->label) {
-			strbuf_addf(sb, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#666\" text-anchor=\"end\">", x1 - 3,
-			            f.bottom - 6);
-			plot_add_xml(sb, b->label);
-			strbuf_addstr(sb, "</text>");
-		}
-		strbuf_addstr(sb, "</g>\n");
-	}
+	add_bands(sb, p, &f);
 
-	if (points_json) {
-		strbuf_addf(points_json, "{\"id\":\"%s\",\"xlabel\":", id);
-		strbuf_add_json_str(points_json, p->x_label ? p->x_label : "x");
-		strbuf_addch(points_json, ',');
-		json_axis(points_json, "x", &f.x, f.left, f.right);
-		strbuf_addch(points_json, ',');
-		json_axis(points_json, "y", &f.y, f.bottom, f.top);
-		if (f.has_y2) {
-			strbuf_addch(points_json, ',');
-			json_axis(points_json, "y2", &f.y2, f.bottom, f.top);
-		}
-		strbuf_addstr(points_json, ",\"series\":[");
-	}
+	if (points_json)
+		json_head(points_json, p, &f, id);
 
-	/* series: bars first, so lines draw over them */
-	size_t columns = (size_t)(f.right - f.left);
-	size_t cap = 0;
-	for (size_t i = 0; i < p->nseries; i++)
-		if (p->series[i].n > cap)
-			cap = p->series[i].n;
-	double *ox = xmalloc((cap ? cap : 1) * sizeof(double)), *oy = xmalloc((cap ? cap : 1) * sizeof(double));
-	bool first_json = true;
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < p->nseries; i++) {
-			const struct plot_series *s = &p->series[i];
-			if (s->bars != (pass == 0))
-				continue;
-			const struct plot_axis *ay = s->right_axis ? &f.y2 : &f.y;
-			size_t finite = 0;
-			for (size_t k = 0; k < s->n; k++)
-				finite += isfinite(s->x[k]) && isfinite(s->y[k]);
-			st.points_in += finite;
-			size_t m;
-			if (!s->bars && finite > 2 * columns) {
-				m = plot_downsample(s->x, s->y, s->n, f.x.lo, f.x.hi, columns, ox, oy);
-				st.downsampled = true;
-			} else {
-				m = 0;
-				for (size_t k = 0; k < s->n; k++)
-					if (isfinite(s->x[k]) && isfinite(s->y[k])) {
-						ox[m] = s->x[k];
-						oy[m++] = s->y[k];
-					}
-			}
-			st.points_drawn += m;
-			if (s->bars) {
-				double y0 = px_y(&f, ay, 0);
-				strbuf_addf(sb, "<g class=\"lp-bars\" data-series=\"%s\" fill=\"%s\">", s->key ? s->key : "",
-				            s->color);
-				for (size_t k = 0; k < m; k++) {
-					double xa = px_x(&f, ox[k] - s->bar_width / 2), xb = px_x(&f, ox[k] + s->bar_width / 2);
-					double yt = px_y(&f, ay, oy[k]);
-					double w = fmax(xb - xa - 1, 1);
-					strbuf_addf(sb, "<rect class=\"lp-bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-					            "height=\"%.1f\"/>", xa + 0.5, fmin(yt, y0), w, fabs(y0 - yt));
-				}
-				strbuf_addstr(sb, "</g>\n");
-			} else if (m) {
-				strbuf_addstr(sb, "<path class=\"lp-series\" data-series=\"");
-				plot_add_xml(sb, s->key ? s->key : "");
-				strbuf_addf(sb, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" stroke-linejoin=\"round\" "
-				            "d=\"", s->color, s->stroke_px > 0 ? s->stroke_px : 1.5);
-				for (size_t k = 0; k < m; k++)
-					strbuf_addf(sb, "%s%.1f,%.1f", k ? " L" : "M", px_x(&f, ox[k]), px_y(&f, ay, oy[k]));
-				if (m == 1)   /* a lone point: a dot */
-					strbuf_addf(sb, " h0.1\" stroke-linecap=\"round");
-				strbuf_addstr(sb, "\"><title>");
-				plot_add_xml(sb, s->name);
-				strbuf_addstr(sb, "</title></path>\n");
-			}
-			if (points_json) {
-				strbuf_addstr(points_json, first_json ? "{\"name\":" : ",{\"name\":");
-				first_json = false;
-				strbuf_add_json_str(points_json, s->name ? s->name : "");
-				strbuf_addf(points_json, ",\"color\":\"%s\",\"right\":%s,\"bars\":%s,\"x\":[", s->color,
-				            s->right_axis ? "true" : "false", s->bars ? "true" : "false");
-				for (size_t k = 0; k < m; k++) {
-					if (k)
-						strbuf_addch(points_json, ',');
-					json_num(points_json, ox[k]);
-				}
-				strbuf_addstr(points_json, "],\"y\":[");
-				for (size_t k = 0; k < m; k++) {
-					if (k)
-						strbuf_addch(points_json, ',');
-					json_num(points_json, oy[k]);
-				}
-				strbuf_addstr(points_json, "]}");
-			}
-		}
-	free(ox);
-	free(oy);
+	add_series(sb, p, &f, points_json, &st);
 	if (points_json)
 		strbuf_addstr(points_json, "]}");
 
-	for (size_t i = 0; i < p->ntrends; i++) {
-		const struct plot_trend *t = &p->trends[i];
-		strbuf_addf(sb, "<line class=\"lp-trend\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" "
-		            "stroke-width=\"1.5\" stroke-dasharray=\"6,4\">", px_x(&f, t->x0), px_y(&f, &f.y, t->y0),
-		            px_x(&f, t->x1), px_y(&f, &f.y, t->y1));
-		if (t->label) {
-			strbuf_addstr(sb, "<title>");
-			plot_add_xml(sb, t->label);
-			strbuf_addstr(sb, "</title>");
-		}
-		strbuf_addstr(sb, "</line>\n");
-	}
+	add_trends(sb, p, &f);
 	strbuf_addstr(sb, "</g>\n");
 	/* markers outside the clip, so their labels show whole */
 	for (size_t i = 0; i < p->nvlines; i++)

@@ -91,8 +91,6 @@ struct strbuf;
 /* Append argv as a shell would read it ('quoted' where needed), cut with
  * "..." at about max_chars (0: no cap). */
 void report_add_command_line(struct strbuf *sb, char *const *argv, size_t argc, size_t max_chars);
-/* "42.1 s", "12 min 5 s", "3 h 2 min", "2.5 days". Returns buf. */
-char *report_fmt_duration(char *buf, size_t bufsz, double seconds);
 /* How the run ended: "exited 0", "killed by signal 9 (SIGKILL)", "running",
  * "failed to start (exit 127)", "interrupted". Returns buf. */
 char *report_fmt_outcome(char *buf, size_t bufsz, const struct run_row *r);

@@ -15,6 +15,7 @@
 
 #include "report/render.h"
 #include "model/sweep.h"
+#include "util/stats.h"
 
 #define SEP '\x1f'
 
@@ -40,12 +41,6 @@ struct table {
 	bool grouped;
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
 /* Median of the finite values (NAN when none); sorts v. */
 static double median_finite(double *v, size_t n)
 {
@@ -56,7 +51,7 @@ static double median_finite(double *v, size_t n)
 	if (!k)
 		return NAN;
 	qsort(v, k, sizeof(double), cmp_double);
-	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+	return median_sorted(v, k);
 }
 
 struct keyed {

@@ -135,7 +135,7 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 		if (!a->warmup_points)
 			strbuf_addstr(sb, "  warm-up   none\n");
 		else if (over_time)
-			strbuf_addf(sb, "  warm-up   ended at %s\n", report_fmt_duration(b1, sizeof(b1), s->warmup_steps));
+			strbuf_addf(sb, "  warm-up   ended at %s\n", fmt_duration(b1, sizeof(b1), s->warmup_steps));
 		else
 			strbuf_addf(sb, "  warm-up   ended at step %.0f\n", s->warmup_steps);
 	} else {

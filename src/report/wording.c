@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "report/render.h"
+#include "util/json.h"
 #include "util/util.h"
 
 static bool shell_safe(const char *s)
@@ -61,21 +62,6 @@ void report_add_command_line(struct strbuf *sb, char *const *argv, size_t argc, 
 }
 
 /* ---- wording --------------------------------------------------------- */
-
-char *report_fmt_duration(char *buf, size_t bufsz, double s)
-{
-	if (!isfinite(s) || s < 0)
-		snprintf(buf, bufsz, "?");
-	else if (s < 60)
-		snprintf(buf, bufsz, "%.1f s", s);
-	else if (s < 3600)
-		snprintf(buf, bufsz, "%d min %d s", (int)(s / 60), (int)fmod(s, 60));
-	else if (s < 2 * 86400)
-		snprintf(buf, bufsz, "%d h %d min", (int)(s / 3600), (int)fmod(s / 60, 60));
-	else
-		snprintf(buf, bufsz, "%.1f days", s / 86400);
-	return buf;
-}
 
 static const char *signal_abbrev(int sig)
 {
@@ -167,7 +153,7 @@ void render_outcome_line(struct strbuf *sb, const struct run_summary *s)
 {
 	char outcome[96], dur[48];
 	report_fmt_outcome(outcome, sizeof(outcome), &s->run);
-	report_fmt_duration(dur, sizeof(dur), s->duration_s);
+	fmt_duration(dur, sizeof(dur), s->duration_s);
 	if (!strcmp(outcome, "running"))
 		strbuf_addf(sb, "running for %s", dur);
 	else
@@ -242,18 +228,7 @@ void report_add_json_str_or_null(struct strbuf *sb, const char *s)
 
 void report_add_json_num(struct strbuf *sb, double v)
 {
-	if (!isfinite(v))
-		strbuf_addstr(sb, "null");
-	else if (v == floor(v) && fabs(v) < 1e15)
-		strbuf_addf(sb, "%.0f", v == 0 ? 0.0 : v);   /* no "-0" */
-	else {
-		/* The shortest of %.15g and %.17g that reads back exactly. */
-		char buf[40];
-		snprintf(buf, sizeof(buf), "%.15g", v);
-		if (strtod(buf, NULL) != v)
-			snprintf(buf, sizeof(buf), "%.17g", v);
-		strbuf_addstr(sb, buf);
-	}
+	json_add_number(sb, v);
 }
 
 void render_range(struct strbuf *sb, double low, double high)

@@ -1,10 +1,12 @@
 /*
  * json.c — the JSON reader of json.h: recursive descent over a C string,
- * at most JSON_MAX_DEPTH levels deep.
+ * at most JSON_MAX_DEPTH levels deep; and json_add_number(), the writer
+ * of numbers.
  */
 #include "util/json.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -329,4 +331,23 @@ const struct jval *jval_get(const struct jval *obj, const char *key)
 		if (!strcmp(obj->keys[i], key))
 			return &obj->items[i];
 	return NULL;
+}
+
+void json_add_number(struct strbuf *sb, double v)
+{
+	if (!isfinite(v)) {
+		strbuf_addstr(sb, "null");
+		return;
+	}
+	if (v == floor(v) && fabs(v) < 1e15) {
+		strbuf_addf(sb, "%.0f", v == 0 ? 0.0 : v);   /* no "-0" */
+		return;
+	}
+	char buf[40];
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	strbuf_addstr(sb, buf);
 }

@@ -3,7 +3,7 @@
  * -Infinity that Python's json.dumps writes for non-finite floats (which
  * is why it is not a library's; see docs/internals/dependencies.md).
  * Strings are decoded to UTF-8; a \u0000 or an unpaired surrogate is an
- * error. Writing JSON is strbuf_add_json_str() in util.h.
+ * error. Writing: json_add_number() here, strbuf_add_json_str() in util.h.
  */
 #ifndef LP_JSON_H
 #define LP_JSON_H
@@ -40,5 +40,11 @@ const struct jval *jval_get(const struct jval *obj, const char *key);
 
 /* Free what v holds and empty it. */
 void jval_release(struct jval *v);
+
+struct strbuf;
+/* Append v as a JSON number that reads back as the same double: integers
+ * below 1e15 without fraction (and -0 as 0), others in the shortest of
+ * %.15g, %.16g and %.17g that round-trips; null when v is not finite. */
+void json_add_number(struct strbuf *sb, double v);
 
 #endif

@@ -274,23 +274,20 @@ void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Length of the valid UTF-8 sequence at p, or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *p)
+size_t utf8_len(const unsigned char *p)
 {
 	if (p[0] < 0x80)
 		return 1;
-	size_t n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
-	if (!n)
+	size_t n = (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
+	if (!n || (n == 2 && p[0] < 0xc2) || (n == 4 && p[0] > 0xf4))
 		return 0;
 	for (size_t i = 1; i < n; i++)
 		if ((p[i] & 0xc0) != 0x80)
 			return 0;
-	unsigned cp = n == 2 ? (p[0] & 0x1fu) : n == 3 ? (p[0] & 0x0fu) : (p[0] & 0x07u);
-	for (size_t i = 1; i < n; i++)
-		cp = (cp << 6) | (p[i] & 0x3fu);
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp < 0xe000))
-		return 0;
+	if (n == 3 && ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0)))
+		return 0;   /* overlong, or a surrogate */
+	if (n == 4 && ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90)))
+		return 0;   /* overlong, or above U+10FFFF */
 	return n;
 }
 

@@ -85,6 +85,9 @@ void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap) __attribute__(
 /* Append s as a JSON string literal, quotes included; invalid UTF-8 is
  * replaced by U+FFFD, so the result is always valid JSON. */
 void strbuf_add_json_str(struct strbuf *sb, const char *s);
+/* Length (1-4) of the valid UTF-8 sequence at p (NUL-terminated), or 0
+ * when it is not one: overlong, surrogate, above U+10FFFF, truncated. */
+size_t utf8_len(const unsigned char *p);
 void strbuf_reset(struct strbuf *sb);
 void strbuf_release(struct strbuf *sb);
 char *strbuf_detach(struct strbuf *sb, size_t *len);

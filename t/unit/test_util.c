@@ -13,6 +13,7 @@
 
 #include "tap.h"
 #include "util/json.h"
+#include "util/stats.h"
 #include "util/util.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -171,5 +172,73 @@ static void test_json(void)
 	}
 }
 
+static void check_json_number(double v, const char *want)
+{
+	struct strbuf sb = STRBUF_INIT;
+	json_add_number(&sb, v);
+	CHECK_STR(strbuf_str(&sb), want);
+	strbuf_release(&sb);
+}
+
+static void check_round_trip(double v)
+{
+	struct strbuf sb = STRBUF_INIT;
+	json_add_number(&sb, v);
+	CHECK(strtod(strbuf_str(&sb), NULL) == v);
+	strbuf_release(&sb);
+}
+
+static void test_json_number(void)
+{
+	check_json_number(0.1, "0.1");
+	check_json_number(1e-300, "1e-300");
+	check_json_number(-0.0, "0");
+	check_json_number(NAN, "null");
+	check_json_number(INFINITY, "null");
+	check_json_number(-INFINITY, "null");
+	check_json_number(42, "42");
+	check_json_number(0.1 + 0.2, "0.30000000000000004");
+	check_round_trip(123456789.123456789);
+	check_round_trip(1e-300);
+	check_round_trip(0.1 + 0.2);
+	check_round_trip(1.0 / 3);
+	check_round_trip(1e300);
+	check_round_trip(-2.5e-7);
+}
+
+static void test_order_statistics(void)
+{
+	double v[] = { 5, 1, 4, 2, 3 };
+	sort_doubles(v, 5);
+	for (int i = 0; i < 5; i++)
+		CHECK(v[i] == i + 1);
+	CHECK(median_sorted(v, 5) == 3);
+	CHECK(median_sorted(v, 4) == 2.5);
+	CHECK(quantile_sorted(v, 5, 0) == 1);
+	CHECK(quantile_sorted(v, 5, 0.25) == 2);
+	CHECK(quantile_sorted(v, 5, 0.5) == 3);
+	CHECK(quantile_sorted(v, 5, 1) == 5);
+	CHECK(quantile_sorted(v, 4, 0.5) == 2.5);
+	CHECK(isnan(quantile_sorted(v, 0, 0.5)));
+	double a = 1, b = 2;
+	CHECK(cmp_double(&a, &b) < 0 && cmp_double(&b, &a) > 0 && cmp_double(&a, &a) == 0);
+}
+
+static void test_utf8_len(void)
+{
+	CHECK_EQ_INT(utf8_len((const unsigned char *)"a"), 1);
+	CHECK_EQ_INT(utf8_len((const unsigned char *)"\xc3\xa9"), 2);          /* é */
+	CHECK_EQ_INT(utf8_len((const unsigned char *)"\xe2\x82\xac"), 3);      /* € */
+	CHECK_EQ_INT(utf8_len((const unsigned char *)"\xf0\x9f\x98\x80"), 4); /* U+1F600 */
+	CHECK_EQ_INT(utf8_len((const unsigned char *)"\xc3"), 0);              /* truncated */
+	CHECK_EQ_INT(utf8_len((const unsigned char *)"\x80"), 0);              /* continuation */
+	CHECK_EQ_INT(utf8_len((const unsigned char *)"\xc0\xaf"), 0);          /* overlong */
+	CHECK_EQ_INT(utf8_len((const unsigned char *)"\xe0\x80\xaf"), 0);      /* overlong */
+	CHECK_EQ_INT(utf8_len((const unsigned char *)"\xed\xa0\x80"), 0);      /* surrogate */
+	CHECK_EQ_INT(utf8_len((const unsigned char *)"\xf4\x90\x80\x80"), 0); /* > U+10FFFF */
+	CHECK_EQ_INT(utf8_len((const unsigned char *)"\xf8\x88\x80\x80"), 0); /* 5-byte lead */
+}
+
 TEST_MAIN("util", TEST(test_sizes), TEST(test_percentages), TEST(test_bad_sizes), TEST(test_durations),
-          TEST(test_json))
+          TEST(test_json), TEST(test_json_number),
+          TEST(test_order_statistics), TEST(test_utf8_len))
