@@ -582,9 +582,9 @@ static void test_command_parsing(void)
 	strbuf_release(&sb);
 
 	char buf[64];
-	CHECK_STR(report_fmt_duration(buf, sizeof(buf), 42.14), "42.1 s");
-	CHECK_STR(report_fmt_duration(buf, sizeof(buf), 725), "12 min 5 s");
-	CHECK_STR(report_fmt_duration(buf, sizeof(buf), 3 * 3600 + 120), "3 h 2 min");
+	CHECK_STR(fmt_duration(buf, sizeof(buf), 42.14), "42.1 s");
+	CHECK_STR(fmt_duration(buf, sizeof(buf), 725), "12 min 5 s");
+	CHECK_STR(fmt_duration(buf, sizeof(buf), 3 * 3600 + 120), "3 h 2 min");
 }
 
 /* ---- the commands ---------------------------------------------------------- */
