@@ -53,6 +53,8 @@ static void short_status(char *buf, size_t sz, const struct run_row *r)
 		snprintf(buf, sz, "signal %d", r->exit_signal);
 	else
 		snprintf(buf, sz, "exit %d", r->exit_code);
+	if (r->lost[0] && strlen(buf) + 10 < sz)
+		strcat(buf, ", partial");   /* rows were lost: see `leakproof report` */
 }
 
 static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
@@ -109,6 +111,10 @@ static void list_json(struct strbuf *sb, const struct run_row *rows, size_t n)
 		report_add_json_num(sb, run_duration(r));
 		strbuf_addstr(sb, ", \"status\": ");
 		strbuf_add_json_str(sb, r->status);
+		if (r->lost[0]) {   /* partial: what the store lost */
+			strbuf_addstr(sb, ", \"lost\": ");
+			strbuf_add_json_str(sb, r->lost);
+		}
 		strbuf_addstr(sb, ", \"exit_code\": ");
 		report_add_json_num(sb, ended && !r->exit_signal ? r->exit_code : NAN);
 		strbuf_addstr(sb, ", \"exit_signal\": ");

@@ -313,6 +313,8 @@ int cmd_run(int argc, char **argv)
 	if ((o.restart & RESTART_AT_LIMIT) && !o.max_mem_bytes && !o.soft_limit_bytes && !o.max_gpu_bytes)
 		return usage_error("%s", "--restart at-limit needs a budget: --max-mem, --soft-limit or --max-gpu");
 	o.store_path = store_default_path(store_opt);
+	if (store_check_target(o.store_path) < 0)
+		return LP_EXIT_USAGE;   /* a store that would lose the run */
 	o.argv = argv + optind;
 	return supervise(&o);
 }

@@ -121,5 +121,7 @@ int cmd_sweep(int argc, char **argv)
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	o.store_path = store_default_path(store_opt);
+	if (store_check_target(o.store_path) < 0)
+		return LP_EXIT_USAGE;   /* a store that would lose the run */
 	return sweep_run(&o);
 }

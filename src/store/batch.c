@@ -351,7 +351,13 @@ int store_flush(struct store *st)
 			b->nheld = b->nheld_procs = 0;
 		} else {
 			bool busy = db_errcode(st->db) == DB_BUSY;
-			store_write_error(st, "a batch of rows");
+			if (busy) {
+				store_write_delayed(st, "a batch of rows");
+			} else {
+				if (!st->lost && b->nheld)
+					st->lost_t = b->held[0].m.t;
+				store_write_error(st, "a batch of rows");
+			}
 			if (db_in_transaction(st->db))
 				db_rollback(st->db);
 			ok = false;
