@@ -39,8 +39,8 @@ const char *store_failure_reason(struct store *st, char *buf, size_t sz)
 
 static int write_failed(struct store *st, const char *what, bool rows_lost)
 {
-	char reason[600];
-	store_failure_reason(st, reason, sizeof(reason));
+	char *reason = st->last_why;
+	store_failure_reason(st, reason, sizeof(st->last_why));
 	st->batch_failed = true;
 	if (rows_lost && !st->lost) {
 		st->lost = true;

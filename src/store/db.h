@@ -93,6 +93,11 @@ struct db_driver {
 	 * full disk would (tests); bytes of heap the library holds in this
 	 * process. */
 	enum db_rc (*set_size_limit)(struct db *db, uint64_t max_bytes);
+	/* Optional: after a write failed for a full disk, give back what the
+	 * backend holds in reserve so that a retry may fit (SQLite: a
+	 * checkpoint, after which the write-ahead log is written over from its
+	 * start instead of grown). true when a retry is worth it. */
+	bool (*make_room)(struct db *db);
 	size_t (*memory_used)(void);
 };
 
@@ -174,6 +179,7 @@ static inline enum db_rc db_get_version(struct db *db, int64_t *version, bool *f
 	return db->drv->get_version(db, version, foreign);
 }
 static inline enum db_rc db_set_version(struct db *db, int64_t version) { return db->drv->set_version(db, version); }
+static inline bool db_make_room(struct db *db) { return db->drv->make_room && db->drv->make_room(db); }
 
 /* Step a statement that returns no rows, then reset it: DB_OK or the
  * failure. */

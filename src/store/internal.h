@@ -41,6 +41,7 @@ struct store {
 	bool lost;
 	double lost_t;
 	char lost_why[256];
+	char last_why[600];   /* the reason of the last write that failed */
 	struct batch *batch;  /* batch.c: the rows waiting for store_flush(); NULL read-only */
 	/* trace.c: the sites of trace_run already written (bit per site id) */
 	int64_t trace_run;

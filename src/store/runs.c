@@ -45,7 +45,12 @@ static int run_once(struct store *st, const char *sql, const char *what,
 	if (db_prepare(st->db, sql, false, &s) != DB_OK)
 		return store_write_error(st, what);
 	bind(s, arg);
-	int r = db_step(s) == DB_DONE ? 0 : store_write_error(st, what);
+	enum db_rc rc = db_step(s);
+	if (rc == DB_FULL && db_make_room(st->db)) {
+		db_reset(s);   /* a full disk: once more, in the room a checkpoint leaves */
+		rc = db_step(s);
+	}
+	int r = rc == DB_DONE ? 0 : store_write_error(st, what);
 	db_finalize(s);
 	return r;
 }
@@ -203,11 +208,18 @@ int store_run_end(struct store *st, int64_t run_id, const struct run_end *re)
 {
 	char lost[512];
 	struct run_end_args a = { run_id, re, describe_lost(st, run_id, re->steps, lost, sizeof(lost)) };
-	if (run_once(st, "UPDATE runs SET ended_at = ?2, status = ?3, exit_code = ?4, exit_signal = ?5,"
-	             " step_source = ?6, steps = ?7, bad_lines = ?8, long_lines = ?9, peak_bytes = ?10,"
-	             " verdict = ?11, growth_bytes_per_step = ?12, lost = ?13 WHERE id = ?1",
-	             "the end of a run", bind_run_end, &a) < 0)
-		return -1;
+	/* Its failure has words of its own, said even after another. */
+	bool quiet = st->write_failed;
+	st->write_failed = true;
+	int r = run_once(st, "UPDATE runs SET ended_at = ?2, status = ?3, exit_code = ?4, exit_signal = ?5,"
+	                 " step_source = ?6, steps = ?7, bad_lines = ?8, long_lines = ?9, peak_bytes = ?10,"
+	                 " verdict = ?11, growth_bytes_per_step = ?12, lost = ?13 WHERE id = ?1",
+	                 "the end of a run", bind_run_end, &a);
+	st->write_failed = quiet;
+	if (r < 0)
+		return error("cannot write the end of run %lld to store '%s': %s; `leakproof ls` will show it"
+		             " as still running%s", (long long)run_id, st->path, st->last_why,
+		             a.lost ? " and its rows are not all there" : "");
 	/* A segment still open ends with the run. */
 	return run_once(st, "UPDATE segments SET ended_at = ?2, exit_code = ?3, exit_signal = ?4, cause = ?5"
 	                " WHERE run_id = ?1 AND ended_at IS NULL",

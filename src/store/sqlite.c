@@ -530,6 +530,17 @@ static enum db_rc lite_set_size_limit(struct db *db, uint64_t max_bytes)
 	return map_rc(pragma_int(handle(db), sql, &pages));
 }
 
+/* A passive checkpoint copies the committed log into the file (pages
+ * written in place) without waiting for anyone; when it is whole, the next
+ * transaction writes the log from its start, in space the file system has
+ * already given it. */
+static bool lite_make_room(struct db *db)
+{
+	int log = 0, done = 0;
+	int rc = sqlite3_wal_checkpoint_v2(handle(db), NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+	return rc == SQLITE_OK && done == log;
+}
+
 static size_t lite_memory_used(void)
 {
 	return (size_t)sqlite3_memory_used();
@@ -566,4 +577,5 @@ const struct db_driver db_sqlite_driver = {
 	.set_version = lite_set_version,
 	.set_size_limit = lite_set_size_limit,
 	.memory_used = lite_memory_used,
+	.make_room = lite_make_room,
 };
