@@ -90,11 +90,13 @@ static void bind_segment_begin(struct db_stmt *s, const void *arg)
 
 /* Why the run could not begin, said so that nobody takes it for a run
  * that started: the job is not started. -1. */
-static int64_t begin_failed(struct store *st)
+static int64_t begin_failed(struct store *st, struct db_stmt *s)
 {
 	char reason[600];
 	error("cannot record a new run in store '%s': %s; the job is not started", st->path,
 	      store_failure_reason(st, reason, sizeof(reason)));
+	if (s)
+		db_finalize(s);
 	if (db_in_transaction(st->db))
 		db_rollback(st->db);
 	return -1;
@@ -108,25 +110,25 @@ int64_t store_run_begin(struct store *st, const struct run_begin *rb)
 	if (store_check_writable(st) < 0)
 		return -1;
 	if (db_begin(st->db, true) != DB_OK)
-		return begin_failed(st);
+		return begin_failed(st, NULL);
 	if (db_prepare(st->db, "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
 	               " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex)"
 	               " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", false, &s) != DB_OK)
-		return begin_failed(st);
+		return begin_failed(st, NULL);
 	bind_run_begin(s, rb);
-	enum db_rc rc = db_step(s);
+	if (db_step(s) != DB_DONE)
+		return begin_failed(st, s);   /* the reason before finalize, which may clear it */
 	db_finalize(s);
-	if (rc != DB_DONE)
-		return begin_failed(st);
 	int64_t id = db_last_insert_id(st->db);
 	struct segment_begin_args sa = { id, 0, rb->started_at, rb->pid };
 	if (db_prepare(st->db, SEGMENT_INSERT_SQL, false, &s) != DB_OK)
-		return begin_failed(st);
+		return begin_failed(st, NULL);
 	bind_segment_begin(s, &sa);
-	rc = db_step(s);
+	if (db_step(s) != DB_DONE)
+		return begin_failed(st, s);
 	db_finalize(s);
-	if (rc != DB_DONE || db_commit(st->db) != DB_OK)
-		return begin_failed(st);
+	if (db_commit(st->db) != DB_OK)
+		return begin_failed(st, NULL);
 	return id;
 }
 
