@@ -59,8 +59,15 @@ static void short_status(char *buf, size_t sz, const struct run_row *r)
 
 static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 {
-	strbuf_addf(sb, "%5s  %-16s  %-12s  %-11s  %7s  %-9s  %-12s  %s\n", "ID", "STARTED",
-	            "DURATION", "STATUS", "STEPS", "PEAK", "VERDICT", "COMMAND");
+	int sw = 11;   /* the STATUS column: wider for "exit 0, partial" */
+	for (size_t i = 0; i < n; i++) {
+		char status[32];
+		short_status(status, sizeof(status), &rows[i]);
+		if ((int)strlen(status) > sw)
+			sw = (int)strlen(status);
+	}
+	strbuf_addf(sb, "%5s  %-16s  %-12s  %-*s  %7s  %-9s  %-12s  %s\n", "ID", "STARTED",
+	            "DURATION", sw, "STATUS", "STEPS", "PEAK", "VERDICT", "COMMAND");
 	for (size_t i = 0; i < n; i++) {
 		const struct run_row *r = &rows[i];
 		char started[32] = "?", dur[48], status[32], peak[32] = "-";
@@ -76,8 +83,8 @@ static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 		char **argv;
 		size_t argc;
 		report_parse_command(r->command_json, &argv, &argc);
-		strbuf_addf(sb, "%5lld  %-16s  %-12s  %-11s  %7lld  %-9s  %-12s  ", (long long)r->id, started,
-		            dur, status, (long long)r->steps, peak, r->verdict[0] ? r->verdict : "-");
+		strbuf_addf(sb, "%5lld  %-16s  %-12s  %-*s  %7lld  %-9s  %-12s  ", (long long)r->id, started,
+		            dur, sw, status, (long long)r->steps, peak, r->verdict[0] ? r->verdict : "-");
 		report_add_command_line(sb, argv, argc, COMMAND_MAX_CHARS);
 		strbuf_addch(sb, '\n');
 		report_argv_free(argv, argc);

@@ -183,7 +183,7 @@ static const char *describe_lost(struct store *st, int64_t run_id, int64_t steps
 		snprintf(buf, sz, "steps after %lld were not stored (%lld of %lld missing): %s", (long long)last,
 		         (long long)(steps - stored), (long long)steps, st->lost_why);
 	else if (steps > stored)
-		snprintf(buf, sz, "steps were not stored (%lld of %lld missing): %s",
+		snprintf(buf, sz, "%lld of %lld steps were not stored: %s",
 		         (long long)(steps - stored), (long long)steps, st->lost_why);
 	else if (st->lost_t >= 0)
 		snprintf(buf, sz, "memory samples from %.1f s on were not stored: %s", st->lost_t, st->lost_why);
