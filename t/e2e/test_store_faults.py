@@ -7,6 +7,8 @@ Store faults lose nothing silently (issue: hardening, items 8, 11 and 13).
 - `--store :memory:` and the SQLite URIs that would keep the run in memory
   are refused as a usage error (124), the job not started.
 - A lock held for over 5 s at the start refuses the job with that reason.
+- A real file system (a small tmpfs) that fills during a run: the run is
+  whole or marked partial; the next run on the full disk is refused.
 - Every write the store makes in a real `leakproof run` fails in turn, from
   an LD_PRELOAD library (fault_preload.c, built here with the system's C
   compiler): once (an I/O error) and from then on (a full disk). Each run
@@ -216,3 +218,48 @@ def test_every_write_failing_from_then_on_disk_full(lp, fault_lib):
 def test_every_write_failing_once_io_error(lp, fault_lib):
     kinds = _every_write(lp, fault_lib, 30, 0.04, False, 5)    # EIO
     assert kinds.get("partial"), kinds
+
+
+# ---- item 11 on a real file system that fills up -----------------------------
+
+def test_disk_that_fills_mid_run_marks_the_run_partial(lp):
+    """A 400 KiB tmpfs (root, in a mount namespace of its own) holds the
+    store; the job fills it after its 100th step. The run is stored whole or
+    marked partial with what is missing, never presented as whole with
+    steps missing; with the disk full, the next run is refused, saying why."""
+    if os.geteuid() != 0 or subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode:
+        pytest.skip("needs root and a mount namespace for a small tmpfs")
+    mnt = lp.dir / "small"
+    mnt.mkdir()
+    store = mnt / "lp.db"
+    job_sh = ("i=0; while [ $i -lt 400 ]; do echo step $i; i=$((i+1)); "
+              f"[ $i = 100 ] && dd if=/dev/zero of={mnt}/fill bs=4k 2>/dev/null; sleep 0.005; done")
+    script = f"""
+set -e
+mount -t tmpfs -o size=400k tmpfs "{mnt}"
+"$0" run -q --store "{store}" -- true
+set +e
+"$0" run -q --store "{store}" --step-regex '{STEP_REGEX}' -- sh -c '{job_sh}' >/dev/null
+echo "rc=$?" >&2
+dd if=/dev/zero of="{mnt}/fill2" bs=1k 2>/dev/null
+"$0" run -q --store "{store}" -- echo job-ran
+echo "full_rc=$?" >&2
+"$0" ls --store "{store}" --format json > "{lp.dir}/ls.json"
+"$0" report 2 --store "{store}" --format json > "{lp.dir}/report.json"
+"$0" report 2 --store "{store}" > "{lp.dir}/report.txt"
+"""
+    r = subprocess.run(["unshare", "-m", "sh", "-c", script, lp.binary], capture_output=True, text=True,
+                       cwd=lp.dir, env=lp.env(), timeout=120)
+    assert "rc=0" in r.stderr and "full_rc=125" in r.stderr, r.stderr
+    assert "job-ran" not in r.stdout, r.stdout
+    assert "leakproof: cannot" in r.stderr and ("No space left on device" in r.stderr
+                                                or "database or disk is full" in r.stderr), r.stderr
+    row = {x["id"]: x for x in json.loads((lp.dir / "ls.json").read_text())}[2]
+    stored = json.loads((lp.dir / "report.json").read_text())["steps"]
+    assert row["ended_at"] is not None, (row, r.stderr)
+    if stored < 400:
+        assert row.get("lost") and "steps" in row["lost"], (row, stored, r.stderr)
+        assert "PARTIAL: " in (lp.dir / "report.txt").read_text()
+        assert "the run will be marked partial" in r.stderr, r.stderr
+    else:
+        assert not row.get("lost"), row
