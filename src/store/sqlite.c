@@ -198,9 +198,11 @@ static void lite_close(struct db *db)
 }
 
 /* Read the schema: a read-only connection finds here whether it can read
- * the file at all (a WAL store needs its -shm index). SQLite's code. */
+ * the file at all (a WAL store needs its -shm index), waiting for a writer
+ * as any read does. SQLite's code. */
 static int probe(sqlite3 *db)
 {
+	sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
 	return sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
 }
 

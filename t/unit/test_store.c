@@ -484,6 +484,32 @@ static void test_crafted_version(void)
 	store_close(st);
 }
 
+/* Store strings that would keep the run in memory are refused, with the
+ * reason; a file, also as a URI, is taken. */
+static void test_in_memory_refused(void)
+{
+	static const char *const refused[] = {
+		":memory:", "file::memory:", "file::memory:?cache=shared", "file:%3Amemory%3A",
+		"file:x.db?mode=memory", "file:x.db?cache=shared&mode=memory", "file:x.db?vfs=memdb",
+		"file:", "file:?mode=rwc", "file://localhost?x=1",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		capture_begin();
+		int rc = store_check_target(refused[i]);
+		struct store *st = store_open(refused[i]);
+		const char *err = capture_end();
+		CHECK_EQ_INT(rc, -1);
+		CHECK(st == NULL);
+		store_close(st);
+		CHECK(strstr(err, "cannot use store '") && strstr(err, "give the path of a file"));
+	}
+	char uri[300];
+	snprintf(uri, sizeof(uri), "file:%s?mode=rwc", tmp_path("uri.db"));
+	CHECK_EQ_INT(store_check_target(tmp_path("plain.db")), 0);
+	CHECK_EQ_INT(store_check_target(uri), 0);
+	CHECK_EQ_INT(store_check_target("file:memory.db"), 0);
+}
+
 /* Eight writers opening a new store at once all get it: the schema version
  * is read again under the write lock before migrating. */
 static void test_concurrent_create(void)
@@ -756,4 +782,5 @@ TEST_MAIN("store",
 	TEST(test_trace_sites),
 	TEST(test_backend_not_built),
 	TEST(test_disk_full),
+	TEST(test_in_memory_refused),
 	TEST(test_memory_flat))
