@@ -54,12 +54,21 @@ static void short_status(char *buf, size_t sz, const struct run_row *r)
 		snprintf(buf, sz, "signal %d", r->exit_signal);
 	else
 		snprintf(buf, sz, "exit %d", r->exit_code);
+	if (r->lost[0] && strlen(buf) + 10 < sz)
+		strcat(buf, ", partial");   /* rows were lost: see `leakproof report` */
 }
 
 static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 {
-	strbuf_addf(sb, "%5s  %-16s  %-12s  %-11s  %7s  %-9s  %-12s  %s\n", "ID", "STARTED",
-	            "DURATION", "STATUS", "STEPS", "PEAK", "VERDICT", "COMMAND");
+	int sw = 11;   /* the STATUS column: wider for "exit 0, partial" */
+	for (size_t i = 0; i < n; i++) {
+		char status[32];
+		short_status(status, sizeof(status), &rows[i]);
+		if ((int)strlen(status) > sw)
+			sw = (int)strlen(status);
+	}
+	strbuf_addf(sb, "%5s  %-16s  %-12s  %-*s  %7s  %-9s  %-12s  %s\n", "ID", "STARTED",
+	            "DURATION", sw, "STATUS", "STEPS", "PEAK", "VERDICT", "COMMAND");
 	for (size_t i = 0; i < n; i++) {
 		const struct run_row *r = &rows[i];
 		char started[32] = "?", dur[48], status[32], peak[32] = "-";
@@ -75,8 +84,8 @@ static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 		char **argv;
 		size_t argc;
 		run_command_parse(r->command_json, &argv, &argc);
-		strbuf_addf(sb, "%5lld  %-16s  %-12s  %-11s  %7lld  %-9s  %-12s  ", (long long)r->id, started,
-		            dur, status, (long long)r->steps, peak, r->verdict[0] ? r->verdict : "-");
+		strbuf_addf(sb, "%5lld  %-16s  %-12s  %-*s  %7lld  %-9s  %-12s  ", (long long)r->id, started,
+		            dur, sw, status, (long long)r->steps, peak, r->verdict[0] ? r->verdict : "-");
 		report_add_command_line(sb, argv, argc, COMMAND_MAX_CHARS);
 		strbuf_addch(sb, '\n');
 		run_argv_free(argv, argc);
@@ -110,6 +119,10 @@ static void list_json(struct strbuf *sb, const struct run_row *rows, size_t n)
 		report_add_json_num(sb, run_duration(r));
 		strbuf_addstr(sb, ", \"status\": ");
 		strbuf_add_json_str(sb, r->status);
+		if (r->lost[0]) {   /* partial: what the store lost */
+			strbuf_addstr(sb, ", \"lost\": ");
+			strbuf_add_json_str(sb, r->lost);
+		}
 		strbuf_addstr(sb, ", \"exit_code\": ");
 		report_add_json_num(sb, ended && !r->exit_signal ? r->exit_code : NAN);
 		strbuf_addstr(sb, ", \"exit_signal\": ");

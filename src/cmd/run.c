@@ -403,8 +403,13 @@ int cmd_run(int argc, char **argv)
 		release_args(&a);
 		return status;
 	}
+	const char *store_path = store_default_path(a.store_opt);
+	if (store_check_target(store_path) < 0) {
+		release_args(&a);
+		return LP_EXIT_USAGE;   /* a store that would lose the run */
+	}
 	supervise_std_fds();
-	struct store *st = store_open(store_default_path(a.store_opt));
+	struct store *st = store_open(store_path);
 	if (!st) {
 		release_args(&a);
 		return LP_EXIT_FAILURE;

@@ -65,6 +65,10 @@ static void add_run(struct strbuf *sb, const struct run_summary *s)
 	strbuf_addstr(sb, ",\n    ");
 	inner(sb, "status", true);
 	strbuf_add_json_str(sb, r->status);
+	if (r->lost && r->lost[0]) {   /* the run is partial: what its store lost */
+		inner(sb, "lost", false);
+		strbuf_add_json_str(sb, r->lost);
+	}
 	inner(sb, "exit_code", false);
 	if (ended && !r->exit_signal)
 		strbuf_addf(sb, "%d", r->exit_code);

@@ -165,6 +165,8 @@ void render_outcome_line(struct strbuf *sb, const struct run_summary *s)
 		strbuf_addstr(sb, ", no steps (judged over time)");
 	if (s->nsegments > 1)
 		strbuf_addf(sb, ", %zu restart%s", s->nsegments - 1, s->nsegments == 2 ? "" : "s");
+	if (s->run.lost && s->run.lost[0])
+		strbuf_addf(sb, "; PARTIAL: %s", s->run.lost);
 }
 
 int render_have_slope(const struct run_summary *s)

@@ -328,6 +328,20 @@ static int stage_held_procs(struct store *st)
 
 /* ---- flush ------------------------------------------------------------- */
 
+/* One try at moving the batch into the store: true when committed; else
+ * the transaction may still be open, with the failure's code. */
+static bool flush_once(struct store *st)
+{
+	struct batch *b = st->batch;
+	bool copied = db_begin(st->db, true) == DB_OK;
+	for (size_t i = 0; copied && i < NSTAGED; i++)
+		if (b->pending >> i & 1)
+			copied = db_step_done(b->copy[i]) == DB_OK && db_step_done(b->clear[i]) == DB_OK;
+	if (copied)
+		copied = put_held_samples(b) == DB_OK && put_held_procs(b) == DB_OK;
+	return copied && db_commit(st->db) == DB_OK;
+}
+
 int store_flush(struct store *st)
 {
 	if (!st || st->readonly)
@@ -339,19 +353,26 @@ int store_flush(struct store *st)
 		 * transaction (a rollback restores it), then the held samples
 		 * go in after the staged ones, which are older. The flush runs
 		 * on cold caches once a second: every statement counts. */
-		bool copied = db_begin(st->db, true) == DB_OK;
-		for (size_t i = 0; copied && i < NSTAGED; i++)
-			if (b->pending >> i & 1)
-				copied = db_step_done(b->copy[i]) == DB_OK && db_step_done(b->clear[i]) == DB_OK;
-		if (copied)
-			copied = put_held_samples(b) == DB_OK && put_held_procs(b) == DB_OK;
-		if (copied && db_commit(st->db) == DB_OK) {
+		bool copied = flush_once(st);
+		if (!copied && db_errcode(st->db) == DB_FULL) {
+			/* a full disk: once more, in the room a checkpoint leaves */
+			if (db_in_transaction(st->db))
+				db_rollback(st->db);
+			copied = db_make_room(st->db) && flush_once(st);
+		}
+		if (copied) {
 			st->batch_failed = false;
 			b->pending = 0;
 			b->nheld = b->nheld_procs = 0;
 		} else {
 			bool busy = db_errcode(st->db) == DB_BUSY;
-			store_write_error(st, "a batch of rows");
+			if (busy) {
+				store_write_delayed(st, "a batch of rows");
+			} else {
+				if (!st->lost && b->nheld)
+					st->lost_t = b->held[0].m.t;
+				store_write_error(st, "a batch of rows");
+			}
 			if (db_in_transaction(st->db))
 				db_rollback(st->db);
 			ok = false;

@@ -28,15 +28,42 @@ void col_strcpy(struct db_stmt *s, int col, char *dst, size_t cap)
 	snprintf(dst, cap, "%s", p ? p : "");
 }
 
-int store_write_error(struct store *st, const char *what)
+const char *store_failure_reason(struct store *st, char *buf, size_t sz)
 {
+	if (db_errcode(st->db) == DB_BUSY)
+		snprintf(buf, sz, "another process held its write lock for over 5 s (%s)", db_errmsg(st->db));
+	else
+		snprintf(buf, sz, "%s", db_errmsg(st->db));
+	return buf;
+}
+
+static int write_failed(struct store *st, const char *what, bool rows_lost)
+{
+	char *reason = st->last_why;
+	store_failure_reason(st, reason, sizeof(st->last_why));
 	st->batch_failed = true;
+	if (rows_lost && !st->lost) {
+		st->lost = true;
+		snprintf(st->lost_why, sizeof(st->lost_why), "%s", db_errmsg(st->db));
+	}
 	if (!st->write_failed) {
 		st->write_failed = true;
-		error("cannot write %s to store '%s': %s%s", what, st->path, db_errmsg(st->db),
-		      db_errcode(st->db) == DB_FULL ? " (data from now on may be lost)" : "");
+		error("cannot write %s to store '%s': %s%s", what, st->path, reason,
+		      !rows_lost ? " (kept for the next try)" :
+		      db_errcode(st->db) == DB_FULL ? " (data from now on may be lost; the run will be marked partial)" :
+		      " (the run will be marked partial)");
 	}
 	return -1;
+}
+
+int store_write_error(struct store *st, const char *what)
+{
+	return write_failed(st, what, true);
+}
+
+int store_write_delayed(struct store *st, const char *what)
+{
+	return write_failed(st, what, false);
 }
 
 int store_read_error(struct store *st)

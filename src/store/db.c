@@ -34,11 +34,19 @@ const struct db_driver *db_driver_for(const char *target, char *why, size_t whys
 	return NULL;
 }
 
+const char *db_refuse_target(const char *target, char *why, size_t whysz)
+{
+	const struct db_driver *drv = db_driver_for(target, why, whysz);
+	if (!drv)
+		return NULL;   /* said when it is opened */
+	return drv->refuse_target ? drv->refuse_target(target) : NULL;
+}
+
 int db_open(const char *target, bool readonly, struct db **out, char *why, size_t whysz)
 {
 	*out = NULL;
 	const struct db_driver *drv = db_driver_for(target, why, whysz);
-	return drv ? drv->open(target, readonly, out, why, whysz) : -1;
+	return drv ? drv->open(target, readonly, out, why, whysz) : DB_OPEN_FAILED;
 }
 
 size_t db_memory_used(void)

@@ -36,14 +36,23 @@ enum db_rc {
 	DB_ERROR,        /* anything else */
 };
 
+/* What db_open() returns when it fails. */
+enum { DB_OPEN_FAILED = -1, DB_OPEN_UNWRITABLE = -2 };
+
 struct db_driver;
 struct db { const struct db_driver *drv; };          /* a connection */
 struct db_stmt { const struct db_driver *drv; };     /* a prepared statement */
 
 struct db_driver {
 	const char *name;                 /* "sqlite", "postgresql" */
+	/* Whether a writer may use target: NULL when it may, else why not (a
+	 * database that lives in memory and would lose the run). NULL: every
+	 * target may. */
+	const char *(*refuse_target)(const char *target);
 	/* Connect to target (a path, a URI). readonly: never create nor write.
-	 * 0 and *out, or -1 with the reason in why (*out NULL). */
+	 * 0 and *out; or DB_OPEN_FAILED, or DB_OPEN_UNWRITABLE (a writer's
+	 * store it cannot write to: a read-only file system, another user's
+	 * file or directory), with the reason in why (*out NULL). */
 	int (*open)(const char *target, bool readonly, struct db **out, char *why, size_t whysz);
 	void (*close)(struct db *db);                      /* NULL: nothing */
 	/* A writable connection, once the store is known to be one this build
@@ -84,6 +93,11 @@ struct db_driver {
 	 * full disk would (tests); bytes of heap the library holds in this
 	 * process. */
 	enum db_rc (*set_size_limit)(struct db *db, uint64_t max_bytes);
+	/* Optional: after a write failed for a full disk, give back what the
+	 * backend holds in reserve so that a retry may fit (SQLite: a
+	 * checkpoint, after which the write-ahead log is written over from its
+	 * start instead of grown). true when a retry is worth it. */
+	bool (*make_room)(struct db *db);
 	size_t (*memory_used)(void);
 };
 
@@ -93,7 +107,11 @@ extern const struct db_driver db_sqlite_driver;   /* sqlite.c */
 /* The driver for a store string, or NULL with the reason in why (a backend
  * this build lacks). */
 const struct db_driver *db_driver_for(const char *target, char *why, size_t whysz);
-/* Open target with its driver: 0 and *out, or -1 with why. */
+/* Why a writer may not use target (a backend's refuse_target, or a backend
+ * this build lacks), or NULL; why is the buffer the reason may be put in. */
+const char *db_refuse_target(const char *target, char *why, size_t whysz);
+/* Open target with its driver: 0 and *out, or DB_OPEN_FAILED or
+ * DB_OPEN_UNWRITABLE with why. */
 int db_open(const char *target, bool readonly, struct db **out, char *why, size_t whysz);
 /* Bytes of heap held by every backend's library in this process. */
 size_t db_memory_used(void);
@@ -161,6 +179,7 @@ static inline enum db_rc db_get_version(struct db *db, int64_t *version, bool *f
 	return db->drv->get_version(db, version, foreign);
 }
 static inline enum db_rc db_set_version(struct db *db, int64_t version) { return db->drv->set_version(db, version); }
+static inline bool db_make_room(struct db *db) { return db->drv->make_room && db->drv->make_room(db); }
 
 /* Step a statement that returns no rows, then reset it: DB_OK or the
  * failure. */

@@ -33,8 +33,15 @@ struct store {
 	struct db *db;
 	char *path;           /* the store string, as given */
 	bool readonly;
+	int64_t version;      /* its schema version (a reader's may be older) */
 	bool write_failed;    /* a write error was reported; quiet until a clean flush */
 	bool batch_failed;    /* a write failed since the last flush */
+	/* Rows this writer could not store (its run is partial): the first
+	 * loss's time (t of its oldest row, -1 unknown) and reason. */
+	bool lost;
+	double lost_t;
+	char lost_why[256];
+	char last_why[600];   /* the reason of the last write that failed */
 	struct batch *batch;  /* batch.c: the rows waiting for store_flush(); NULL read-only */
 	/* trace.c: the sites of trace_run already written (bit per site id) */
 	int64_t trace_run;
@@ -62,8 +69,13 @@ char *col_strdup_or_null(struct db_stmt *s, int col);
 void col_strcpy(struct db_stmt *s, int col, char *dst, size_t cap);
 
 /* Report a write failure once (until a flush goes in whole):
- * "cannot write WHAT to store 'PATH': REASON". Returns -1. */
+ * "cannot write WHAT to store 'PATH': REASON", and note that rows were
+ * lost (store_run_end() marks the run partial). Returns -1. */
 int store_write_error(struct store *st, const char *what);
+/* The same for a write that will be tried again (its rows are kept). */
+int store_write_delayed(struct store *st, const char *what);
+/* The reason of the last failure in words, into buf; returns buf. */
+const char *store_failure_reason(struct store *st, char *buf, size_t sz);
 /* "cannot read store 'PATH': REASON". Returns -1. */
 int store_read_error(struct store *st);
 /* 0, or -1 with a message when the store is open read-only. */

@@ -8,6 +8,7 @@
 #include "store/internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,7 +45,12 @@ static int run_once(struct store *st, const char *sql, const char *what,
 	if (db_prepare(st->db, sql, false, &s) != DB_OK)
 		return store_write_error(st, what);
 	bind(s, arg);
-	int r = db_step(s) == DB_DONE ? 0 : store_write_error(st, what);
+	enum db_rc rc = db_step(s);
+	if (rc == DB_FULL && db_make_room(st->db)) {
+		db_reset(s);   /* a full disk: once more, in the room a checkpoint leaves */
+		rc = db_step(s);
+	}
+	int r = rc == DB_DONE ? 0 : store_write_error(st, what);
 	db_finalize(s);
 	return r;
 }
@@ -82,21 +88,51 @@ static void bind_segment_begin(struct db_stmt *s, const void *arg)
 
 #define SEGMENT_INSERT_SQL "INSERT INTO segments (run_id, seq, pid, started_at) VALUES (?1, ?2, ?3, ?4)"
 
+/* Why the run could not begin, said so that nobody takes it for a run
+ * that started: the job is not started. -1. */
+static int64_t begin_failed(struct store *st, struct db_stmt *s)
+{
+	char reason[600];
+	error("cannot record a new run in store '%s': %s; the job is not started", st->path,
+	      store_failure_reason(st, reason, sizeof(reason)));
+	if (s)
+		db_finalize(s);
+	if (db_in_transaction(st->db))
+		db_rollback(st->db);
+	return -1;
+}
+
+/* The run and its segment 0 in one transaction: a run begins whole or not
+ * at all. */
 int64_t store_run_begin(struct store *st, const struct run_begin *rb)
 {
-	if (run_once(st, "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
-	             " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex)"
-	             " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-	             "a run", bind_run_begin, rb) < 0)
+	struct db_stmt *s;
+	if (store_check_writable(st) < 0)
 		return -1;
+	if (db_begin(st->db, true) != DB_OK)
+		return begin_failed(st, NULL);
+	if (db_prepare(st->db, "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
+	               " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex)"
+	               " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", false, &s) != DB_OK)
+		return begin_failed(st, NULL);
+	bind_run_begin(s, rb);
+	if (db_step(s) != DB_DONE)
+		return begin_failed(st, s);   /* the reason before finalize, which may clear it */
+	db_finalize(s);
 	int64_t id = db_last_insert_id(st->db);
 	struct segment_begin_args sa = { id, 0, rb->started_at, rb->pid };
-	if (run_once(st, SEGMENT_INSERT_SQL, "a segment", bind_segment_begin, &sa) < 0)
-		return -1;
+	if (db_prepare(st->db, SEGMENT_INSERT_SQL, false, &s) != DB_OK)
+		return begin_failed(st, NULL);
+	bind_segment_begin(s, &sa);
+	if (db_step(s) != DB_DONE)
+		return begin_failed(st, s);
+	db_finalize(s);
+	if (db_commit(st->db) != DB_OK)
+		return begin_failed(st, NULL);
 	return id;
 }
 
-struct run_end_args { int64_t run_id; const struct run_end *re; };
+struct run_end_args { int64_t run_id; const struct run_end *re; const char *lost; };
 
 static void bind_run_end(struct db_stmt *s, const void *arg)
 {
@@ -114,6 +150,46 @@ static void bind_run_end(struct db_stmt *s, const void *arg)
 	db_bind_int64(s, 10, u64_to_db(re->peak_bytes));
 	db_bind_text(s, 11, re->verdict);
 	db_bind_double(s, 12, re->growth_bytes_per_step);
+	if (a->lost)
+		db_bind_text(s, 13, a->lost);
+	else
+		db_bind_null(s, 13);
+}
+
+/*
+ * What of run_id this writer could not store, in words, into buf (steps
+ * is the number the run marked): "steps after 374 were not stored (2626
+ * of 3000 missing): database or disk is full". NULL when nothing was lost.
+ */
+static const char *describe_lost(struct store *st, int64_t run_id, int64_t steps, char *buf, size_t sz)
+{
+	struct db_stmt *s;
+	int64_t stored = 0, last = 0;
+	bool has_last = false;
+	if (!st->lost)
+		return NULL;
+	if (db_prepare(st->db, "SELECT count(*), (SELECT max(step) FROM steps WHERE run_id = ?1"
+	               " AND (?2 < 0 OR t < ?2)) FROM steps WHERE run_id = ?1", false, &s) == DB_OK) {
+		db_bind_int64(s, 1, run_id);
+		db_bind_double(s, 2, st->lost_t);
+		if (db_step(s) == DB_ROW) {
+			stored = db_column_int64(s, 0);
+			has_last = !db_column_is_null(s, 1);
+			last = db_column_int64(s, 1);
+		}
+		db_finalize(s);
+	}
+	if (steps > stored && has_last)
+		snprintf(buf, sz, "steps after %lld were not stored (%lld of %lld missing): %s", (long long)last,
+		         (long long)(steps - stored), (long long)steps, st->lost_why);
+	else if (steps > stored)
+		snprintf(buf, sz, "%lld of %lld steps were not stored: %s",
+		         (long long)(steps - stored), (long long)steps, st->lost_why);
+	else if (st->lost_t >= 0)
+		snprintf(buf, sz, "memory samples from %.1f s on were not stored: %s", st->lost_t, st->lost_why);
+	else
+		snprintf(buf, sz, "some rows were not stored: %s", st->lost_why);
+	return buf;
 }
 
 static void bind_segment_close(struct db_stmt *s, const void *arg)
@@ -132,12 +208,20 @@ static void bind_segment_close(struct db_stmt *s, const void *arg)
 
 int store_run_end(struct store *st, int64_t run_id, const struct run_end *re)
 {
-	struct run_end_args a = { run_id, re };
-	if (run_once(st, "UPDATE runs SET ended_at = ?2, status = ?3, exit_code = ?4, exit_signal = ?5,"
-	             " step_source = ?6, steps = ?7, bad_lines = ?8, long_lines = ?9, peak_bytes = ?10,"
-	             " verdict = ?11, growth_bytes_per_step = ?12 WHERE id = ?1",
-	             "the end of a run", bind_run_end, &a) < 0)
-		return -1;
+	char lost[512];
+	struct run_end_args a = { run_id, re, describe_lost(st, run_id, re->steps, lost, sizeof(lost)) };
+	/* Its failure has words of its own, said even after another. */
+	bool quiet = st->write_failed;
+	st->write_failed = true;
+	int r = run_once(st, "UPDATE runs SET ended_at = ?2, status = ?3, exit_code = ?4, exit_signal = ?5,"
+	                 " step_source = ?6, steps = ?7, bad_lines = ?8, long_lines = ?9, peak_bytes = ?10,"
+	                 " verdict = ?11, growth_bytes_per_step = ?12, lost = ?13 WHERE id = ?1",
+	                 "the end of a run", bind_run_end, &a);
+	st->write_failed = quiet;
+	if (r < 0)
+		return error("cannot write the end of run %lld to store '%s': %s; `leakproof ls` will show it"
+		             " as still running%s", (long long)run_id, st->path, st->last_why,
+		             a.lost ? " and its rows are not all there" : "");
 	/* A segment still open ends with the run. */
 	return run_once(st, "UPDATE segments SET ended_at = ?2, exit_code = ?3, exit_signal = ?4, cause = ?5"
 	                " WHERE run_id = ?1 AND ended_at IS NULL",
@@ -214,7 +298,18 @@ int store_segment_end(struct store *st, int64_t run_id, int64_t seq, const struc
 #define RUN_COLUMNS "id, started_at, coalesce(ended_at, 0), command, cwd, hostname, status, verdict," \
 	" step_regex, cgroup_mode, limit_source, measure, step_source, interval_ns, steps, bad_lines," \
 	" long_lines, limit_bytes, mem_total_bytes, peak_bytes, coalesce(exit_code, -1)," \
-	" coalesce(exit_signal, 0), coalesce(growth_bytes_per_step, 0)"
+	" coalesce(exit_signal, 0), coalesce(growth_bytes_per_step, 0), %s"
+/* The lost column, or NULL in a store older than it (read as it is). */
+#define LOST_VERSION 5
+
+/* "SELECT RUN_COLUMNS FROM runs rest" for this store, into sql. */
+static const char *run_select(struct store *st, const char *rest, char *sql, size_t sz)
+{
+	char cols[1024];
+	snprintf(cols, sizeof(cols), RUN_COLUMNS, st->version >= LOST_VERSION ? "lost" : "NULL");
+	snprintf(sql, sz, "SELECT %s FROM runs %s", cols, rest);
+	return sql;
+}
 
 static void read_run_row(struct db_stmt *s, struct run_row *r)
 {
@@ -244,6 +339,7 @@ static void read_run_row(struct db_stmt *s, struct run_row *r)
 	r->exit_code = db_column_int(s, 20);
 	r->exit_signal = db_column_int(s, 21);
 	r->growth_bytes_per_step = db_column_double(s, 22);
+	r->lost = col_strdup(s, 23);
 }
 
 void run_row_release(struct run_row *r)
@@ -258,14 +354,15 @@ void run_row_release(struct run_row *r)
 	free(r->step_regex);
 	free(r->cgroup_mode);
 	free(r->limit_source);
+	free(r->lost);
 	memset(r, 0, sizeof(*r));
 }
 
 int store_get_run(struct store *st, int64_t id, struct run_row *out)
 {
 	struct db_stmt *s;
-	const char *sql = id > 0 ? "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?1"
-	                         : "SELECT " RUN_COLUMNS " FROM runs ORDER BY id DESC LIMIT 1";
+	char buf[1536];
+	const char *sql = run_select(st, id > 0 ? "WHERE id = ?1" : "ORDER BY id DESC LIMIT 1", buf, sizeof(buf));
 	memset(out, 0, sizeof(*out));
 	if (db_prepare(st->db, sql, false, &s) != DB_OK)
 		return store_read_error(st);
@@ -298,7 +395,8 @@ int store_list_runs(struct store *st, struct run_row **out, size_t *n)
 	struct db_stmt *s;
 	*out = NULL;
 	*n = 0;
-	if (db_prepare(st->db, "SELECT " RUN_COLUMNS " FROM runs ORDER BY id DESC", false, &s) != DB_OK)
+	char sql[1536];
+	if (db_prepare(st->db, run_select(st, "ORDER BY id DESC", sql, sizeof(sql)), false, &s) != DB_OK)
 		return store_read_error(st);
 	int rc;
 	*out = store_load_rows(st, s, sizeof(**out), read_run, drop_runs, n, &rc);

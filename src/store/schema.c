@@ -173,6 +173,8 @@ static const char *const migrations[] = {
 	"  live INTEGER NOT NULL,"
 	"  PRIMARY KEY (run_id, t, site)"
 	") WITHOUT ROWID;",
+	/* 5: what of a run its writer could not store (NULL: it is whole) */
+	"ALTER TABLE runs ADD COLUMN lost TEXT;",
 };
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -35,6 +36,7 @@ struct lite_db {
 	struct db base;
 	sqlite3 *db;
 	sqlite3_stmt *tx[TX_COUNT];   /* prepared at their first use */
+	char msg[512];                /* errmsg() with the system's reason */
 };
 
 struct lite_stmt {
@@ -98,6 +100,94 @@ static int make_parent_dirs(const char *path, char *why, size_t whysz)
 	return 0;
 }
 
+/* The hex digit c's value, or -1. */
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Whether the n bytes at p, %-decoded as in a URI, are the string want. */
+static bool uri_part_is(const char *p, size_t n, const char *want)
+{
+	for (; n; want++) {
+		char c = *p++;
+		n--;
+		if (c == '%' && n >= 2 && hexval(p[0]) >= 0 && hexval(p[1]) >= 0) {
+			c = (char)(hexval(p[0]) * 16 + hexval(p[1]));
+			p += 2;
+			n -= 2;
+		}
+		if (!*want || *want != c)
+			return false;
+	}
+	return *want == '\0';
+}
+
+/*
+ * A store string that SQLite would keep in memory or in a temporary file
+ * deleted on close: ":memory:", and the URIs (SQLite is built to take
+ * "file:" URIs as file names) "file::memory:", "file:" with no path,
+ * "?mode=memory" and "?vfs=memdb". A run written there is lost.
+ */
+static const char *lite_refuse_target(const char *t)
+{
+	static const char memory[] = "an in-memory database keeps nothing after the run ends; give the path of a file";
+	if (!strcmp(t, ":memory:"))
+		return memory;
+	if (strncmp(t, "file:", 5) != 0)
+		return NULL;
+	const char *p = t + 5;
+	if (!strncmp(p, "//", 2))
+		p += 2 + strcspn(p + 2, "/?#");   /* the authority */
+	size_t n = strcspn(p, "?#");
+	if (n == 0)
+		return "a URI without a file name is a temporary database, deleted when the run ends; give the path of a file";
+	if (uri_part_is(p, n, ":memory:"))
+		return memory;
+	for (const char *q = p + n; *q == '?' || *q == '&'; ) {
+		q++;
+		size_t len = strcspn(q, "&#"), klen = strcspn(q, "=&#");
+		if (klen < len) {
+			const char *v = q + klen + 1;
+			size_t vlen = len - klen - 1;
+			if ((uri_part_is(q, klen, "mode") && uri_part_is(v, vlen, "memory")) ||
+			    (uri_part_is(q, klen, "vfs") && uri_part_is(v, vlen, "memdb")))
+				return memory;
+		}
+		q += len;
+	}
+	return NULL;
+}
+
+/* Why a writer cannot write to the store at path, into why: the file is
+ * not writable (a read-only file system, another user's file), or its
+ * directory is not, where SQLite must create the write-ahead log and its
+ * index. false when neither is known (or path is a URI). */
+static bool unwritable_reason(const char *path, char *why, size_t whysz)
+{
+	char dir[PATH_MAX], wal[PATH_MAX];
+	if (!strncmp(path, "file:", 5))
+		return false;
+	if (access(path, F_OK) == 0 && access(path, W_OK) < 0) {
+		snprintf(why, whysz, "%s", strerror(errno));
+		return true;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		slash[slash == dir] = '\0';
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	if (access(wal, F_OK) < 0 && access(dir, W_OK) < 0) {
+		snprintf(why, whysz, "%s (SQLite makes its write-ahead log in the directory '%s')",
+		         strerror(errno), dir);
+		return true;
+	}
+	return false;
+}
+
 static void lite_close(struct db *db)
 {
 	struct lite_db *d = (struct lite_db *)db;
@@ -107,29 +197,111 @@ static void lite_close(struct db *db)
 	free(d);
 }
 
+/* Read the schema: a read-only connection finds here whether it can read
+ * the file at all (a WAL store needs its -shm index), waiting for a writer
+ * as any read does. SQLite's code. */
+static int probe(sqlite3 *db)
+{
+	sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
+	return sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+}
+
+/* path as an SQLite URI of the same file opened immutable: SQLite then
+ * takes no lock and makes no -shm (for a store whose directory cannot be
+ * written, whose write-ahead log is checkpointed). */
+static void immutable_uri(const char *path, char *uri, size_t cap)
+{
+	size_t n = (size_t)snprintf(uri, cap, "file:%s", path[0] == '/' ? "//" : "");
+	for (const unsigned char *p = (const unsigned char *)path; *p && n + 4 < cap; p++) {
+		if (*p == '%' || *p == '?' || *p == '#' || *p <= ' ' || *p >= 0x7f)
+			n += (size_t)snprintf(uri + n, cap - n, "%%%02X", *p);
+		else
+			uri[n++] = (char)*p;
+	}
+	snprintf(uri + n, cap - n, "?immutable=1");
+}
+
+/*
+ * A reader. A store in WAL mode is read through its -shm index, which
+ * SQLite creates beside it when missing: in a directory this user cannot
+ * write (a read-only file system, another user's store) that fails. When
+ * the write-ahead log is absent or empty (every commit checkpointed into
+ * the file: the last writer closed it), the file is read as immutable,
+ * as it is; otherwise the commits in the log cannot be read, and why says
+ * so.
+ */
+static int open_reader(struct lite_db *d, const char *path, char *why, size_t whysz)
+{
+	int rc = sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READONLY, NULL);
+	if (rc == SQLITE_OK)
+		rc = probe(d->db);
+	int primary = d->db ? sqlite3_extended_errcode(d->db) & 0xff : rc;
+	if (rc == SQLITE_OK || strncmp(path, "file:", 5) == 0 ||
+	    (primary != SQLITE_CANTOPEN && primary != SQLITE_READONLY && primary != SQLITE_IOERR))
+		goto out;
+	char wal[PATH_MAX], uri[3 * PATH_MAX + 32];
+	struct stat sb;
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	if (stat(wal, &sb) == 0 && sb.st_size > 0) {
+		snprintf(why, whysz, "%s; its write-ahead log '%s' holds commits that were not checkpointed"
+		         " and cannot be read without writing beside it", sqlite3_errmsg(d->db), wal);
+		return -1;
+	}
+	sqlite3_close(d->db);
+	d->db = NULL;
+	immutable_uri(path, uri, sizeof(uri));
+	rc = sqlite3_open_v2(uri, &d->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+	if (rc == SQLITE_OK)
+		rc = probe(d->db);
+out:
+	if (rc != SQLITE_OK && rc != SQLITE_NOTADB) {
+		/* not a database: said when its version is read */
+		snprintf(why, whysz, "%s", d->db ? sqlite3_errmsg(d->db) : "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* A writer: the file (created with its directories when missing) must be
+ * writable, and so must its directory while there is no write-ahead log:
+ * else DB_OPEN_UNWRITABLE with the reason. */
+static int open_writer(struct lite_db *d, const char *path, char *why, size_t whysz)
+{
+	if (make_parent_dirs(path, why, whysz) < 0)
+		return DB_OPEN_FAILED;
+	int rc = sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	if (rc == SQLITE_OK && sqlite3_db_readonly(d->db, "main") != 1 && !unwritable_reason(path, why, whysz))
+		return 0;
+	if (unwritable_reason(path, why, whysz))
+		return DB_OPEN_UNWRITABLE;
+	if (rc == SQLITE_OK) {
+		snprintf(why, whysz, "the file is read-only");
+		return DB_OPEN_UNWRITABLE;
+	}
+	snprintf(why, whysz, "%s", d->db ? sqlite3_errmsg(d->db) : "out of memory");
+	return DB_OPEN_FAILED;
+}
+
 static int lite_open(const char *path, bool readonly, struct db **out, char *why, size_t whysz)
 {
 	struct stat sb;
 	*out = NULL;
 	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
 		snprintf(why, whysz, "is a directory");
-		return -1;
+		return DB_OPEN_FAILED;
 	}
 	if (readonly && stat(path, &sb) < 0) {
 		snprintf(why, whysz, "%s%s", strerror(errno),
 		         errno == ENOENT ? " (no run has been recorded there; see `leakproof run --store`)" : "");
-		return -1;
+		return DB_OPEN_FAILED;
 	}
-	if (!readonly && make_parent_dirs(path, why, whysz) < 0)
-		return -1;
 
 	struct lite_db *d = xcalloc(1, sizeof(*d));
 	d->base.drv = &db_sqlite_driver;
-	int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-	if (sqlite3_open_v2(path, &d->db, flags, NULL) != SQLITE_OK) {
-		snprintf(why, whysz, "%s", d->db ? sqlite3_errmsg(d->db) : "out of memory");
+	int rc = readonly ? open_reader(d, path, why, whysz) : open_writer(d, path, why, whysz);
+	if (rc < 0) {
 		lite_close(&d->base);
-		return -1;
+		return rc;
 	}
 	sqlite3_extended_result_codes(d->db, 0);
 	sqlite3_busy_timeout(d->db, BUSY_TIMEOUT_MS);
@@ -276,14 +448,26 @@ static bool lite_in_transaction(struct db *db)
 	return !sqlite3_get_autocommit(handle(db));
 }
 
+/* An I/O error whose cause was a full disk is a full disk. */
 static enum db_rc lite_errcode(struct db *db)
 {
-	return map_rc(sqlite3_errcode(handle(db)));
+	int rc = sqlite3_errcode(handle(db));
+	if (rc == SQLITE_IOERR && sqlite3_system_errno(handle(db)) == ENOSPC)
+		return DB_FULL;
+	return map_rc(rc);
 }
 
+/* SQLite's message, and for a failure of the file system ("disk I/O
+ * error", "unable to open database file") the system's reason. */
 static const char *lite_errmsg(struct db *db)
 {
-	return sqlite3_errmsg(handle(db));
+	struct lite_db *d = (struct lite_db *)db;
+	int rc = sqlite3_errcode(d->db), sys = sqlite3_system_errno(d->db);
+	if ((rc == SQLITE_IOERR || rc == SQLITE_CANTOPEN || rc == SQLITE_FULL) && sys > 0) {
+		snprintf(d->msg, sizeof(d->msg), "%s (%s)", sqlite3_errmsg(d->db), strerror(sys));
+		return d->msg;
+	}
+	return sqlite3_errmsg(d->db);
 }
 
 /* One integer from a statement without parameters. */
@@ -348,6 +532,17 @@ static enum db_rc lite_set_size_limit(struct db *db, uint64_t max_bytes)
 	return map_rc(pragma_int(handle(db), sql, &pages));
 }
 
+/* A passive checkpoint copies the committed log into the file (pages
+ * written in place) without waiting for anyone; when it is whole, the next
+ * transaction writes the log from its start, in space the file system has
+ * already given it. */
+static bool lite_make_room(struct db *db)
+{
+	int log = 0, done = 0;
+	int rc = sqlite3_wal_checkpoint_v2(handle(db), NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+	return rc == SQLITE_OK && done == log;
+}
+
 static size_t lite_memory_used(void)
 {
 	return (size_t)sqlite3_memory_used();
@@ -355,6 +550,7 @@ static size_t lite_memory_used(void)
 
 const struct db_driver db_sqlite_driver = {
 	.name = "sqlite",
+	.refuse_target = lite_refuse_target,
 	.open = lite_open,
 	.close = lite_close,
 	.setup_writer = lite_setup_writer,
@@ -383,4 +579,5 @@ const struct db_driver db_sqlite_driver = {
 	.set_version = lite_set_version,
 	.set_size_limit = lite_set_size_limit,
 	.memory_used = lite_memory_used,
+	.make_room = lite_make_room,
 };

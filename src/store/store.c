@@ -43,43 +43,90 @@ static void store_free(struct store *st)
 	free(st);
 }
 
-static struct store *open_common(const char *path, bool readonly)
-{
-	char why[PATH_MAX + 128] = "";
+/* The oldest schema a reader can read without migrating it (one whose
+ * store it cannot write to): runs then read as whole (no `lost`). */
+#define OLDEST_READABLE_VERSION 4
 
+/* Open the store at path; NULL with the reason in why and *unwritable set
+ * when the writer cannot write to it. Prints nothing. */
+static struct store *open_store(const char *path, bool readonly, char *why, size_t whysz, bool *unwritable)
+{
+	*unwritable = false;
 	if (!path || !*path) {
-		error("cannot open store '': empty path");
+		snprintf(why, whysz, "empty path");
+		return NULL;
+	}
+	const char *refused = readonly ? NULL : db_refuse_target(path, why, whysz);
+	if (refused) {
+		snprintf(why, whysz, "%s", refused);
 		return NULL;
 	}
 	struct store *st = xcalloc(1, sizeof(*st));
 	st->path = xstrdup(path);
 	st->readonly = readonly;
-	int64_t version = 0;
-	if (db_open(path, readonly, &st->db, why, sizeof(why)) < 0 ||
-	    store_schema_check(st, &version, why, sizeof(why)) < 0)
+	st->lost_t = -1;
+	int rc = db_open(path, readonly, &st->db, why, whysz);
+	if (rc < 0) {
+		*unwritable = rc == DB_OPEN_UNWRITABLE;
+		goto fail;
+	}
+	if (store_schema_check(st, &st->version, why, whysz) < 0)
 		goto fail;
 	if (!readonly) {
 		if (db_setup_writer(st->db) != DB_OK) {
-			snprintf(why, sizeof(why), "%s", db_errmsg(st->db));
+			snprintf(why, whysz, "%s", db_errmsg(st->db));
 			goto fail;
 		}
-		if (store_schema_migrate(st, version, why, sizeof(why)) < 0 ||
-		    store_batch_open(st, why, sizeof(why)) < 0)
+		if (store_schema_migrate(st, st->version, why, whysz) < 0 ||
+		    store_batch_open(st, why, whysz) < 0)
 			goto fail;
-	} else if (version < store_schema_version()) {
-		/* An older schema: migrate it through a writable connection. */
-		store_free(st);
-		st = open_common(path, false);
-		if (!st)
-			return NULL;
-		store_free(st);
-		return open_common(path, true);
+		st->version = store_schema_version();
+	} else if (st->version < store_schema_version()) {
+		/* An older schema: migrate it through a writable connection;
+		 * one that cannot be written to is read as it is, when this
+		 * build can. */
+		char why2[PATH_MAX + 256];
+		bool unwritable2;
+		struct store *w = open_store(path, false, why2, sizeof(why2), &unwritable2);
+		if (w) {
+			store_free(w);
+			store_free(st);
+			return open_store(path, true, why, whysz, unwritable);
+		}
+		if (!unwritable2 || st->version < OLDEST_READABLE_VERSION) {
+			snprintf(why, whysz, "made by an older leakproof (schema version %lld) and cannot be"
+			         " brought to version %lld: %s", (long long)st->version,
+			         (long long)store_schema_version(), why2);
+			goto fail;
+		}
 	}
 	return st;
 fail:
-	error("cannot open store '%s': %s", path, why);
 	store_free(st);
 	return NULL;
+}
+
+static struct store *open_common(const char *path, bool readonly)
+{
+	char why[PATH_MAX + 512] = "";
+	bool unwritable;
+	struct store *st = open_store(path, readonly, why, sizeof(why), &unwritable);
+	if (st)
+		return st;
+	if (unwritable)
+		error("cannot write to store '%s': %s", path, why);
+	else
+		error("cannot open store '%s': %s", path ? path : "", why);
+	return NULL;
+}
+
+int store_check_target(const char *path)
+{
+	char why[256] = "";
+	const char *refused = path && *path ? db_refuse_target(path, why, sizeof(why)) : "empty path";
+	if (refused)
+		return error("cannot use store '%s': %s", path ? path : "", refused);
+	return 0;
 }
 
 struct store *store_open(const char *path)

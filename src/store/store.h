@@ -30,9 +30,20 @@ struct store;
 /* Open (creating the file, its directory and the schema as needed, and
  * migrating older schemas) the store at path: an SQLite file, or a
  * `postgresql://` URI (not built in yet: refused). Returns NULL after
- * printing "leakproof: cannot open store 'PATH': REASON". */
+ * printing "leakproof: cannot open store 'PATH': REASON" ("cannot write
+ * to store" when the file or its directory cannot be written: a read-only
+ * file system, another user's). */
 struct store *store_open(const char *path);
-/* Open an existing store read-only; NULL with a message if it does not exist. */
+/* Whether a writer may use the store string path: 0, or -1 after
+ * "leakproof: cannot use store 'PATH': REASON" when it names a database
+ * that would not outlive the run (`:memory:`, `file:...?mode=memory`, ...).
+ * store_open() refuses those too; `run` and `sweep` check first, to refuse
+ * them as a usage error. */
+int store_check_target(const char *path);
+/* Open an existing store read-only; NULL with a message if it does not
+ * exist. A store this user cannot write to (a read-only file system,
+ * another user's directory) is read all the same when every commit is in
+ * the file (SQLite: its write-ahead log checkpointed). */
 struct store *store_open_readonly(const char *path);
 void store_close(struct store *st);      /* commits what is pending */
 /* Commit the open transaction. Returns -1 when the commit, or a write since
@@ -63,8 +74,10 @@ struct run_begin {
 	const char *step_regex;     /* may be NULL */
 	int pid;                    /* the job's first process; 0 when not started yet */
 };
-/* Returns the new run's id (> 0), or -1. Also records segment 0 (the
- * job's first start) at rb->started_at. */
+/* Returns the new run's id (> 0), or -1 after "leakproof: cannot record a
+ * new run in store 'PATH': REASON; the job is not started" (a full disk,
+ * another writer holding the lock for over 5 s). Also records segment 0
+ * (the job's first start) at rb->started_at, in the same transaction. */
 int64_t store_run_begin(struct store *st, const struct run_begin *rb);
 
 struct run_end {
@@ -80,7 +93,9 @@ struct run_end {
 	double growth_bytes_per_step;
 };
 /* Also ends every segment still open, with the run's exit status and cause
- * "exit", "signal" or the status when it is not "done". */
+ * "exit", "signal" or the status when it is not "done". When a write of
+ * this store failed and its rows were dropped, the run is marked partial
+ * (run_row.lost says what is missing). */
 int store_run_end(struct store *st, int64_t run_id, const struct run_end *re);
 
 /*
@@ -136,6 +151,9 @@ struct run_row {
 	uint64_t limit_bytes, mem_total_bytes, peak_bytes;
 	int exit_code, exit_signal;
 	double growth_bytes_per_step;
+	char *lost;                      /* "": the run is whole; else what of it its
+	                                  * writer could not store ("steps after 374
+	                                  * were not stored (...): REASON") */
 };
 void run_row_release(struct run_row *r);
 

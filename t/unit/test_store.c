@@ -382,7 +382,7 @@ static void test_migrate_empty_file(void)
 	CHECK(fd >= 0);
 	unsigned char v[4] = { 0, 0, 0, 99 }, old[4];
 	CHECK_EQ_INT(pread(fd, old, 4, 60), 4);
-	CHECK_EQ_INT(old[3], 4);   /* the current schema version was written */
+	CHECK_EQ_INT(old[3], 5);   /* the current schema version was written */
 	CHECK_EQ_INT(pwrite(fd, v, 4, 60), 4);
 	close(fd);
 	capture_begin();
@@ -472,16 +472,42 @@ static void test_crafted_version(void)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		long current = patch_version(path, cases[i].v);
-		CHECK(current == 4 || i > 0);
+		CHECK(current == 5 || i > 0);
 		expect_open_error(path, true, cases[i].reason);
 		expect_open_error(path, false, cases[i].reason);
 		expect_open_error(path, true, cases[i].reason);
 		CHECK_EQ_INT(patch_version(path, cases[i].v), (int32_t)cases[i].v);   /* untouched */
 	}
-	patch_version(path, 4);
+	patch_version(path, 5);
 	st = store_open_readonly(path);
 	CHECK(st != NULL);
 	store_close(st);
+}
+
+/* Store strings that would keep the run in memory are refused, with the
+ * reason; a file, also as a URI, is taken. */
+static void test_in_memory_refused(void)
+{
+	static const char *const refused[] = {
+		":memory:", "file::memory:", "file::memory:?cache=shared", "file:%3Amemory%3A",
+		"file:x.db?mode=memory", "file:x.db?cache=shared&mode=memory", "file:x.db?vfs=memdb",
+		"file:", "file:?mode=rwc", "file://localhost?x=1",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		capture_begin();
+		int rc = store_check_target(refused[i]);
+		struct store *st = store_open(refused[i]);
+		const char *err = capture_end();
+		CHECK_EQ_INT(rc, -1);
+		CHECK(st == NULL);
+		store_close(st);
+		CHECK(strstr(err, "cannot use store '") && strstr(err, "give the path of a file"));
+	}
+	char uri[300];
+	snprintf(uri, sizeof(uri), "file:%s?mode=rwc", tmp_path("uri.db"));
+	CHECK_EQ_INT(store_check_target(tmp_path("plain.db")), 0);
+	CHECK_EQ_INT(store_check_target(uri), 0);
+	CHECK_EQ_INT(store_check_target("file:memory.db"), 0);
 }
 
 /* Eight writers opening a new store at once all get it: the schema version
@@ -756,4 +782,5 @@ TEST_MAIN("store",
 	TEST(test_trace_sites),
 	TEST(test_backend_not_built),
 	TEST(test_disk_full),
+	TEST(test_in_memory_refused),
 	TEST(test_memory_flat))
