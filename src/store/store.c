@@ -52,7 +52,7 @@ static struct store *open_common(const char *path, bool readonly)
 		return NULL;
 	}
 	struct store *st = xcalloc(1, sizeof(*st));
-	st->path = xstrdup(path);
+	st->path = db_redact(path);   /* only ever printed */
 	st->readonly = readonly;
 	int64_t version = 0;
 	if (db_open(path, readonly, &st->db, why, sizeof(why)) < 0 ||
@@ -77,7 +77,7 @@ static struct store *open_common(const char *path, bool readonly)
 	}
 	return st;
 fail:
-	error("cannot open store '%s': %s", path, why);
+	error("cannot open store '%s': %s", st->path, why);
 	store_free(st);
 	return NULL;
 }
