@@ -1084,7 +1084,7 @@ int sweep_run(const struct sweep_opts *o)
 		char dir[PATH_MAX];
 		snprintf(dir, sizeof(dir), "%s", o->store_path);
 		char *slash = strrchr(dir, '/');
-		if (slash)
+		if (slash && !strstr(dir, "://"))   /* a server's URI: the working directory */
 			*slash = '\0';
 		else
 			strcpy(dir, ".");
