@@ -776,10 +776,12 @@ static int pg_open(const char *target, bool readonly, struct db **out, char *why
 	struct pg_db *d = xcalloc(1, sizeof(*d));
 	d->base.drv = &db_postgresql_driver;
 	d->conninfo = xstrdup(target);
+	for (char *p = d->conninfo; *p && *p != ':'; p++)   /* libpq knows the scheme in lower case */
+		*p = (char)tolower((unsigned char)*p);
 	d->shown = db_redact(target);
 	d->readonly = readonly;
 	d->queue_tail = &d->queue;
-	d->conn = PQconnectdb(target);
+	d->conn = PQconnectdb(d->conninfo);
 	if (!d->conn || PQstatus(d->conn) != CONNECTION_OK) {
 		snprintf(why, whysz, "%s", d->conn ? PQerrorMessage(d->conn) : "out of memory");
 		size_t n = strlen(why);
