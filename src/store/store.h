@@ -29,8 +29,9 @@ struct store;
 
 /* Open (creating the file, its directory and the schema as needed, and
  * migrating older schemas) the store at path: an SQLite file, or a
- * `postgresql://` URI (not built in yet: refused). Returns NULL after
- * printing "leakproof: cannot open store 'PATH': REASON". */
+ * `postgresql://` or `postgres://` URI (a PostgreSQL database). Returns
+ * NULL after printing "leakproof: cannot open store 'PATH': REASON" (a
+ * URI's password shown as ***). */
 struct store *store_open(const char *path);
 /* Open an existing store read-only; NULL with a message if it does not exist. */
 struct store *store_open_readonly(const char *path);
