@@ -61,6 +61,16 @@
 /* pg_advisory_xact_lock key of a migration: 'LKPF' */
 #define SCHEMA_LOCK_KEY 0x4c4b5046
 
+/*
+ * What every connection adds to the URI (which overrides them): give up on
+ * a silent network within seconds, not the kernel's minutes, so a flush
+ * never hangs long on a dead server; the name in pg_stat_activity.
+ */
+static const char *const conn_keys[] = { "connect_timeout", "tcp_user_timeout", "keepalives_idle",
+                                         "keepalives_interval", "keepalives_count", "application_name",
+                                         "dbname", NULL };
+#define CONN_VALUES(uri) { "10", "5000", "5", "2", "2", "leakproof", uri, NULL }
+
 /* ---- translation ------------------------------------------------------- */
 
 static bool word_char(int c)
@@ -380,7 +390,8 @@ static enum db_rc ensure_connected(struct pg_db *d, int slice_ms)
 			d->err = DB_BUSY;
 			return DB_BUSY;
 		}
-		d->conn = PQconnectStart(d->conninfo);
+		const char *const vals[] = CONN_VALUES(d->conninfo);
+		d->conn = PQconnectStartParams(conn_keys, vals, 1);
 		if (!d->conn || PQstatus(d->conn) == CONNECTION_BAD)
 			return unreachable(d, d->conn ? PQerrorMessage(d->conn) : "out of memory");
 		d->connecting = true;
@@ -781,7 +792,8 @@ static int pg_open(const char *target, bool readonly, struct db **out, char *why
 	d->shown = db_redact(target);
 	d->readonly = readonly;
 	d->queue_tail = &d->queue;
-	d->conn = PQconnectdb(d->conninfo);
+	const char *const vals[] = CONN_VALUES(d->conninfo);
+	d->conn = PQconnectdbParams(conn_keys, vals, 1);
 	if (!d->conn || PQstatus(d->conn) != CONNECTION_OK) {
 		snprintf(why, whysz, "%s", d->conn ? PQerrorMessage(d->conn) : "out of memory");
 		size_t n = strlen(why);
@@ -1003,15 +1015,16 @@ static enum db_rc pg_step(struct db_stmt *st)
 			return s->nrows > 0 ? DB_ROW : DB_DONE;
 		}
 	}
-	if (rc == DB_BUSY && !d->conn && s->is_write && !in_tx(d)) {
+	bool away = !d->conn || d->connecting;
+	if (rc == DB_BUSY && away && s->is_write && !in_tx(d)) {
 		/* A write on its own while the server is away: later, in order. */
 		queue_write(d, s);
 		s->row = 0;
 		d->changes = 1;
 		return DB_DONE;
 	}
-	if (rc == DB_BUSY && !d->conn)
-		set_error(d, DB_BUSY, d->errmsg[0] ? d->errmsg : "store unreachable");
+	if (rc == DB_BUSY && away && !d->errmsg[0])
+		set_error(d, DB_BUSY, "store unreachable");
 	return rc;
 }
 
