@@ -32,7 +32,10 @@
  * the run's end) are queued and replayed in order. Reconnecting is
  * non-blocking (PQconnectStart, then PQconnectPoll for at most
  * RECONNECT_SLICE_MS per call), with a backoff from 100 ms to 2 s between
- * attempts. What is buffered is bounded by BUFFER_MAX_BYTES: rows beyond it
+ * attempts; a silent network is given up on within seconds (conn_keys:
+ * tcp_user_timeout, keepalives), so a query on a dead connection blocks
+ * the flush that long at most, once. What is buffered is bounded by
+ * BUFFER_MAX_BYTES: rows beyond it
  * are dropped and counted, and said. On close, what is still buffered is
  * written if the server comes back within DRAIN_S seconds.
  */
@@ -291,10 +294,9 @@ static void conn_finish(struct pg_db *d)
 /* The server went away: drop the connection, retry later, fail at once. */
 static enum db_rc unreachable(struct pg_db *d, const char *reason)
 {
-	char msg[400];
-	snprintf(msg, sizeof(msg), "%s", reason && *reason ? reason : "no connection");
-	for (char *nl = strchr(msg, '\n'); nl; nl = strchr(msg, '\n'))
-		*nl = ' ';
+	char msg[400];   /* libpq's first line: the rest is advice */
+	snprintf(msg, sizeof(msg), "%.*s", (int)strcspn(reason && *reason ? reason : "no connection", "\n"),
+	         reason && *reason ? reason : "no connection");
 	conn_finish(d);
 	stages_end_tx(d, false);   /* the server dropped the transaction */
 	if (!d->lost)
