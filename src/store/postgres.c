@@ -21,9 +21,12 @@
  *     memory, not on the server: they survive a lost connection.
  *
  * Parameters go as text (int64 in decimal, doubles with 17 digits, NaN as
- * NULL); results come back as text and are parsed on read. Statements are
- * prepared on the server (PQprepare) at their first step on a connection
- * and reused; a new connection prepares them again.
+ * NULL); results come back as text and are parsed on read. Persistent
+ * statements are prepared on the server (PQprepare) at their first step on
+ * a connection and reused; a new connection prepares them again. Inside a
+ * transaction, their INSERT ... VALUES rows are deferred and sent as one
+ * multi-row INSERT before the transaction's next statement (a flush's
+ * per-process samples: one round trip, not one per row).
  *
  * A lost server (a restart, a network cut) never stalls the writer: a
  * call that needs the server while it is unreachable fails at once with
@@ -246,6 +249,7 @@ struct pg_db {
 	struct queued *queue, **queue_tail;
 	size_t buffered_bytes;
 	uint64_t dropped_rows;  /* beyond BUFFER_MAX_BYTES, since the last report */
+	struct pg_stmt *deferred;   /* statements holding rows for the open transaction */
 	bool said_dropping;
 };
 
@@ -265,9 +269,18 @@ struct pg_stmt {
 	bool persistent;      /* prepared on the server; else sent with each step */
 	PGresult *res;
 	int row, nrows;
+	/* A persistent INSERT ... VALUES stepped inside a transaction is
+	 * deferred: its rows go as one multi-row INSERT before the next thing
+	 * the transaction does (a flush's per-process samples: one round trip,
+	 * not one per row). */
+	bool deferrable;
+	char ***rows;
+	size_t nrows_deferred, cap_deferred;
+	struct pg_stmt *next_deferred;
 };
 
 static void stages_end_tx(struct pg_db *d, bool committed);
+static void drop_deferred(struct pg_db *d);
 
 static struct pg_db *pgdb(struct db *db)
 {
@@ -299,6 +312,7 @@ static enum db_rc unreachable(struct pg_db *d, const char *reason)
 	         reason && *reason ? reason : "no connection");
 	conn_finish(d);
 	stages_end_tx(d, false);   /* the server dropped the transaction */
+	drop_deferred(d);
 	if (!d->lost)
 		d->backoff_ns = BACKOFF_MIN_NS;
 	d->lost = true;
@@ -724,6 +738,82 @@ static void stages_end_tx(struct pg_db *d, bool committed)
 		d->buffered_bytes = 0;
 }
 
+/* ---- deferred inserts -------------------------------------------------- */
+
+static void drop_deferred(struct pg_db *d)
+{
+	while (d->deferred) {
+		struct pg_stmt *s = d->deferred;
+		for (size_t r = 0; r < s->nrows_deferred; r++)
+			free_vals(s->rows[r], s->nparams);
+		s->nrows_deferred = 0;
+		d->deferred = s->next_deferred;
+		s->next_deferred = NULL;
+	}
+}
+
+static void defer_row(struct pg_db *d, struct pg_stmt *s)
+{
+	size_t bytes;
+	if (s->nrows_deferred == s->cap_deferred) {
+		s->cap_deferred = s->cap_deferred ? s->cap_deferred * 2 : 64;
+		s->rows = xrealloc(s->rows, s->cap_deferred * sizeof(*s->rows));
+	}
+	if (!s->nrows_deferred) {   /* at the end: statements go in the order first stepped */
+		struct pg_stmt **tail = &d->deferred;
+		while (*tail)
+			tail = &(*tail)->next_deferred;
+		s->next_deferred = NULL;
+		*tail = s;
+	}
+	s->rows[s->nrows_deferred++] = copy_vals(s->vals, s->nparams, &bytes);
+}
+
+/* The deferred rows to the server, statement by statement, in as few
+ * INSERTs as the parameter limit allows: the tuple after VALUES repeated,
+ * its $N renumbered. DB_OK, or the failure (all of them dropped: the
+ * transaction fails). */
+static enum db_rc send_deferred(struct pg_db *d)
+{
+	enum db_rc rc = DB_OK;
+	struct strbuf sql = STRBUF_INIT;
+	for (struct pg_stmt *s = d->deferred; s && rc == DB_OK; s = s->next_deferred) {
+		const char *tuple = strstr(s->sql, " VALUES ") + 8;
+		size_t per = 60000 / (size_t)(s->nparams ? s->nparams : 1);
+		char **vals = xmalloc((per * (size_t)s->nparams + 1) * sizeof(*vals));
+		for (size_t i = 0; i < s->nrows_deferred && rc == DB_OK; i += per) {
+			size_t k = s->nrows_deferred - i < per ? s->nrows_deferred - i : per;
+			strbuf_reset(&sql);
+			strbuf_add(&sql, s->sql, (size_t)(tuple - s->sql));
+			for (size_t r = 0; r < k; r++) {
+				if (r)
+					strbuf_addch(&sql, ',');
+				for (const char *p = tuple; *p; p++) {
+					if (*p == '$' && isdigit((unsigned char)p[1])) {
+						long n = strtol(p + 1, (char **)&p, 10);
+						strbuf_addf(&sql, "$%ld", n + (long)r * s->nparams);
+						p--;
+					} else
+						strbuf_addch(&sql, *p);
+				}
+				memcpy(vals + r * (size_t)s->nparams, s->rows[i + r], (size_t)s->nparams * sizeof(*vals));
+			}
+			PGresult *res = run_params(d, strbuf_str(&sql), (int)(k * (size_t)s->nparams), vals, &rc);
+			PQclear(res);
+		}
+		free(vals);
+	}
+	strbuf_release(&sql);
+	drop_deferred(d);
+	return rc;
+}
+
+/* Before anything else the transaction does. */
+static enum db_rc before_next(struct pg_db *d)
+{
+	return d->deferred ? send_deferred(d) : DB_OK;
+}
+
 /* ---- the driver --------------------------------------------------------- */
 
 static void pg_close(struct db *db)
@@ -828,6 +918,8 @@ static enum db_rc pg_exec(struct db *db, const char *sql)
 	if (create_stage(d, sql))
 		return DB_OK;
 	enum db_rc rc = ensure_connected(d, RECONNECT_SLICE_MS);
+	if (rc == DB_OK)
+		rc = before_next(d);
 	if (rc != DB_OK)
 		return rc;
 	int np;
@@ -852,6 +944,8 @@ static enum db_rc pg_prepare(struct db *db, const char *sql, bool persistent, st
 	s->stage = stage_of(d, sql, &s->kind);
 	const char *p = skip_space(sql);
 	s->is_write = word_at(p, "INSERT") || word_at(p, "UPDATE") || word_at(p, "DELETE");
+	s->deferrable = persistent && s->kind == K_PLAIN && conflict == DB_PG_PLAIN && word_at(p, "INSERT") &&
+	                strstr(s->sql, " VALUES (") && !strcasestr(s->sql, "RETURNING") && s->nparams > 0;
 	if (s->nparams > MAX_PARAMS * 10) {
 		set_error(d, DB_ERROR, "too many parameters");
 		goto fail;
@@ -915,6 +1009,9 @@ static void pg_finalize(struct db_stmt *st)
 {
 	struct pg_stmt *s = (struct pg_stmt *)st;
 	pg_reset(st);
+	if (s->nrows_deferred)
+		drop_deferred(s->d);   /* finalized inside a transaction: its rows go */
+	free(s->rows);
 	free_vals(s->vals, s->nparams);
 	free(s->sql);
 	free(s);
@@ -987,6 +1084,8 @@ static enum db_rc pg_step(struct db_stmt *st)
 	case K_STAGE_COPY: {
 		enum db_rc rc = ensure_connected(d, RECONNECT_SLICE_MS);
 		if (rc == DB_OK)
+			rc = before_next(d);
+		if (rc == DB_OK)
 			rc = stage_copy(d, s->stage);
 		s->row = 0;
 		return rc == DB_OK ? DB_DONE : rc;
@@ -995,6 +1094,14 @@ static enum db_rc pg_step(struct db_stmt *st)
 		break;
 	}
 	enum db_rc rc = ensure_connected(d, RECONNECT_SLICE_MS);
+	if (rc == DB_OK && s->deferrable && in_tx(d)) {
+		defer_row(d, s);
+		s->row = 0;
+		d->changes = 1;
+		return DB_DONE;
+	}
+	if (rc == DB_OK)
+		rc = before_next(d);
 	if (rc == DB_OK && s->persistent && s->prepared_gen != d->gen) {
 		PGresult *res = PQprepare(d->conn, s->name, s->sql, 0, NULL);
 		rc = map_result(d, res);
@@ -1083,7 +1190,7 @@ static int64_t pg_changes(struct db *db)
 static int64_t pg_last_insert_id(struct db *db)
 {
 	struct pg_db *d = pgdb(db);
-	if (!d->conn || d->connecting)
+	if (!d->conn || d->connecting || before_next(d) != DB_OK)
 		return 0;
 	PGresult *res = PQexec(d->conn, "SELECT lastval()");
 	int64_t id = 0;
@@ -1108,6 +1215,8 @@ static enum db_rc pg_commit(struct db *db)
 	struct pg_db *d = pgdb(db);
 	if (!d->conn || d->connecting)
 		return unreachable(d, "lost during the transaction");
+	if (before_next(d) != DB_OK)
+		return d->err;   /* the caller rolls back */
 	bool failed = PQtransactionStatus(d->conn) == PQTRANS_INERROR;
 	enum db_rc rc = run_sql(d, "COMMIT");
 	if (rc == DB_OK && failed) {   /* COMMIT of a failed transaction rolls back */
@@ -1122,6 +1231,7 @@ static enum db_rc pg_rollback(struct db *db)
 {
 	struct pg_db *d = pgdb(db);
 	stages_end_tx(d, false);
+	drop_deferred(d);
 	if (!d->conn || d->connecting)
 		return DB_OK;   /* the server dropped it */
 	char keep[sizeof(d->errmsg)];
