@@ -11,6 +11,7 @@ a run with nothing missing once it is back.
 """
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -71,7 +72,9 @@ def pg_server():
         server.load_env()
         yield server
     finally:
-        server.script("stop")
+        r = server.script("stop")
+        if r.returncode == 0:
+            shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture
