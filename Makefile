@@ -7,7 +7,8 @@
 #   make asan            the same binary with AddressSanitizer + UBSan, in build-asan/
 #   make install PREFIX=/usr/local
 #
-# Dependencies come from pkg-config: sqlite3 (the store), libpcre2-8
+# Dependencies come from pkg-config: sqlite3 (the store), libpq (its
+# PostgreSQL backend), libpcre2-8
 # (--step-regex: Perl syntax such as \d, which POSIX regex lacks).
 
 PREFIX   ?= /usr/local
@@ -22,7 +23,7 @@ BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 
 B        ?= build
 CC       ?= cc
-PKGS      = sqlite3 libpcre2-8 yaml-0.1 libdw
+PKGS      = sqlite3 libpcre2-8 yaml-0.1 libdw libpq
 VERSION   = 0.1.0
 
 WARN      = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \

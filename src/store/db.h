@@ -103,6 +103,19 @@ struct db_driver {
 
 /* The backends, by the store string: db.c's table. */
 extern const struct db_driver db_sqlite_driver;   /* sqlite.c */
+extern const struct db_driver db_postgresql_driver;   /* postgres.c */
+
+/* postgres.c: the store's SQL (SQLite's dialect) in PostgreSQL's.
+ * ddl: a schema statement (types are translated too). *nparams gets the
+ * highest placeholder; *conflict says what INSERT OR ... asked for (for
+ * REPLACE the caller adds the ON CONFLICT clause, which needs the table's
+ * key). The caller frees the result with free(). */
+enum db_pg_conflict { DB_PG_PLAIN, DB_PG_IGNORE, DB_PG_REPLACE };
+char *db_pg_translate(const char *sql, bool ddl, int *nparams, enum db_pg_conflict *conflict);
+
+/* The store string fit to print: the password of a URI (`user:pass@`, or
+ * `password=` in its query) is `***`. The caller frees it with free(). */
+char *db_redact(const char *target);
 
 /* The driver for a store string, or NULL with the reason in why (a backend
  * this build lacks). */

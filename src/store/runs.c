@@ -560,9 +560,12 @@ int store_top_procs(struct store *st, int64_t run_id, struct proc_row **out, siz
 	struct db_stmt *s;
 	*out = NULL;
 	*n = 0;
-	/* SQLite takes the bare columns from the row holding max(pss). */
-	if (store_prepare_read(st, "SELECT pid, ppid, name, rss, max(pss) AS top, uss, swap, gpu, t FROM proc_samples"
-	                       " WHERE run_id = ?1 GROUP BY pid, name ORDER BY top DESC, pid LIMIT ?2", run_id, &s) < 0)
+	/* The row of each process holding its largest pss (the earliest of
+	 * equals); a window, which SQLite and PostgreSQL both know. */
+	if (store_prepare_read(st, "SELECT pid, ppid, name, rss, pss AS top, uss, swap, gpu, t FROM"
+	                       " (SELECT *, row_number() OVER (PARTITION BY pid, name ORDER BY pss DESC, t) AS n"
+	                       " FROM proc_samples WHERE run_id = ?1) AS p"
+	                       " WHERE n = 1 ORDER BY top DESC, pid LIMIT ?2", run_id, &s) < 0)
 		return -1;
 	db_bind_int64(s, 2, max > (size_t)INT64_MAX ? INT64_MAX : (int64_t)max);
 	int rc;

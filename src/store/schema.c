@@ -188,7 +188,7 @@ int64_t store_schema_version(void)
 static int check_version(int64_t version, bool foreign, char *why, size_t whysz)
 {
 	if (foreign) {
-		snprintf(why, whysz, "not a leakproof store (an SQLite database of something else)");
+		snprintf(why, whysz, "not a leakproof store (a database of something else)");
 		return -1;
 	}
 	if (version < 0) {

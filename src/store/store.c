@@ -62,7 +62,7 @@ static struct store *open_store(const char *path, bool readonly, char *why, size
 		return NULL;
 	}
 	struct store *st = xcalloc(1, sizeof(*st));
-	st->path = xstrdup(path);
+	st->path = db_redact(path);   /* only ever printed */
 	st->readonly = readonly;
 	st->lost_t = -1;
 	int rc = db_open(path, readonly, &st->db, why, whysz);
@@ -113,10 +113,12 @@ static struct store *open_common(const char *path, bool readonly)
 	struct store *st = open_store(path, readonly, why, sizeof(why), &unwritable);
 	if (st)
 		return st;
+	char *shown = db_redact(path ? path : "");   /* a URI's password as *** */
 	if (unwritable)
-		error("cannot write to store '%s': %s", path, why);
+		error("cannot write to store '%s': %s", shown, why);
 	else
-		error("cannot open store '%s': %s", path ? path : "", why);
+		error("cannot open store '%s': %s", shown, why);
+	free(shown);
 	return NULL;
 }
 

@@ -29,10 +29,11 @@ struct store;
 
 /* Open (creating the file, its directory and the schema as needed, and
  * migrating older schemas) the store at path: an SQLite file, or a
- * `postgresql://` URI (not built in yet: refused). Returns NULL after
- * printing "leakproof: cannot open store 'PATH': REASON" ("cannot write
- * to store" when the file or its directory cannot be written: a read-only
- * file system, another user's). */
+ * `postgresql://` or `postgres://` URI (a PostgreSQL database). Returns
+ * NULL after printing "leakproof: cannot open store 'PATH': REASON" (a
+ * URI's password shown as ***; "cannot write to store" when the file or
+ * its directory cannot be written: a read-only file system, another
+ * user's). */
 struct store *store_open(const char *path);
 /* Whether a writer may use the store string path: 0, or -1 after
  * "leakproof: cannot use store 'PATH': REASON" when it names a database

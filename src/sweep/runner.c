@@ -844,7 +844,7 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		char dir[PATH_MAX];
 		snprintf(dir, sizeof(dir), "%s", o->store_path);
 		char *slash = strrchr(dir, '/');
-		if (slash)
+		if (slash && !strstr(dir, "://"))   /* a server's URI: the working directory */
 			*slash = '\0';
 		else
 			strcpy(dir, ".");

@@ -601,16 +601,21 @@ static void test_trace_sites(void)
 	store_close(st);
 }
 
-/* A PostgreSQL URI selects a backend this build does not have: a clear
- * refusal, and nothing created on disk under that name. */
-static void test_backend_not_built(void)
+/* A PostgreSQL URI selects the PostgreSQL backend: a server that is not
+ * there is refused with the reason and the password hidden, and nothing is
+ * created on disk under that name. */
+static void test_backend_by_uri(void)
 {
-	const char *uris[] = { "postgresql://leakproof@db.cluster/leakproof", "postgres://localhost/lp",
-	                       "POSTGRESQL://x/y" };
+	const char *uris[] = { "postgresql://leakproof@127.0.0.1:1/leakproof", "postgres://127.0.0.1:1/lp",
+	                       "POSTGRESQL://u@127.0.0.1:1/y" };
 	for (size_t i = 0; i < sizeof(uris) / sizeof(uris[0]); i++) {
-		expect_open_error(uris[i], false, "PostgreSQL support is not built in");
-		expect_open_error(uris[i], true, "PostgreSQL support is not built in");
+		expect_open_error(uris[i], false, "Connection refused");
+		expect_open_error(uris[i], true, "Connection refused");
 	}
+	capture_begin();
+	CHECK(store_open("postgresql://leakproof:hunter2@127.0.0.1:1/leakproof") == NULL);
+	const char *msg = capture_end();
+	CHECK(strstr(msg, "leakproof:***@127.0.0.1:1") != NULL && strstr(msg, "hunter2") == NULL);
 	struct stat sb;
 	CHECK(stat("postgresql:", &sb) < 0 && stat("postgres:", &sb) < 0);
 }
@@ -780,7 +785,7 @@ TEST_MAIN("store",
 	TEST(test_concurrent_create),
 	TEST(test_crafted_version),
 	TEST(test_trace_sites),
-	TEST(test_backend_not_built),
+	TEST(test_backend_by_uri),
 	TEST(test_disk_full),
 	TEST(test_in_memory_refused),
 	TEST(test_memory_flat))

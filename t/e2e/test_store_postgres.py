@@ -1,0 +1,220 @@
+"""
+The PostgreSQL store: the same commands as on SQLite, against a real
+server started once for the session by the repo's own script
+(`scripts/cluster start --pg-only`), each test in a database of its own.
+
+What it shows: a run with steps and a leak verdict, `report` in every
+format with the same fields as on SQLite, `ls`, a small local sweep, a
+traced run, eight first runs at once on an empty database, a password that
+is never printed, and (slow) the server stopped for 10 s in the middle of
+a run with nothing missing once it is back.
+"""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER = REPO / "scripts" / "cluster"
+
+
+class PgServer:
+    def __init__(self, state):
+        self.state = state
+        self.env = {}
+
+    def script(self, *args, timeout=120):
+        env = dict(os.environ, LEAKPROOF_CLUSTER_DIR=self.state)
+        return subprocess.run([str(CLUSTER), *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+    def load_env(self):
+        r = self.script("env")
+        assert r.returncode == 0, r.stderr
+        for line in r.stdout.splitlines():
+            name, _, value = line.removeprefix("export ").partition("=")
+            self.env[name] = value.strip("'")
+
+    def psql(self, sql, db="postgres"):
+        env = dict(os.environ, PGHOST=self.env["PGHOST"], PGPORT=self.env["PGPORT"])
+        r = subprocess.run(["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-U", "leakproof",
+                            "-d", db, "-c", sql], env=env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    def pg_ctl(self, *args):
+        bindir = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))[-1].parent
+        r = subprocess.run(["runuser", "-u", "postgres", "--", str(bindir / "pg_ctl"), "-D",
+                            f"{self.state}/pg/data", "-l", f"{self.state}/pg/log", "-w", "-t", "60", *args],
+                           capture_output=True, text=True, timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    def uri(self, db, password="s3cret-pw"):
+        return f"postgresql://leakproof:{password}@127.0.0.1:{self.env['PGPORT']}/{db}"
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    state = tempfile.mkdtemp(prefix="lp-pg-", dir="/tmp")
+    os.chmod(state, 0o755)
+    server = PgServer(state)
+    r = server.script("start", "--pg-only")
+    if r.returncode != 0:
+        server.script("stop")
+        pytest.fail(f"scripts/cluster start --pg-only failed:\n{r.stderr}", pytrace=False)
+    try:
+        server.load_env()
+        yield server
+    finally:
+        r = server.script("stop")
+        if r.returncode == 0:
+            shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture
+def pg(lp, pg_server):
+    """lp with a fresh PostgreSQL database as its store (a password in the
+    URI: the server trusts local clients, so any password works)."""
+    db = "lp_" + uuid.uuid4().hex[:12]
+    pg_server.psql(f"CREATE DATABASE {db} TEMPLATE template0")
+    lp.store = pg_server.uri(db)
+    lp.db = db
+    lp.server = pg_server
+    return lp
+
+
+def shape(value):
+    """The structure of a JSON value: keys and types, not numbers."""
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shape(value[0])] if value else []
+    return type(value).__name__ if value is not None else None
+
+
+def leak_run(lp):
+    r = lp.run([lp.py, lp.workload("steps.py"), "channel", "60", "--step-ms", "30"], "-q", timeout=120)
+    assert r.rc == 0, r
+    return r
+
+
+def test_run_report_ls_in_every_format_as_on_sqlite(pg, tmp_path):
+    leak_run(pg)
+    on_pg = pg.report()
+    assert "s3cret" not in json.dumps(on_pg)
+
+    sqlite_store = pg.store
+    pg.store = str(tmp_path / "lite.db")
+    leak_run(pg)
+    on_lite = pg.report()
+    pg.store = sqlite_store
+
+    assert set(on_pg) == set(on_lite) and set(on_pg["run"]) == set(on_lite["run"]), (on_pg, on_lite)
+    for key in ("status", "exit_code", "step_source", "cwd", "command"):
+        assert on_pg["run"][key] == on_lite["run"][key], (key, on_pg["run"], on_lite["run"])
+    for key in ("verdict", "steps", "x_unit", "measure", "points", "restarts", "results", "limit_source"):
+        assert on_pg[key] == on_lite[key], (key, pg.describe(on_pg), pg.describe(on_lite))
+    assert shape(on_pg["segments"]) == shape(on_lite["segments"])
+    assert shape(on_pg["top_process"]) == shape(on_lite["top_process"])
+    assert on_pg["steps"] == 60 and on_pg["verdict"] == "leak", pg.describe(on_pg)
+
+    for fmt in ("text", "md", "csv", "html", "svg"):
+        out = pg.report(fmt=fmt)
+        assert out.strip(), fmt
+    csv = pg.report(fmt="csv").splitlines()
+    assert csv[0] == "step,epoch,t,rss,pss,uss,swap,cgroup,gpu"
+    assert len(csv) == 61
+
+    runs = pg.ls(fmt="json")
+    assert [run["id"] for run in runs] == [1]
+    assert "steps.py" in pg.ls()
+
+
+def test_a_password_is_never_printed(pg):
+    store = pg.server.uri("no_such_db", password="hunter2-secret")
+    r = pg.cmd(["ls", "--store", store])
+    assert r.rc != 0
+    assert "hunter2" not in r.err and "leakproof:***@" in r.err, r.err
+    r = pg.cmd(["run", "--store", store, "-q", "--", "true"])
+    assert "hunter2" not in r.err, r.err
+
+
+def test_a_database_of_something_else_is_refused(pg):
+    pg.server.psql("CREATE TABLE customers (id int)", db=pg.db)
+    r = pg.run(["true"], "-q")
+    assert r.rc != 0 and "not a leakproof store" in r.err, r
+
+
+def test_a_newer_schema_is_refused(pg):
+    pg.run(["true"], "-q")
+    pg.server.psql("UPDATE leakproof_schema SET version = 999", db=pg.db)
+    r = pg.cmd(["ls", "--store", pg.store])
+    assert r.rc != 0 and "newer leakproof" in r.err, r
+
+
+def test_a_small_local_sweep(pg):
+    f = pg.dir / "tiny.yaml"
+    f.write_text(f"""
+command: [{pg.py}, -c, "import sys, leakproof; leakproof.result(n=len(sys.argv[1]))", "${{args}}"]
+method: grid
+metric: {{name: n}}
+parameters:
+  name: {{values: ["a", "bbb", "cc"]}}
+""")
+    r = pg.cmd(["sweep", str(f), "--store", pg.store], timeout=300)
+    assert r.rc == 0, r
+    rep = pg.cmd(["report", "--format", "json", "--store", pg.store])
+    assert rep.rc == 0, rep
+    trials = json.loads(rep.stdout)["trials"]
+    assert sorted(t["metric"] for t in trials) == [8, 9, 10], trials   # "--name=" + value
+    assert all(t["status"] == "ok" for t in trials), trials
+
+
+@pytest.mark.slow
+def test_a_traced_run(pg):
+    r = pg.run([pg.py, pg.workload("torch_keep_loss.py"), "--steps", "80"], "--trace", timeout=240)
+    assert r.rc == 0, r
+    out = pg.cmd(["report", "--trace", "--format", "json", "--store", pg.store])
+    assert out.rc == 0, out
+    assert json.loads(out.stdout), out
+
+
+def test_eight_first_runs_at_once_on_an_empty_database(pg):
+    procs = [pg.start(["sh", "-c", 'echo "$LEAKPROOF_RUN"'], "-q") for _ in range(8)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, [o[1][-500:] for o in outs]
+    ids = sorted(int(o[0]) for o in outs)
+    assert ids == list(range(1, 9)), ids
+    assert len(pg.ls(fmt="json")) == 8
+    assert pg.server.psql("SELECT version FROM leakproof_schema", db=pg.db) != ""
+
+
+@pytest.mark.slow
+def test_the_server_stopped_for_10_s_mid_run_loses_nothing(pg):
+    proc = pg.start([pg.py, pg.workload("steps.py"), "channel", "500", "--step-ms", "50"], "--interval", "50ms")
+    time.sleep(5)
+    pg.server.pg_ctl("stop", "-m", "fast")
+    stopped = time.monotonic()
+    time.sleep(10)
+    pg.server.pg_ctl("start")
+    out, err = proc.communicate(timeout=180)
+    down_s = time.monotonic() - stopped
+    err = err.decode(errors="replace")
+    assert proc.returncode == 0, err
+    assert "unreachable" in err and "reachable again" in err, err
+    assert "s3cret" not in err, err
+    rep = pg.report()
+    assert rep["steps"] == 500, pg.describe(rep)
+    assert rep["run"]["status"] != "running" and rep["run"].get("ended_at"), rep["run"]
+    steps = int(pg.server.psql("SELECT count(*) FROM steps", db=pg.db))
+    assert steps == 500
+    samples = int(pg.server.psql("SELECT count(*) FROM samples", db=pg.db))
+    duration = float(pg.server.psql("SELECT ended_at - started_at FROM runs", db=pg.db))
+    assert duration > down_s
+    assert samples >= 0.8 * duration / 0.05, (samples, duration)
