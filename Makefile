@@ -22,7 +22,7 @@ BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 
 B        ?= build
 CC       ?= cc
-PKGS      = sqlite3 libpcre2-8 yaml-0.1 libdw
+PKGS      = sqlite3 libpcre2-8 yaml-0.1 libdw ncursesw
 VERSION   = 0.1.0
 
 WARN      = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \
