@@ -473,6 +473,14 @@ static int migrate(struct store *st, int version, char *why, size_t whysz)
 		char sql[96];
 		if (exec_sql(st, "BEGIN IMMEDIATE") != SQLITE_OK)
 			goto fail;
+		/* Another process (a second run, a reader that found an older
+		 * schema) may have migrated since version was read. */
+		if (pragma_int(st, "PRAGMA user_version", &v) != SQLITE_OK)
+			goto fail_rollback;
+		if (v >= SCHEMA_VERSION) {
+			exec_sql(st, "COMMIT");
+			break;
+		}
 		if (exec_sql(st, migrations[v]) != SQLITE_OK)
 			goto fail_rollback;
 		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d; PRAGMA application_id = %d",
@@ -499,12 +507,17 @@ fail:
 static int check_schema(struct store *st, int *version, char *why, size_t whysz)
 {
 	int app_id = 0, ntables = 0;
-	if (pragma_int(st, "PRAGMA user_version", version) != SQLITE_OK ||
-	    pragma_int(st, "PRAGMA application_id", &app_id) != SQLITE_OK ||
-	    pragma_int(st, "SELECT count(*) FROM sqlite_master", &ntables) != SQLITE_OK) {
+	/* One snapshot: another process may commit a migration between reads. */
+	bool read = exec_sql(st, "BEGIN") == SQLITE_OK &&
+	            pragma_int(st, "PRAGMA user_version", version) == SQLITE_OK &&
+	            pragma_int(st, "PRAGMA application_id", &app_id) == SQLITE_OK &&
+	            pragma_int(st, "SELECT count(*) FROM sqlite_master", &ntables) == SQLITE_OK;
+	if (!read)
 		snprintf(why, whysz, "%s", sqlite3_errmsg(st->db));
+	if (!sqlite3_get_autocommit(st->db))
+		exec_sql(st, "COMMIT");
+	if (!read)
 		return -1;
-	}
 	if ((app_id && app_id != APPLICATION_ID) || (*version == 0 && ntables > 0)) {
 		snprintf(why, whysz, "not a leakproof store (an SQLite database of something else)");
 		return -1;
