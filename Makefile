@@ -8,7 +8,8 @@
 #   make install PREFIX=/usr/local
 #
 # Dependencies come from pkg-config: sqlite3 (the store), libpcre2-8
-# (--step-regex: Perl syntax such as \d, which POSIX regex lacks).
+# (--step-regex: Perl syntax such as \d, which POSIX regex lacks), ncursesw
+# (`leakproof top`).
 
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
