@@ -280,3 +280,30 @@ def test_resize_and_ctrl_c(lp, tmux_top):
         assert len(line) <= 60, screen
     top.keys("C-c")
     check_exit(top.wait("top gone after Ctrl-C", exited_cleanly, timeout=30))
+
+
+def test_detail_of_a_traced_run_shows_its_growing_site(lp, tmux_top):
+    lp.start([lp.py, lp.workload("slow_leak.py"), "--steps", "100000", "--step-ms", "20",
+              "--baseline-mib", "16", "--noise-mib", "2"], "-q", "--trace")
+    top = tmux_top()
+    top.wait("the traced run", lambda s: row_with(s, "slow_leak"))
+    top.keys("Enter")
+    # The Python line that keeps the bytes, judged growing.
+    screen = top.wait("its growing allocation site",
+                      lambda s: "allocation sites growing the most:" in s and "slow_leak.py:" in s)
+    site = [line for line in screen.splitlines() if "slow_leak.py:" in line and "/step" in line]
+    assert site and "(flat)" not in site[0], screen
+    top.keys("q")
+    check_exit(top.wait("top gone after q", exited_cleanly, timeout=30))
+
+
+def test_a_run_whose_supervisor_died_is_lost(lp):
+    start_jobs(lp, flat=False)
+    supervisor = lp._started[0]
+    lp.kill_tree(supervisor)        # SIGKILL: the run is never ended in the store
+
+    def lost():
+        run = by_command(once_json(lp), LEAKY)
+        return run if run and run["state"] == "lost" else None
+    run = wait_for("the run called lost", lost)
+    assert run["ended_at"] is None, run
