@@ -50,6 +50,7 @@ static const char usage[] =
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "platform/proc.h"
 #include "report/report.h"
 #include "report/trace.h"
 #include "store/live.h"
@@ -291,7 +292,9 @@ static bool job_gone(const struct top *t, const struct run_state *r, const struc
 {
 	if (strcmp(r->run.hostname, t->host) || !seg || seg->pid <= 0)
 		return false;
-	return kill(seg->pid, 0) < 0 && errno == ESRCH;
+	struct proc_stat ps;
+	/* A zombie is gone too: with its supervisor dead, nobody may reap it. */
+	return read_proc_stat(NULL, seg->pid, &ps) < 0 || ps.state == 'Z' || ps.state == 'X';
 }
 
 /* Read one run again: its row, new samples, segments; judge when due. */

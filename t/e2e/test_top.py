@@ -299,11 +299,18 @@ def test_detail_of_a_traced_run_shows_its_growing_site(lp, tmux_top):
 
 def test_a_run_whose_supervisor_died_is_lost(lp):
     start_jobs(lp, flat=False)
+    # Once the job has started and been measured (its pid is in the store).
+    wait_for("the job measured", lambda: (by_command(once_json(lp), LEAKY) or {}).get("memory_bytes"))
     supervisor = lp._started[0]
     lp.kill_tree(supervisor)        # SIGKILL: the run is never ended in the store
 
+    last = [None]
+
     def lost():
-        run = by_command(once_json(lp), LEAKY)
-        return run if run and run["state"] == "lost" else None
-    run = wait_for("the run called lost", lost)
+        last[0] = by_command(once_json(lp), LEAKY)
+        return last[0] if last[0] and last[0]["state"] == "lost" else None
+    try:
+        run = wait_for("the run called lost", lost)
+    except pytest.fail.Exception:
+        pytest.fail(f"the run is not called lost; top says: {last[0]}")
     assert run["ended_at"] is None, run
