@@ -45,8 +45,6 @@ static const char usage[] =
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
@@ -1077,7 +1075,6 @@ static int interactive(struct top *t, double delay)
 
 	struct screen sc;
 	memset(&sc, 0, sizeof(sc));
-	int status = 0;
 	int64_t period = (int64_t)(delay * 1e9);
 	int64_t next = mono_ns();
 	for (;;) {
@@ -1086,8 +1083,11 @@ static int interactive(struct top *t, double delay)
 		int64_t now = mono_ns();
 		if (now >= next) {
 			if (reload(t) < 0) {
-				status = 1;
-				break;
+				/* Say so and go on: a store being migrated or
+				 * copied reads again at the next refresh. The
+				 * message went to the terminal: repaint it all. */
+				snprintf(sc.message, sizeof(sc.message), "cannot read the store; trying again");
+				clearok(curscr, TRUE);
 			}
 			order(t);
 			next = now + period;
@@ -1103,7 +1103,7 @@ static int interactive(struct top *t, double delay)
 	}
 	endwin();
 	delscreen(scr);
-	return status;
+	return 0;
 }
 
 int cmd_top(int argc, char **argv)
