@@ -8,8 +8,8 @@
 #   make install PREFIX=/usr/local
 #
 # Dependencies come from pkg-config: sqlite3 (the store), libpq (its
-# PostgreSQL backend), libpcre2-8
-# (--step-regex: Perl syntax such as \d, which POSIX regex lacks).
+# PostgreSQL backend), libpcre2-8 (--step-regex: Perl syntax such as \d,
+# which POSIX regex lacks), ncursesw (`leakproof top`).
 
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
@@ -23,7 +23,7 @@ BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 
 B        ?= build
 CC       ?= cc
-PKGS      = sqlite3 libpcre2-8 yaml-0.1 libdw libpq
+PKGS      = sqlite3 libpcre2-8 yaml-0.1 libdw libpq ncursesw
 VERSION   = 0.1.0
 
 WARN      = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \

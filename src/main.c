@@ -19,6 +19,7 @@ static const char usage[] =
 "  sweep    run every trial of a search in its own supervised process\n"
 "  report   show a stored run or sweep: text, md, csv or json\n"
 "  ls       list the runs in the store\n"
+"  top      live view of the runs: memory, growth, verdict so far, time to limit\n"
 "  help     show the help of a command\n"
 "\n"
 "`leakproof COMMAND --help` tells more; `man leakproof` tells all.\n";
@@ -31,6 +32,7 @@ static const struct cmd_entry {
 	{ "report", cmd_report },
 	{ "ls", cmd_ls },
 	{ "sweep", cmd_sweep },
+	{ "top", cmd_top },
 };
 
 static const struct cmd_entry *find_command(const char *name)

@@ -14,7 +14,7 @@ import pytest
 
 COMPLETION = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                           "completion", "leakproof.bash")
-COMMANDS = ["run", "report", "ls", "sweep"]
+COMMANDS = ["run", "report", "ls", "sweep", "top"]
 
 SCRIPT = r'''
 source "$1" || exit 99
@@ -105,7 +105,7 @@ ALL_FORMATS = ["csv", "html", "json", "junit", "md", "svg", "text"]
 
 
 @pytest.mark.parametrize("cmd,least", [("report", ["csv", "json", "md", "text"]),
-                                       ("ls", ["json", "text"])])
+                                       ("ls", ["json", "text"]), ("top", ["json", "text"])])
 def test_format_values(lp, cmd, least):
     text = option_text(help_text(lp, cmd), "--format")
     named = [f for f in ALL_FORMATS if re.search(r"(?<![a-z-])%s(?![a-z-])" % f, text)]
@@ -140,7 +140,7 @@ def test_restart_and_stop_signal_values(lp):
 
 def test_free_values_are_not_completed(lp):
     for words in (("run", "--step-regex", ""), ("run", "--max-mem", ""), ("report", "--by", ""),
-                  ("sweep", "-j", "")):
+                  ("sweep", "-j", ""), ("top", "--delay", "")):
         assert complete(lp, *words) == [], words
 
 

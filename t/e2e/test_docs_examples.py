@@ -210,7 +210,7 @@ def test_every_command_is_in_the_help(lp):
     assert "help" in listed
 
 
-@pytest.mark.parametrize("cmd", ["run", "report", "ls", "sweep"])
+@pytest.mark.parametrize("cmd", ["run", "report", "ls", "sweep", "top"])
 def test_help(lp, cmd):
     assert cmd in commands_of(lp)
     r = lp.cmd([cmd, "--help"])
@@ -227,7 +227,7 @@ def test_help(lp, cmd):
         assert (r2.rc, r2.out) == (0, text), same
 
 
-@pytest.mark.parametrize("cmd", ["run", "report", "ls", "sweep"])
+@pytest.mark.parametrize("cmd", ["run", "report", "ls", "sweep", "top"])
 def test_unknown_option_gives_the_usage_status(lp, cmd):
     text = " ".join(lp.cmd([cmd, "--help"]).out.split())
     m = re.search(r"\b(\d+) for (?:a usage error|a bad file or option)", text)
