@@ -31,6 +31,7 @@ static const struct cmd_entry {
 	{ "report", cmd_report },
 	{ "ls", cmd_ls },
 	{ "sweep", cmd_sweep },
+	{ "judge", cmd_judge },
 };
 
 static const struct cmd_entry *find_command(const char *name)
