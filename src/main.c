@@ -19,6 +19,7 @@ static const char usage[] =
 "  sweep    run every trial of a search in its own supervised process\n"
 "  report   show a stored run or sweep: text, md, csv or json\n"
 "  ls       list the runs in the store\n"
+"  judge    judge a memory series read on stdin, as a run's steps are judged\n"
 "  help     show the help of a command\n"
 "\n"
 "`leakproof COMMAND --help` tells more; `man leakproof` tells all.\n";
