@@ -14,8 +14,13 @@ code that fills a bounded cache (warm-up, then flat) — each passes.
 Memory is the resident set, which does not depend on how busy the machine
 is; each leaking call keeps at least 512 KiB, so 150 calls grow by 75 MiB,
 far beyond leakproof's threshold (1 MiB and 1% of the baseline).
+
+Then `leakproof judge` itself on made-up series: a leak (exit 1, growth and
+the change table), a cache that fills and stays (exit 0, JSON), too few
+points (exit 2) and a malformed line (exit 124, the line named).
 """
 
+import json
 import os
 import re
 import subprocess
@@ -132,3 +137,41 @@ def test_clean_code_passes(outcome, test):
     if "torch" in test:
         pytest.importorskip("torch")
     assert result_of(outcome, test) == "PASSED", outcome[-4000:]
+
+
+# ---- `leakproof judge`, the command the plugin runs ----------------------
+
+MIB = 1 << 20
+
+
+def judge(lp, lines, *args):
+    path = os.path.join(str(lp.dir), "series.txt")
+    with open(path, "w") as f:
+        f.write("".join(line + "\n" for line in lines))
+    with open(path, "rb") as f:
+        return lp.cmd(["judge", *args], stdin=f)
+
+
+def test_judge_says_leak_with_growth_and_the_change_table(lp):
+    lines = ["%d %d" % (i, 200 * MIB + i * MIB + (i % 7) * 40000) for i in range(1, 121)]
+    r = judge(lp, lines)
+    assert r.rc == 1, r
+    assert "verdict   leak" in r.out
+    assert re.search(r"growth    \+1\.0\d MiB/step \(95% interval \+", r.out), r.out
+    assert re.search(r"per-step change +Min +Q1 +Median +Q3 +Max", r.out), r.out
+
+
+def test_judge_passes_a_cache_that_fills_then_stays(lp):
+    lines = [str(100 * MIB + min(i, 30) * MIB + (i % 5) * 30000) for i in range(1, 151)]
+    r = judge(lp, lines, "--format", "json")
+    assert r.rc == 0, r
+    j = json.loads(r.out)
+    assert j["verdict"] == "no-leak" and j["warmup_points"] > 0, j
+    assert set(j["per_step_change"]) == {"min", "q1", "median", "q3", "max"}
+
+
+def test_judge_is_inconclusive_on_few_points_and_rejects_bad_lines(lp):
+    r = judge(lp, [str(MIB * i) for i in range(1, 6)])
+    assert r.rc == 2 and "verdict   inconclusive" in r.out, r
+    r = judge(lp, ["# comment", "1 100", "", "2 lots"])
+    assert r.rc == 124 and "line 4" in r.err, r
