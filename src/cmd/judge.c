@@ -206,6 +206,7 @@ int cmd_judge(int argc, char **argv)
 	struct analyze_opts opts;
 	analyze_opts_init(&opts);
 	int c;
+	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+f:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -214,8 +215,8 @@ int cmd_judge(int argc, char **argv)
 			break;
 		case 'g': {
 			uint64_t v;
-			if (parse_size(optarg, 0, &v) != 0)
-				return usage_error("--min-growth: '%s' is not a size", optarg);
+			if (parse_size(optarg, 0, &v) < 0)
+				return LP_EXIT_USAGE;
 			opts.min_growth_bytes = (double)v;
 			break;
 		}
@@ -223,7 +224,7 @@ int cmd_judge(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			return usage_error("unknown option");
+			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (strcmp(format, "text") && strcmp(format, "json"))
