@@ -33,6 +33,7 @@ resident set.
 
 The binary is found as $LEAKPROOF_BIN, else the build/ of the source tree
 this file lies in, else <sys.prefix>/bin/leakproof (a pip install), else
+PREFIX/bin/leakproof for the copy under PREFIX/lib/leakproof/python, else
 ``leakproof`` on PATH. Standard library and pytest only.
 """
 
@@ -60,7 +61,9 @@ def _binary():
         return env
     here = os.path.dirname(os.path.abspath(__file__))
     candidates = [os.path.join(here, "..", "..", os.environ.get("LEAKPROOF_BUILD", "build"), "leakproof"),
-                  os.path.join(sys.prefix, "bin", "leakproof")]
+                  os.path.join(sys.prefix, "bin", "leakproof"),
+                  # the copy a job gets on PYTHONPATH: PREFIX/lib/leakproof/python/leakproof
+                  os.path.join(here, "..", "..", "..", "..", "bin", "leakproof")]
     for c in candidates:
         if os.access(c, os.X_OK):
             return os.path.normpath(c)
