@@ -42,6 +42,11 @@ static const char usage[] =
 
 #define usage_error(...) cmd_usage_error("judge", __VA_ARGS__)
 
+/* Caps on what stdin may make us hold: 10 million points (160 MB of
+ * doubles) and lines of 4 KiB. */
+#define MAX_POINTS 10000000
+#define MAX_LINE_BYTES 4096
+
 struct series {
 	double *x, *y;
 	size_t n, cap;
@@ -70,14 +75,20 @@ static bool parse_number(const char *p, const char **end, double *out)
 	return true;
 }
 
-/* Read stdin into s. 0, or -1 with the bad line's number in *bad_line. */
+/* Read stdin into s. 0, or -1 with the bad line's number in *bad_line (a
+ * line that is not one or two numbers, too long, or past MAX_POINTS). */
 static int read_series(FILE *in, struct series *s, size_t *bad_line)
 {
 	char *line = NULL;
 	size_t cap = 0, lineno = 0, rank = 0;
 	int rc = 0;
-	while (getline(&line, &cap, in) >= 0) {
+	ssize_t len;
+	while ((len = getline(&line, &cap, in)) >= 0) {
 		lineno++;
+		if (len > MAX_LINE_BYTES || s->n >= MAX_POINTS) {
+			rc = -1;
+			break;
+		}
 		const char *p = line + strspn(line, " \t\r\n");
 		if (!*p || *p == '#')
 			continue;
@@ -159,7 +170,7 @@ static char *signed_bytes(char *buf, size_t sz, double v)
 static void write_text(struct strbuf *sb, const struct analysis *a)
 {
 	static const char *const heads[5] = { "Min", "Q1", "Median", "Q3", "Max" };
-	char b1[32], b2[32];
+	char b1[32], b2[32], b3[32];
 	strbuf_addf(sb, "verdict   %s \xe2\x80\x94 %s\n", verdict_name(a->verdict), a->reason);
 	strbuf_addf(sb, "points    %zu", a->points);
 	if (a->warmup_points)
@@ -177,7 +188,7 @@ static void write_text(struct strbuf *sb, const struct analysis *a)
 	if (a->points)
 		strbuf_addf(sb, "memory    %s at the start of the window, %s last, %s peak\n",
 		            fmt_bytes(b1, sizeof(b1), a->baseline_bytes), fmt_bytes(b2, sizeof(b2), a->last_bytes),
-		            fmt_bytes((char[32]){ 0 }, 32, a->peak_bytes));
+		            fmt_bytes(b3, sizeof(b3), a->peak_bytes));
 	for (int i = 0; i < 5; i++)
 		if (!isfinite(a->q[i]))
 			return;
@@ -237,7 +248,8 @@ int cmd_judge(int argc, char **argv)
 	if (read_series(stdin, &s, &bad_line) != 0) {
 		free(s.x);
 		free(s.y);
-		error("judge: line %zu of the input is not 'STEP BYTES' or 'BYTES'", bad_line);
+		error("judge: line %zu of the input is not 'STEP BYTES' or 'BYTES', is over %d bytes, "
+		      "or is past %d points", bad_line, MAX_LINE_BYTES, MAX_POINTS);
 		return LP_EXIT_USAGE;
 	}
 	struct analysis a;
