@@ -6,6 +6,8 @@
 #   make check-layers    no include or call runs up a floor of src/
 #   make asan            the same binary with AddressSanitizer + UBSan, in build-asan/
 #   make install PREFIX=/usr/local
+#   make wheel           a wheel in build-wheel/dist/ (binary, tracer, Python
+#                        client; docs/install.md), built offline by pip
 #
 # Dependencies come from pkg-config: sqlite3 (the store), libpq (its
 # PostgreSQL backend), libpcre2-8 (--step-regex: Perl syntax such as \d,
@@ -138,9 +140,15 @@ install: $(B)/leakproof $(B)/leakproof.pc $(B)/libleakproof-trace.so
 	install -m 644 $(B)/leakproof.pc $(DESTDIR)$(PCDIR)/leakproof.pc
 	install -m 644 completion/leakproof.bash $(DESTDIR)$(BASHCOMPDIR)/leakproof
 
-clean:
-	rm -rf $(B) build-asan
+# The pip wheel (pyproject.toml, setup.py): setup.py runs make itself into
+# build-wheel/c; no network (the Debian setuptools and wheel serve).
+PYTHON ?= /usr/bin/python3
+wheel:
+	$(PYTHON) -m pip wheel --no-build-isolation --no-deps --no-cache-dir -w build-wheel/dist .
 
-.PHONY: all unit check check-layers asan install clean FORCE
+clean:
+	rm -rf $(B) build-asan build-wheel
+
+.PHONY: all unit check check-layers asan install wheel clean FORCE
 FORCE:
 -include $(OBJ:.o=.d) $(TRACE_OBJ:.o=.d)

@@ -20,6 +20,7 @@ static const char usage[] =
 "  report   show a stored run or sweep: text, md, csv or json\n"
 "  ls       list the runs in the store\n"
 "  top      live view of the runs: memory, growth, verdict so far, time to limit\n"
+"  judge    judge a memory series read on stdin, as a run's steps are judged\n"
 "  help     show the help of a command\n"
 "\n"
 "`leakproof COMMAND --help` tells more; `man leakproof` tells all.\n";
@@ -33,6 +34,7 @@ static const struct cmd_entry {
 	{ "ls", cmd_ls },
 	{ "sweep", cmd_sweep },
 	{ "top", cmd_top },
+	{ "judge", cmd_judge },
 };
 
 static const struct cmd_entry *find_command(const char *name)

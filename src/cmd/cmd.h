@@ -11,6 +11,7 @@ int cmd_report(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_judge(int argc, char **argv);
 
 /* "leakproof: MESSAGE" and "Try 'leakproof CMD --help'..." on stderr;
  * returns 124, the usage-error status. */

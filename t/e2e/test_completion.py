@@ -14,7 +14,7 @@ import pytest
 
 COMPLETION = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                           "completion", "leakproof.bash")
-COMMANDS = ["run", "report", "ls", "sweep", "top"]
+COMMANDS = ["run", "report", "ls", "sweep", "top", "judge"]
 
 SCRIPT = r'''
 source "$1" || exit 99

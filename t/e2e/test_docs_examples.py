@@ -55,6 +55,10 @@ NOT_RUNNABLE = {
     "sbatch --mem=1G --wrap 'leakproof run -- /usr/bin/python3 train.py'":
         "needs the SLURM of `scripts/cluster start`",
     "scripts/cluster stop": "stops what `scripts/cluster start` started",
+    "make wheel": "builds the wheel in the tree; t/e2e/test_wheel.py builds and installs it",
+    "python3 -m venv venv && venv/bin/pip install --no-index build-wheel/dist/leakproof-*.whl":
+        "needs the wheel of `make wheel`; t/e2e/test_wheel.py installs it into fresh venvs",
+    "venv/bin/leakproof run --trace -- venv/bin/python train.py": "needs the venv above",
 }
 
 TRAIN_PY = r'''

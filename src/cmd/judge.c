@@ -1,0 +1,272 @@
+/*
+ * judge.c — `leakproof judge`: the leak judgment of a series read on stdin,
+ * the same judgment a run's summary makes (core/analyze.h, with the default
+ * options), for measurements taken outside `leakproof run` — the pytest
+ * plugin (python/leakproof/pytest_plugin.py) calls a function as steps in
+ * its own process and hands its memory series to this command.
+ *
+ * Input: one point per line, "X BYTES" (X the step, BYTES the memory
+ * measured after it) or "BYTES" alone (X is then the line's rank, 1, 2, ...);
+ * blank lines and lines starting with '#' are skipped. Units: bytes, x in
+ * steps. Output: text (the verdict, growth per step with its 95% interval,
+ * the per-step change table) or one JSON object.
+ */
+static const char usage[] =
+"usage: leakproof judge [options] < SERIES\n"
+"\n"
+"Judge a memory series read on stdin as a run's summary judges its steps:\n"
+"warm-up skipped, Theil-Sen growth per step with its 95% interval,\n"
+"Mann-Kendall significance, a floor that must rise, growth that must not\n"
+"slow down. One point per line: 'STEP BYTES', or 'BYTES' alone (steps are\n"
+"then 1, 2, 3, ...); blank lines and '#' comments are skipped.\n"
+"\n"
+"options:\n"
+"  -f, --format F         text (default) or json\n"
+"      --min-growth SIZE  growth over the judged window that matters\n"
+"                         (default 1M)\n"
+"  -h, --help             this help\n"
+"\n"
+"exit status: 0 no leak; 1 leak; 2 inconclusive (too few points, or\n"
+"growth not clear either way); 124 for a usage error or malformed input.\n";
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "core/analyze.h"
+#include "util/util.h"
+
+#define usage_error(...) cmd_usage_error("judge", __VA_ARGS__)
+
+/* Caps on what stdin may make us hold: 10 million points (160 MB of
+ * doubles) and lines of 4 KiB. */
+#define MAX_POINTS 10000000
+#define MAX_LINE_BYTES 4096
+
+struct series {
+	double *x, *y;
+	size_t n, cap;
+};
+
+static void series_add(struct series *s, double x, double y)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 256;
+		s->x = xrealloc(s->x, s->cap * sizeof(double));
+		s->y = xrealloc(s->y, s->cap * sizeof(double));
+	}
+	s->x[s->n] = x;
+	s->y[s->n++] = y;
+}
+
+/* Parse the whole of one number; false when line holds anything else. */
+static bool parse_number(const char *p, const char **end, double *out)
+{
+	char *e;
+	errno = 0;
+	*out = strtod(p, &e);
+	if (e == p || errno == ERANGE)
+		return false;
+	*end = e;
+	return true;
+}
+
+/* Read stdin into s. 0, or -1 with the bad line's number in *bad_line (a
+ * line that is not one or two numbers, too long, or past MAX_POINTS). */
+static int read_series(FILE *in, struct series *s, size_t *bad_line)
+{
+	char *line = NULL;
+	size_t cap = 0, lineno = 0, rank = 0;
+	int rc = 0;
+	ssize_t len;
+	while ((len = getline(&line, &cap, in)) >= 0) {
+		lineno++;
+		if (len > MAX_LINE_BYTES || s->n >= MAX_POINTS) {
+			rc = -1;
+			break;
+		}
+		const char *p = line + strspn(line, " \t\r\n");
+		if (!*p || *p == '#')
+			continue;
+		double a, b;
+		const char *e;
+		if (!parse_number(p, &e, &a)) {
+			rc = -1;
+			break;
+		}
+		p = e + strspn(e, " \t,");
+		rank++;
+		if (*p && *p != '\r' && *p != '\n') {
+			if (!parse_number(p, &e, &b)) {
+				rc = -1;
+				break;
+			}
+			series_add(s, a, b);
+		} else {
+			series_add(s, (double)rank, a);
+			e = p;
+		}
+		if (e[strspn(e, " \t\r\n")]) {
+			rc = -1;
+			break;
+		}
+	}
+	free(line);
+	if (rc)
+		*bad_line = lineno;
+	return rc;
+}
+
+static void add_num(struct strbuf *sb, const char *name, double v, bool last)
+{
+	strbuf_add_json_str(sb, name);
+	if (isfinite(v))
+		strbuf_addf(sb, ":%.17g", v);
+	else
+		strbuf_addstr(sb, ":null");
+	strbuf_addstr(sb, last ? "" : ",");
+}
+
+static void write_json(struct strbuf *sb, const struct analysis *a)
+{
+	static const char *const qname[5] = { "min", "q1", "median", "q3", "max" };
+	strbuf_addstr(sb, "{\"verdict\":");
+	strbuf_add_json_str(sb, verdict_name(a->verdict));
+	strbuf_addstr(sb, ",\"reason\":");
+	strbuf_add_json_str(sb, a->reason);
+	strbuf_addf(sb, ",\"points\":%zu,\"warmup_points\":%zu,", a->points, a->warmup_points);
+	add_num(sb, "warmup_end_x", a->warmup_points ? a->warmup_end_x : NAN, false);
+	add_num(sb, "growth_bytes_per_step", a->slope, false);
+	add_num(sb, "growth_low", a->slope_low, false);
+	add_num(sb, "growth_high", a->slope_high, false);
+	add_num(sb, "mk_z", a->mk_z, false);
+	add_num(sb, "mk_p", a->mk_p, false);
+	add_num(sb, "baseline_bytes", a->baseline_bytes, false);
+	add_num(sb, "floor_growth_bytes", a->floor_growth_bytes, false);
+	add_num(sb, "peak_bytes", a->peak_bytes, false);
+	add_num(sb, "last_bytes", a->last_bytes, false);
+	add_num(sb, "window_steps", a->window_x, false);
+	add_num(sb, "threshold_bytes", a->threshold_bytes, false);
+	strbuf_addstr(sb, "\"per_step_change\":{");
+	for (int i = 0; i < 5; i++)
+		add_num(sb, qname[i], a->q[i], i == 4);
+	strbuf_addstr(sb, "}}\n");
+}
+
+/* "+1.90 MiB" / "-3.10 MiB" / "0 B". */
+static char *signed_bytes(char *buf, size_t sz, double v)
+{
+	if (sz < 2)
+		return buf;
+	buf[0] = v > 0 ? '+' : v < 0 ? '-' : '\0';
+	fmt_bytes(buf + (buf[0] != '\0'), sz - 1, fabs(v));
+	return buf;
+}
+
+static void write_text(struct strbuf *sb, const struct analysis *a)
+{
+	static const char *const heads[5] = { "Min", "Q1", "Median", "Q3", "Max" };
+	char b1[32], b2[32], b3[32];
+	strbuf_addf(sb, "verdict   %s \xe2\x80\x94 %s\n", verdict_name(a->verdict), a->reason);
+	strbuf_addf(sb, "points    %zu", a->points);
+	if (a->warmup_points)
+		strbuf_addf(sb, ", warm-up %zu (judged from step %.0f)", a->warmup_points, a->warmup_end_x);
+	else
+		strbuf_addstr(sb, ", warm-up none");
+	strbuf_addch(sb, '\n');
+	if (isfinite(a->slope)) {
+		strbuf_addf(sb, "growth    %s/step", signed_bytes(b1, sizeof(b1), a->slope));
+		if (isfinite(a->slope_low) && isfinite(a->slope_high))
+			strbuf_addf(sb, " (95%% interval %s to %s)", signed_bytes(b1, sizeof(b1), a->slope_low),
+			            signed_bytes(b2, sizeof(b2), a->slope_high));
+		strbuf_addch(sb, '\n');
+	}
+	if (a->points)
+		strbuf_addf(sb, "memory    %s at the start of the window, %s last, %s peak\n",
+		            fmt_bytes(b1, sizeof(b1), a->baseline_bytes), fmt_bytes(b2, sizeof(b2), a->last_bytes),
+		            fmt_bytes(b3, sizeof(b3), a->peak_bytes));
+	for (int i = 0; i < 5; i++)
+		if (!isfinite(a->q[i]))
+			return;
+	strbuf_addf(sb, "%-18s", "per-step change");
+	for (int i = 0; i < 5; i++)
+		strbuf_addf(sb, "%-11s", heads[i]);
+	while (sb->len && sb->buf[sb->len - 1] == ' ')
+		sb->buf[--sb->len] = '\0';
+	strbuf_addf(sb, "\n%-18s", "");
+	for (int i = 0; i < 5; i++)
+		strbuf_addf(sb, "%-11s", signed_bytes(b1, sizeof(b1), a->q[i]));
+	while (sb->len && sb->buf[sb->len - 1] == ' ')
+		sb->buf[--sb->len] = '\0';
+	strbuf_addch(sb, '\n');
+}
+
+int cmd_judge(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "min-growth", required_argument, NULL, 'g' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *format = "text";
+	struct analyze_opts opts;
+	analyze_opts_init(&opts);
+	int c;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+f:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			format = optarg;
+			break;
+		case 'g': {
+			uint64_t v;
+			if (parse_size(optarg, 0, &v) < 0)
+				return LP_EXIT_USAGE;
+			opts.min_growth_bytes = (double)v;
+			break;
+		}
+		case 'h':
+			fputs(usage, stdout);
+			return 0;
+		default:
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (strcmp(format, "text") && strcmp(format, "json"))
+		return usage_error("--format: '%s' is not text or json", format);
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'; the series is read on stdin", argv[optind]);
+
+	struct series s = { 0 };
+	size_t bad_line = 0;
+	if (read_series(stdin, &s, &bad_line) != 0) {
+		free(s.x);
+		free(s.y);
+		error("judge: line %zu of the input is not 'STEP BYTES' or 'BYTES', is over %d bytes, "
+		      "or is past %d points", bad_line, MAX_LINE_BYTES, MAX_POINTS);
+		return LP_EXIT_USAGE;
+	}
+	struct analysis a;
+	analyze_series(s.x, s.y, s.n, &opts, &a);
+	free(s.x);
+	free(s.y);
+
+	struct strbuf sb = STRBUF_INIT;
+	if (!strcmp(format, "json"))
+		write_json(&sb, &a);
+	else
+		write_text(&sb, &a);
+	bool ok = fwrite(sb.buf, 1, sb.len, stdout) == sb.len && fflush(stdout) == 0;
+	strbuf_release(&sb);
+	if (!ok) {
+		error_errno("judge: cannot write the judgment");
+		return LP_EXIT_FAILURE;
+	}
+	return a.verdict == VERDICT_NO_LEAK ? 0 : a.verdict == VERDICT_LEAK ? 1 : 2;
+}
