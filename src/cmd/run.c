@@ -69,6 +69,13 @@ static const char usage[] =
 "      --trace-mean SIZE  sample one allocation per SIZE allocated, on average\n"
 "                         (default 512K; smaller sees more, costs more)\n"
 "\n"
+"a memory gate (for CI: checked after the job succeeded; exit 123 when broken):\n"
+"      --expect no-leak   the verdict must not be leak (inconclusive passes,\n"
+"                         and is said)\n"
+"      --max-peak SIZE    the peak under the measure must not exceed SIZE\n"
+"      --max-growth SIZE  growth per step after warm-up must not exceed SIZE\n"
+"                         (a run that marks no steps cannot be judged: broken)\n"
+"\n"
 "      --no-cgroup        do not put the job in a cgroup of its own\n"
 "      --status-line      draw the live status line even when stderr is not a\n"
 "                         terminal; --no-status-line never draws it\n"
@@ -81,8 +88,10 @@ static const char usage[] =
 "is judged per second.\n"
 "\n"
 "exit status: the job's own (its last start's, with restarts); 128+N when it\n"
-"was killed by signal N; 124 for a usage error; 125 when leakproof itself\n"
-"fails; 126 when COMMAND cannot be executed; 127 when it is not found.\n"
+"was killed by signal N; 123 when the job exited 0 but broke an expectation\n"
+"of --expect, --max-peak or --max-growth; 124 for a usage error; 125 when\n"
+"leakproof itself fails; 126 when COMMAND cannot be executed; 127 when it is\n"
+"not found.\n"
 "\n"
 "environment of the job: LEAKPROOF_FD (the client channel), LEAKPROOF_RUN\n"
 "(the run id), LEAKPROOF_RESTART (0, then 1, 2, ... at each restart),\n"
@@ -105,6 +114,7 @@ static const char usage[] =
 #include "core/scan.h"
 #include "core/supervise.h"
 #include "platform/cgroup.h"
+#include "model/gate.h"
 #include "model/summary.h"
 #include "report/report.h"
 #include "store/store.h"
@@ -115,6 +125,7 @@ enum {
 	OPT_MAX_MEM = 256, OPT_NO_CGROUP, OPT_STATUS_LINE, OPT_NO_STATUS_LINE, OPT_MAX_GPU,
 	OPT_SOFT_LIMIT, OPT_RESTART, OPT_MAX_RESTARTS, OPT_STOP_SIGNAL, OPT_GRACE,
 	OPT_RESULT_REGEX, OPT_RESULT_NAME, OPT_TRIAL, OPT_TRACE, OPT_TRACE_MEAN,
+	OPT_EXPECT, OPT_MAX_PEAK, OPT_MAX_GROWTH,
 };
 
 #define usage_error(...) cmd_usage_error("run", __VA_ARGS__)
@@ -168,6 +179,7 @@ static int parse_restart(const char *arg, struct supervise_opts *o)
 struct run_args {
 	struct supervise_opts o;
 	const char *store_opt, *max_mem, *soft, *result_regex;
+	struct gate gate;          /* --expect, --max-peak, --max-growth */
 	bool quiet;                /* no summary at the end */
 	bool help;
 };
@@ -178,6 +190,9 @@ static const struct option longopts[] = {
 	{ "step-regex", required_argument, NULL, 'r' },
 	{ "store", required_argument, NULL, 's' },
 	{ "max-mem", required_argument, NULL, OPT_MAX_MEM },
+	{ "expect", required_argument, NULL, OPT_EXPECT },
+	{ "max-peak", required_argument, NULL, OPT_MAX_PEAK },
+	{ "max-growth", required_argument, NULL, OPT_MAX_GROWTH },
 	{ "max-gpu", required_argument, NULL, OPT_MAX_GPU },
 	{ "soft-limit", required_argument, NULL, OPT_SOFT_LIMIT },
 	{ "restart", required_argument, NULL, OPT_RESTART },
@@ -222,6 +237,30 @@ static int take_option(struct run_args *a, int c, const char *arg)
 	case OPT_MAX_MEM:
 		a->max_mem = arg;
 		break;
+	case OPT_EXPECT:
+		if (strcmp(arg, "no-leak"))
+			return usage_error("unknown --expect '%s' (use no-leak)", arg);
+		a->gate.no_leak = true;
+		break;
+	case OPT_MAX_PEAK:
+	case OPT_MAX_GROWTH: {
+		uint64_t v;
+		if (strchr(arg, '%'))
+			return usage_error("--%s '%s' must be a size such as 512M, not a percentage",
+			                   c == OPT_MAX_PEAK ? "max-peak" : "max-growth", arg);
+		if (parse_size(arg, 0, &v) < 0)
+			return LP_EXIT_USAGE;
+		if (c == OPT_MAX_PEAK) {
+			if (!v)
+				return usage_error("--max-peak '%s' must be more than zero", arg);
+			a->gate.has_max_peak = true;
+			a->gate.max_peak_bytes = (double)v;
+		} else {
+			a->gate.has_max_growth = true;
+			a->gate.max_growth_bytes = (double)v;
+		}
+		break;
+	}
 	case OPT_MAX_GPU:
 		if (parse_size(arg, 0, &o->max_gpu_bytes) < 0)
 			return LP_EXIT_USAGE;
@@ -367,14 +406,20 @@ static void release_args(struct run_args *a)
 /*
  * The job has ended: judge its run from the store (the model of a run,
  * loaded once), record the verdict with the end supervise() recorded, and
- * print the summary unless quiet. A run that cannot be loaded stays
- * recorded unjudged, without a summary.
+ * print the summary unless quiet, then check the memory gate (printed even
+ * when quiet). A run that cannot be loaded stays recorded unjudged, without
+ * a summary. Returns how many expectations of the gate broke (all of them
+ * when the run could not be judged).
  */
-static void judge_and_print(struct store *st, const struct supervise_result *res, bool quiet)
+static int judge_and_print(struct store *st, const struct supervise_result *res, const struct run_args *a)
 {
 	struct run_summary sum;
-	if (run_summary_load(st, res->run_id, -1, &sum) != 0)
-		return;
+	if (run_summary_load(st, res->run_id, -1, &sum) != 0) {
+		if (gate_is_set(&a->gate))
+			error("run %lld could not be judged: its memory expectations count as broken",
+			      (long long)res->run_id);
+		return gate_is_set(&a->gate);
+	}
 	struct run_end re = res->end;
 	re.verdict = verdict_name(sum.a.verdict);
 	re.growth_bytes_per_step = sum.a.slope;
@@ -384,9 +429,17 @@ static void judge_and_print(struct store *st, const struct supervise_result *res
 		q[i] = sum.a.points >= 2 ? sum.a.q[i] : NAN;
 	store_run_set_summary(st, res->run_id, q, sum.steps_per_second);
 	store_flush(st);
-	if (!quiet)
+	if (!a->quiet)
 		report_write(&sum, REPORT_TEXT, stderr);
+	int broken = 0;
+	if (gate_is_set(&a->gate)) {
+		struct strbuf out = STRBUF_INIT;
+		broken = gate_check(&a->gate, &sum, &out);
+		fputs(out.buf, stderr);
+		strbuf_release(&out);
+	}
 	run_summary_release(&sum);
+	return broken;
 }
 
 int cmd_run(int argc, char **argv)
@@ -416,8 +469,14 @@ int cmd_run(int argc, char **argv)
 	}
 	struct supervise_result res;
 	status = supervise(st, &a.o, &res);
-	if (res.outcome == SUPERVISE_ENDED)
-		judge_and_print(st, &res, a.quiet);
+	if (res.outcome == SUPERVISE_ENDED) {
+		int broken = judge_and_print(st, &res, &a);
+		if (broken && status == 0) {
+			error("run %lld: the job succeeded but broke %d memory expectation%s (exit %d)",
+			      (long long)res.run_id, broken, broken == 1 ? "" : "s", GATE_EXIT_STATUS);
+			status = GATE_EXIT_STATUS;
+		}
+	}
 	store_close(st);
 	release_args(&a);
 	return status;
