@@ -255,14 +255,21 @@ void strbuf_addch(struct strbuf *sb, int c)
 
 void strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap)
 {
+	/* Format once into the room there is, as git's strbuf does; only what
+	 * does not fit is formatted again, after growing. */
 	va_list cp;
+	strbuf_grow(sb, 64);
 	va_copy(cp, ap);
-	int n = vsnprintf(NULL, 0, fmt, cp);
+	int n = vsnprintf(sb->buf + sb->len, sb->alloc - sb->len, fmt, cp);
 	va_end(cp);
-	if (n < 0)
+	if (n < 0) {
+		sb->buf[sb->len] = '\0';
 		return;
-	strbuf_grow(sb, (size_t)n);
-	vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+	}
+	if ((size_t)n >= sb->alloc - sb->len) {
+		strbuf_grow(sb, (size_t)n);
+		vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
+	}
 	sb->len += (size_t)n;
 }
 

@@ -239,6 +239,25 @@ static void test_utf8_len(void)
 	CHECK_EQ_INT(utf8_len((const unsigned char *)"\xf8\x88\x80\x80"), 0); /* 5-byte lead */
 }
 
-TEST_MAIN("util", TEST(test_sizes), TEST(test_percentages), TEST(test_bad_sizes), TEST(test_durations),
+/* strbuf_addf formats into the room there is and again, grown, when it
+ * does not fit: every length around the buffer's size comes out whole. */
+static void test_strbuf_addf(void)
+{
+	char want[600];
+	for (size_t n = 0; n < 300; n += 7) {
+		struct strbuf sb = STRBUF_INIT;
+		memset(want, 0, sizeof(want));
+		for (size_t k = 0; k < 2; k++) {
+			strbuf_addf(&sb, "%0*d", (int)n + 1, 7);
+			memset(want + k * (n + 1), '0', n);
+			want[k * (n + 1) + n] = '7';
+		}
+		CHECK_EQ_INT(sb.len, 2 * (n + 1));
+		CHECK_STR(strbuf_str(&sb), want);
+		strbuf_release(&sb);
+	}
+}
+
+TEST_MAIN("util", TEST(test_strbuf_addf), TEST(test_sizes), TEST(test_percentages), TEST(test_bad_sizes), TEST(test_durations),
           TEST(test_json), TEST(test_json_number),
           TEST(test_order_statistics), TEST(test_utf8_len))
