@@ -208,6 +208,10 @@ def _every_write(lp, lib, nsteps, pause, sticky, errno_):
     return kinds
 
 
+# slow: a run per write of the store, about a minute; and not under the
+# sanitizer build, whose runtime must come first among the preloaded
+# libraries, before the fault library.
+@pytest.mark.slow
 def test_every_write_failing_from_then_on_disk_full(lp, fault_lib):
     """A disk that fills at each write of a run in turn (1.2 s: a flush in
     the middle of it)."""
@@ -215,6 +219,10 @@ def test_every_write_failing_from_then_on_disk_full(lp, fault_lib):
     assert kinds.get("refused") and kinds.get("whole"), kinds
 
 
+# slow: a run per write of the store, about a minute; and not under the
+# sanitizer build, whose runtime must come first among the preloaded
+# libraries, before the fault library.
+@pytest.mark.slow
 def test_every_write_failing_once_io_error(lp, fault_lib):
     kinds = _every_write(lp, fault_lib, 30, 0.04, False, 5)    # EIO
     assert kinds.get("partial"), kinds
