@@ -75,6 +75,7 @@ struct site_line {
 	double growth;              /* bytes per x unit */
 	double live;
 	bool growing;
+	const char *state;          /* site_state_name(): static */
 };
 
 /* The judgment so far (the end-of-run summary's), kept between refreshes. */
@@ -251,6 +252,7 @@ static int judge(struct top *t, struct run_state *r)
 			l->growth = site->growth;
 			l->live = site->live;
 			l->growing = site->growing;
+			l->state = site_state_name(site->state);
 		}
 	}
 	run_summary_release(&s);
@@ -944,8 +946,9 @@ static void draw_detail(struct top *t, struct screen *sc)
 		for (size_t i = 0; i < j->nsites && y < LINES - 1; i++) {
 			fmt_size(a, sizeof(a), j->sites[i].growth);
 			fmt_size(b, sizeof(b), j->sites[i].live);
-			snprintf(buf, sizeof(buf), "%7s/%s %7s live  %s%s", a, j->x_unit, b, j->sites[i].label,
-			         j->sites[i].growing ? "" : " (flat)");
+			snprintf(buf, sizeof(buf), "%7s/%s %7s live  %s%s%s%s", a, j->x_unit, b, j->sites[i].label,
+			         j->sites[i].growing ? "" : " (", j->sites[i].growing ? "" : j->sites[i].state,
+			         j->sites[i].growing ? "" : ")");
 			put_text(y++, buf, A_NORMAL);
 		}
 	} else if (!j->traced && y < LINES - 2) {

@@ -8,12 +8,17 @@
  * first record it held nothing), with x the last step marked by then (or
  * the time, for a run without steps). Each series is judged by
  * analyze_series(), the same judgment as the run's: a site is growing when
- * that says leak, so a large but flat site is not a suspect. Libraries are
- * judged on the sum of their sites' series.
+ * that says leak, so a large but flat site is not a suspect. They are
+ * judged on the run's window (from the end of its warm-up); when the run
+ * leaks and a site's records are too few (or too mixed) to judge on their
+ * own, its share of the run's growth decides; a site that rises without
+ * carrying it is undecided, never flat. Libraries are judged on the sum of
+ * their sites' series.
  */
 #include "model/sites.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +32,9 @@
 #define SITE_MIN_POINTS 10     /* records needed to judge a site (a run's own judgment
                                 * wants 20 steps; sites are recorded 5 times a second
                                 * at most, so a 2 s run can be judged) */
+#define RUN_MIN_POINTS 20      /* below this many, a site's own no-leak is weak */
+#define RUN_SHARE 0.25         /* share of the run's growth that makes a site growing
+                                * when its own records cannot tell */
 
 /* Frames that only pass an allocation on: the site is named after the
  * first frame that is none of these. */
@@ -159,24 +167,85 @@ static void build_grid(const struct trace_live_row *live, size_t nlive, size_t n
 	free(cur);
 }
 
-static void judge(const double *x, const double *y, size_t n, int64_t mean, const char *x_unit,
-                  double *growth, double *low, double *high, bool *growing)
+const char *site_state_name(enum site_state s)
+{
+	switch (s) {
+	case SITE_GROWING: return "growing";
+	case SITE_UNDECIDED: return "undecided";
+	default: return "flat";
+	}
+}
+
+/* The series carries the run's growth: its trend is a share of the run's,
+ * it matters, and its last value is above its first by half of it (a
+ * site's own rise, not a spike: short-lived sites stay out). */
+static bool carries_run_growth(const double *x, const double *y, size_t n, double slope, double thr,
+                               const struct analysis *run)
+{
+	if (!run || run->verdict != VERDICT_LEAK || !(run->slope > 0) || n < 2 || !isfinite(slope))
+		return false;
+	double span = x[n - 1] - x[0];
+	return span > 0 && slope >= RUN_SHARE * run->slope && slope * span >= thr &&
+	       y[n - 1] - y[0] >= 0.5 * slope * span;
+}
+
+void trace_judge_series(const double *x, const double *y, size_t n, int64_t mean, const char *x_unit,
+                        const struct analysis *run, struct site_judgment *out)
 {
 	struct analyze_opts o;
 	analyze_opts_init(&o);
 	o.x_unit = x_unit;
 	/* a site's record moves in steps of about the sampling mean: less
 	 * than a few of them over the window is not growth */
-	if (o.min_growth_bytes < 4.0 * (double)mean)
-		o.min_growth_bytes = 4.0 * (double)mean;
+	double thr = 4.0 * (double)mean;
+	if (o.min_growth_bytes < thr)
+		o.min_growth_bytes = thr;
 	o.min_points = SITE_MIN_POINTS;
 	struct analysis a;
 	analyze_series(x, y, n, &o, &a);
 	bool fit = a.points >= 2;
-	*growth = fit ? a.slope : NAN;
-	*low = fit ? a.slope_low : NAN;
-	*high = fit ? a.slope_high : NAN;
-	*growing = a.verdict == VERDICT_LEAK;
+	out->growth = fit ? a.slope : NAN;
+	out->growth_low = fit ? a.slope_low : NAN;
+	out->growth_high = fit ? a.slope_high : NAN;
+	snprintf(out->reason, sizeof(out->reason), "%s", a.reason);
+	if (a.verdict == VERDICT_LEAK) {
+		out->state = SITE_GROWING;
+		return;
+	}
+	/* too few records, or a judgment that could not decide, while the run
+	 * leaks: the share of its growth decides. Its own no-leak on the
+	 * records a run needs stands. */
+	bool weak = a.verdict == VERDICT_INCONCLUSIVE || a.points - a.warmup_points < RUN_MIN_POINTS;
+	if (weak && carries_run_growth(x, y, n, a.slope, thr, run)) {
+		char g[32], r[32];
+		out->state = SITE_GROWING;
+		snprintf(out->reason, sizeof(out->reason),
+		         "grows %s per %s, %.0f%% of the run's %s, over the run's window (on its own: %.150s)",
+		         fmt_bytes(g, sizeof(g), a.slope), x_unit, 100.0 * a.slope / run->slope,
+		         fmt_bytes(r, sizeof(r), run->slope), a.reason);
+		return;
+	}
+	if (a.verdict == VERDICT_NO_LEAK) {
+		out->state = SITE_FLAT;
+		return;
+	}
+	/* undecided, unless its few records show no rise that matters at all */
+	bool rises = !fit || !(a.slope * (x[n - 1] - x[0]) < thr) || y[n - 1] - y[0] >= thr;
+	out->state = rises ? SITE_UNDECIDED : SITE_FLAT;
+}
+
+static void judge(const double *x, const double *y, size_t n, int64_t mean, const char *x_unit,
+                  const struct analysis *run, double *growth, double *low, double *high,
+                  enum site_state *state, bool *growing, char *reason, size_t reason_size)
+{
+	struct site_judgment j;
+	trace_judge_series(x, y, n, mean, x_unit, run, &j);
+	*growth = j.growth;
+	*low = j.growth_low;
+	*high = j.growth_high;
+	*state = j.state;
+	*growing = j.state == SITE_GROWING;
+	snprintf(reason, reason_size, "%s", j.reason);
 }
 
 static int by_growth(double ga, bool wa, double gb, bool wb)
@@ -202,7 +271,8 @@ static int cmp_libs(const void *a, const void *b)
 	return c ? c : (x->live > y->live ? -1 : x->live < y->live);
 }
 
-int trace_report_load(struct store *st, int64_t run_id, bool by_step, double until, struct trace_report *out)
+int trace_report_load(struct store *st, int64_t run_id, bool by_step, double until, const struct analysis *run,
+                      struct trace_report *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (store_trace_mean(st, run_id, &out->mean_bytes) < 0)
@@ -225,7 +295,7 @@ int trace_report_load(struct store *st, int64_t run_id, bool by_step, double unt
 			nlive--;
 	/* a run that marked steps only after its first records: judge by step
 	 * only if there are steps at all */
-	bool any_step = false;
+	bool asked_by_step = by_step, any_step = false;
 	for (size_t i = 0; i < nlive && !any_step; i++)
 		any_step = live[i].has_step;
 	by_step = by_step && any_step;
@@ -235,6 +305,15 @@ int trace_report_load(struct store *st, int64_t run_id, bool by_step, double unt
 	size_t nsites = nrows ? (size_t)rows[nrows - 1].site : 0;
 	struct grid g;
 	build_grid(live, nlive, nsites, by_step, &g);
+	/* the run's window, from where its warm-up ends, when the sites have
+	 * the run's x (a run without steps is judged over time) */
+	if (by_step != asked_by_step)
+		run = NULL;
+	size_t from = 0;
+	if (run && run->points && isfinite(run->warmup_end_x))
+		while (from < g.ncols && g.x[from] < run->warmup_end_x)
+			from++;
+	size_t nwin = g.ncols - from;
 
 	/* frames not named yet (the run was killed before its end): here,
 	 * without keeping them (the store is open read-only) */
@@ -255,9 +334,10 @@ int trace_report_load(struct store *st, int64_t run_id, bool by_step, double unt
 		parse_python(r, rows[i].python);
 		const double *y = g.y + (size_t)(r->site - 1) * g.ncols;
 		r->live = g.ncols ? y[g.ncols - 1] : (double)rows[i].live;
-		judge(g.x, y, g.ncols, out->mean_bytes, out->x_unit, &r->growth, &r->growth_low, &r->growth_high,
-		      &r->growing);
+		judge(g.x + from, y + from, nwin, out->mean_bytes, out->x_unit, run, &r->growth, &r->growth_low,
+		      &r->growth_high, &r->state, &r->growing, r->reason, sizeof(r->reason));
 		out->ngrowing += r->growing;
+		out->nundecided += r->state == SITE_UNDECIDED;
 	}
 
 	/* libraries: the sum of their sites */
@@ -284,7 +364,8 @@ int trace_report_load(struct store *st, int64_t run_id, bool by_step, double unt
 			l->live += o->live;
 		}
 		double lo, hi;
-		judge(g.x, sum, g.ncols, out->mean_bytes, out->x_unit, &l->growth, &lo, &hi, &l->growing);
+		judge(g.x + from, sum + from, nwin, out->mean_bytes, out->x_unit, run, &l->growth, &lo, &hi, &l->state,
+		      &l->growing, l->reason, sizeof(l->reason));
 	}
 	free(sum);
 	free(g.x);

@@ -308,7 +308,7 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 
 	struct trace_report tr;
 	double until = s->steps ? s->step_recs[s->steps - 1].mem.t : 0;
-	int tr_rc = trace_report_load(st, id, strcmp(s->x_unit, "s") != 0, until, &tr);
+	int tr_rc = trace_report_load(st, id, strcmp(s->x_unit, "s") != 0, until, &s->a, &tr);
 	if (tr_rc < 0) {
 		run_summary_release(s);
 		return -1;

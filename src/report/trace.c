@@ -55,9 +55,12 @@ static void add_site_text(struct strbuf *sb, const struct trace_site_report *s, 
 	const struct trace_pyframe *py = user_frame(s);
 	if (py)
 		strbuf_addf(sb, "%18scalled from %s:%d in %s\n", "", py->file, py->line, py->function);
+	if (s->state == SITE_UNDECIDED)
+		strbuf_addf(sb, "%18sundecided: %s\n", "", s->reason);
 }
 
-/* The n largest sites by live bytes that are not growing. */
+/* The n largest sites by live bytes that are not growing (flat or
+ * undecided; an undecided one says why). */
 static void add_largest_flat(struct strbuf *sb, const struct trace_report *r, size_t n)
 {
 	const struct trace_site_report **v = xcalloc(r->nsites + 1, sizeof(*v));
@@ -83,8 +86,11 @@ void trace_report_text(const struct trace_report *r, size_t max_sites, struct st
 	const char *unit = r->x_unit;
 	char mean[32];
 	fmt_bytes(mean, sizeof(mean), (double)r->mean_bytes);
-	strbuf_addf(sb, "Allocation sites (one sampled every %s allocated, on average): %zu of %zu growing\n",
+	strbuf_addf(sb, "Allocation sites (one sampled every %s allocated, on average): %zu of %zu growing",
 	            mean, r->ngrowing, r->nsites);
+	if (r->nundecided)
+		strbuf_addf(sb, ", %zu undecided", r->nundecided);
+	strbuf_addch(sb, '\n');
 	size_t shown = 0;
 	for (size_t i = 0; i < r->nsites && r->sites[i].growing; i++) {
 		if (max_sites && shown == max_sites)
@@ -92,7 +98,10 @@ void trace_report_text(const struct trace_report *r, size_t max_sites, struct st
 		add_site_text(sb, &r->sites[i], unit);
 		shown++;
 	}
-	if (!r->ngrowing) {
+	if (!r->ngrowing && r->nundecided) {
+		strbuf_addstr(sb, "  no site is judged growing, but some could not be judged; the largest:\n");
+		add_largest_flat(sb, r, 3);
+	} else if (!r->ngrowing) {
 		strbuf_addstr(sb, "  no site grows across the run; the largest:\n");
 		add_largest_flat(sb, r, 3);
 	} else if (shown < r->ngrowing) {
@@ -104,7 +113,7 @@ void trace_report_text(const struct trace_report *r, size_t max_sites, struct st
 			strbuf_addf(sb, "%s %s ", i ? "," : "", r->libs[i].library);
 			add_rate(sb, r->libs[i].growth, unit);
 			if (!r->libs[i].growing)
-				strbuf_addstr(sb, " (flat)");
+				strbuf_addf(sb, " (%s)", site_state_name(r->libs[i].state));
 		}
 		strbuf_addch(sb, '\n');
 	}
@@ -114,7 +123,8 @@ void trace_report_json(const struct trace_report *r, struct strbuf *sb)
 {
 	strbuf_addf(sb, "{\"mean_bytes\": %lld, \"x_unit\": ", (long long)r->mean_bytes);
 	strbuf_add_json_str(sb, r->x_unit);
-	strbuf_addf(sb, ", \"growing_sites\": %zu,\n    \"sites\": [", r->ngrowing);
+	strbuf_addf(sb, ", \"growing_sites\": %zu, \"undecided_sites\": %zu,\n    \"sites\": [", r->ngrowing,
+	            r->nundecided);
 	for (size_t i = 0; i < r->nsites; i++) {
 		const struct trace_site_report *s = &r->sites[i];
 		const struct trace_frame *b = s->nframes ? &s->frames[s->blame] : NULL;
@@ -132,7 +142,10 @@ void trace_report_json(const struct trace_report *r, struct strbuf *sb)
 		report_add_json_num(sb, s->growth_low);
 		strbuf_addstr(sb, ", ");
 		report_add_json_num(sb, s->growth_high);
-		strbuf_addf(sb, "], \"growing\": %s, \"live_bytes\": ", s->growing ? "true" : "false");
+		strbuf_addf(sb, "], \"growing\": %s, \"state\": \"%s\", \"reason\": ", s->growing ? "true" : "false",
+		            site_state_name(s->state));
+		strbuf_add_json_str(sb, s->reason);
+		strbuf_addstr(sb, ", \"live_bytes\": ");
 		report_add_json_num(sb, s->live);
 		strbuf_addf(sb, ", \"sampled_allocations\": %lld, \"sampled_frees\": %lld",
 		            (long long)s->allocs, (long long)s->frees);
@@ -169,7 +182,10 @@ void trace_report_json(const struct trace_report *r, struct strbuf *sb)
 		strbuf_add_json_str(sb, l->library);
 		strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");
 		report_add_json_num(sb, l->growth);
-		strbuf_addf(sb, ", \"growing\": %s, \"live_bytes\": ", l->growing ? "true" : "false");
+		strbuf_addf(sb, ", \"growing\": %s, \"state\": \"%s\", \"reason\": ", l->growing ? "true" : "false",
+		            site_state_name(l->state));
+		strbuf_add_json_str(sb, l->reason);
+		strbuf_addstr(sb, ", \"live_bytes\": ");
 		report_add_json_num(sb, l->live);
 		strbuf_addch(sb, '}');
 	}

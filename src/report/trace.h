@@ -12,7 +12,8 @@ struct strbuf;
 /* The trace section of the text report: the growing sites (at most
  * max_sites, 0 for all) and the libraries. */
 void trace_report_text(const struct trace_report *r, size_t max_sites, struct strbuf *sb);
-/* `report --trace`: every growing site, then the largest flat ones. */
+/* `report --trace`: every growing site, then the largest that do not grow
+ * (flat or undecided, with why). */
 void trace_report_write_text(const struct trace_report *r, struct strbuf *sb);
 /* The value of the JSON report's "trace" key. */
 void trace_report_json(const struct trace_report *r, struct strbuf *sb);
