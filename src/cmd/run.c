@@ -147,6 +147,20 @@ static int parse_signal(const char *s)
 	return -1;
 }
 
+/* Whether sig can ask a job to stop gracefully: it can be caught, and left
+ * to its default it ends the process. KILL cannot be caught; STOP, TSTP,
+ * TTIN and TTOU pause the job instead; CONT, CHLD, WINCH and URG are
+ * ignored by default, so a job that does not handle them never stops. */
+static bool graceful_signal(int sig)
+{
+	static const int refused[] = { SIGKILL, SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU,
+	                               SIGCONT, SIGCHLD, SIGWINCH, SIGURG };
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (sig == refused[i])
+			return false;
+	return true;
+}
+
 /* "at-limit", "every=N", "on-oom", "never", comma-separated. */
 static int parse_restart(const char *arg, struct supervise_opts *o)
 {
@@ -264,8 +278,8 @@ static int take_option(struct run_args *a, int c, const char *arg)
 	case OPT_MAX_GPU:
 		if (parse_size(arg, 0, &o->max_gpu_bytes) < 0)
 			return LP_EXIT_USAGE;
-		if (!o->max_gpu_bytes)
-			return usage_error("--max-gpu '%s' must be more than zero", arg);
+		if (o->max_gpu_bytes < SIZE_BUDGET_MIN)
+			return usage_error("--max-gpu '%s' is below 1M: no job fits in it (a unit is missing? 1G, 512M)", arg);
 		break;
 	case OPT_SOFT_LIMIT:
 		a->soft = arg;
@@ -297,6 +311,9 @@ static int take_option(struct run_args *a, int c, const char *arg)
 	case OPT_STOP_SIGNAL:
 		if ((o->stop_signal = parse_signal(arg)) <= 0)
 			return usage_error("--stop-signal '%s' is not a signal name (TERM, INT, USR1, ...) or number", arg);
+		if (!graceful_signal(o->stop_signal))
+			return usage_error("--stop-signal '%s' cannot ask the job to stop and save its work "
+			                   "(use TERM, INT, HUP, USR1 or USR2)", arg);
 		break;
 	case OPT_GRACE:
 		if (parse_duration_ns(arg, &o->grace_ns) < 0)
@@ -377,16 +394,17 @@ static int validate(struct run_args *a)
 		}
 		if (parse_size(a->max_mem, whole, &o->max_mem_bytes) < 0)
 			return LP_EXIT_USAGE;
-		if (!o->max_mem_bytes)
-			return usage_error("--max-mem '%s' must be more than zero", a->max_mem);
+		if (o->max_mem_bytes < SIZE_BUDGET_MIN)
+			return usage_error("--max-mem '%s' is below 1M: no job fits in it (a unit is missing? 1G, 512M)",
+			                   a->max_mem);
 	}
 	if (a->soft) {
 		if (strchr(a->soft, '%') && !o->max_mem_bytes)
 			return usage_error("--soft-limit '%s' is a percentage of --max-mem, which is not set", a->soft);
 		if (parse_size(a->soft, o->max_mem_bytes, &o->soft_limit_bytes) < 0)
 			return LP_EXIT_USAGE;
-		if (!o->soft_limit_bytes || (o->max_mem_bytes && o->soft_limit_bytes > o->max_mem_bytes))
-			return usage_error("--soft-limit '%s' must be more than zero and at most --max-mem", a->soft);
+		if (o->soft_limit_bytes < SIZE_BUDGET_MIN || (o->max_mem_bytes && o->soft_limit_bytes > o->max_mem_bytes))
+			return usage_error("--soft-limit '%s' must be at least 1M and at most --max-mem", a->soft);
 	}
 	if ((o->restart & RESTART_AT_LIMIT) && !o->max_mem_bytes && !o->soft_limit_bytes && !o->max_gpu_bytes)
 		return usage_error("%s", "--restart at-limit needs a budget: --max-mem, --soft-limit or --max-gpu");

@@ -261,9 +261,11 @@ static bool parse_whole(const yaml_node_t *n, long long lo, long long hi, long l
  * A size as parse_size() reads it, checked here so that a bad one gets a
  * located message; parse_size() then reads it for real (and agrees).
  * what: "memory.max". percent_ok: "80%" (of the machine's memory, which
- * the runner knows) is allowed.
+ * the runner knows) is allowed. min_bytes: the smallest accepted, 1 or
+ * SIZE_BUDGET_MIN.
  */
-static int check_size(const struct ctx *c, const yaml_node_t *n, const char *what, bool percent_ok)
+static int check_size(const struct ctx *c, const yaml_node_t *n, const char *what, bool percent_ok,
+                      uint64_t min_bytes)
 {
 	static const char *const units[] = { "", "b", "k", "kb", "kib", "m", "mb", "mib",
 	                                     "g", "gb", "gib", "t", "tb", "tib" };
@@ -273,12 +275,14 @@ static int check_size(const struct ctx *c, const yaml_node_t *n, const char *wha
 	if (n->type != YAML_SCALAR_NODE)
 		return fail(c, n, "%s must be a size such as 512M or 12G, not %s", what, SHOWN(n));
 	const char *s = text(n);
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (!*s || end == s || errno || !isfinite(v) || v < 0)
+	double v = 0;
+	const char *end = scan_decimal(s, &v);
+	if (!end)
 		return fail(c, n, "%s: invalid size '%.80s': expected a number with an optional unit, such as 512M or 12G",
 		            what, s);
+	if (*end == 'x' || *end == 'X' || ((*end == 'e' || *end == 'E') && end[1] && strchr("0123456789+-", end[1])))
+		return fail(c, n, "%s: invalid size '%.80s': write a plain decimal number, such as 512M or 1.5G "
+		            "(no hexadecimal or exponent)", what, s);
 	while (*end == ' ')
 		end++;
 	if (*end == '%') {
@@ -297,8 +301,9 @@ static int check_size(const struct ctx *c, const yaml_node_t *n, const char *wha
 			return fail(c, n, "%s: invalid size '%.80s': unknown unit '%.80s' (use K, M, G or T)", what, s, end);
 		if (v * mult[i] >= 18446744073709551615.0)
 			return fail(c, n, "%s: invalid size '%.80s': too large", what, s);
-		if (v * mult[i] < 1)
-			return fail(c, n, "%s: invalid size '%.80s': must be at least 1 byte", what, s);
+		if (v * mult[i] < (double)min_bytes)
+			return fail(c, n, "%s: invalid size '%.80s': must be at least %s", what, s,
+			            min_bytes == SIZE_BUDGET_MIN ? "1M" : "1 byte");
 	}
 	uint64_t bytes;
 	return parse_size(s, UINT64_C(1) << 40, &bytes) != 0 ? -1 : 0;
@@ -651,7 +656,7 @@ static int parse_memory(struct ctx *c, const yaml_node_t *v)
 		const yaml_node_t *val = node(c, p->value);
 		switch (key_index(c, node(c, p->key), keys, 3, " in memory", seen)) {
 		case 0:
-			if (check_size(c, val, "memory.max", true) != 0)
+			if (check_size(c, val, "memory.max", true, SIZE_BUDGET_MIN) != 0)
 				return -1;
 			c->s->memory_max = xstrdup(text(val));
 			break;
@@ -661,7 +666,7 @@ static int parse_memory(struct ctx *c, const yaml_node_t *v)
 			c->s->memory_restart = xstrdup(text(val));
 			break;
 		case 2:
-			if (check_size(c, val, "memory.expect", false) != 0)
+			if (check_size(c, val, "memory.expect", false, 1) != 0)
 				return -1;
 			c->s->memory_expect = xstrdup(text(val));
 			break;
