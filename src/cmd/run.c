@@ -421,6 +421,77 @@ static void release_args(struct run_args *a)
 	step_regex_free(a->o.result_re);
 }
 
+/* What a sweep's run_options may not set: the sweep owns where its runs
+ * go, which trial each is and what a trial prints. NULL: allowed. */
+static const char *owned_by_sweep(int c)
+{
+	switch (c) {
+	case 's': return "the sweep sends its runs to its own store (use `leakproof sweep --store`)";
+	case OPT_TRIAL: return "the sweep numbers its trials itself";
+	case 'q': return "the sweep decides what its trials print (use `leakproof sweep --quiet`)";
+	case OPT_STATUS_LINE:
+	case OPT_NO_STATUS_LINE: return "the sweep decides what its trials print";
+	case 'h': return "--help runs nothing";
+	default: return NULL;
+	}
+}
+
+int cmd_run_check_options(char *const *opts, size_t n, size_t first, size_t *bad, char *why, size_t whysz)
+{
+	/* As a trial gets them: run OPTIONS -- COMMAND. */
+	char **argv = xcalloc(n + 4, sizeof(char *));
+	argv[0] = "run";
+	for (size_t i = 0; i < n; i++)
+		argv[1 + i] = opts[i];
+	argv[n + 1] = "--";
+	argv[n + 2] = "true";
+	int argc = (int)n + 3;
+	struct run_args a;
+	memset(&a, 0, sizeof(a));
+	supervise_opts_init(&a.o);
+	opterr = 0;
+	optind = 0;   /* 0: glibc starts afresh (the sweep's own options were read with it) */
+	int rc = 0, c, at = 1;
+	*bad = 0;
+	while (!rc && (c = getopt_long(argc, argv, "+:i:m:r:s:qh", longopts, NULL)) != -1) {
+		*bad = (size_t)at - 1;
+		const char *owned = (size_t)at - 1 >= first ? owned_by_sweep(c) : NULL;
+		if (c == ':')
+			snprintf(why, whysz, "option '%s' needs a value", argv[at]);
+		else if (c == '?')
+			snprintf(why, whysz, "'%s' is not a `leakproof run` option", argv[at]);
+		else if (owned)
+			snprintf(why, whysz, "'%s' is not allowed here: %s", argv[at], owned);
+		else if (take_option(&a, c, optarg) != 0)
+			snprintf(why, whysz, "`leakproof run` refuses '%s' (said above)", argv[at]);
+		else {
+			at = optind;
+			continue;
+		}
+		rc = -1;
+	}
+	if (!rc && optind != argc - 1) {
+		/* getopt stopped early: at a word that is not an option (it would
+		 * start the command), or after a "--" of the file's own. */
+		int k = optind - 1 >= 1 && !strcmp(argv[optind - 1], "--") ? optind - 1 : optind;
+		*bad = (size_t)k - 1;
+		if (!strcmp(argv[k], "--"))
+			snprintf(why, whysz, "'--' is not allowed here: it would end the options, and what follows "
+			         "would replace the sweep's command");
+		else
+			snprintf(why, whysz, "'%s' is not an option (the command is the sweep's `command`)", argv[k]);
+		rc = -1;
+	}
+	if (!rc && validate(&a) != 0) {
+		*bad = first;
+		snprintf(why, whysz, "`leakproof run` refuses them (said above)");
+		rc = -1;
+	}
+	release_args(&a);
+	free(argv);
+	return rc;
+}
+
 /*
  * The job has ended: judge its run from the store (the model of a run,
  * loaded once), record the verdict with the end supervise() recorded, and

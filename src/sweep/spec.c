@@ -332,6 +332,25 @@ static int string_list(struct ctx *c, const yaml_node_t *v, const char *what, co
 	return 0;
 }
 
+/* run_options: strings, each with its place in the file (the runner has
+ * `leakproof run` check them, and a message points at the one at fault). */
+static int parse_run_options(struct ctx *c, yaml_node_t *v)
+{
+	struct sweep_spec *s = c->s;
+	if (string_list(c, v, "run_options", "[--interval, 50ms]", &s->run_options, &s->nrun_options) != 0)
+		return -1;
+	s->run_option_line = xcalloc(s->nrun_options + 1, sizeof(size_t));
+	s->run_option_col = xcalloc(s->nrun_options + 1, sizeof(size_t));
+	size_t i = 0;
+	for_each_item(v, it) {
+		const yaml_node_t *a = node(c, *it);
+		s->run_option_line[i] = line_of(a);
+		s->run_option_col[i] = col_of(a);
+		i++;
+	}
+	return 0;
+}
+
 static int parse_command(struct ctx *c, yaml_node_t *v)
 {
 	if (string_list(c, v, "command", COMMAND_EXAMPLE, &c->s->command, &c->s->ncommand) != 0)
@@ -904,7 +923,7 @@ static int parse_top(struct ctx *c)
 		case K_RESULT_REGEX: rc = parse_result_regex(c, v); break;
 		case K_RUN_OPTIONS:
 			if (!is_null(v))
-				rc = string_list(c, v, "run_options", "[--interval, 50ms]", &s->run_options, &s->nrun_options);
+				rc = parse_run_options(c, v);
 			break;
 		default:
 			return -1;
@@ -1038,5 +1057,7 @@ void sweep_spec_free(struct sweep_spec *s)
 	free_strv(s->retry_rules, s->nretry);
 	free(s->result_regex);
 	free_strv(s->run_options, s->nrun_options);
+	free(s->run_option_line);
+	free(s->run_option_col);
 	memset(s, 0, sizeof(*s));
 }

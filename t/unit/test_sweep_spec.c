@@ -86,6 +86,13 @@ static void test_example_file(void)
 	CHECK_STR(s.run_options[0], "--interval");
 	CHECK_STR(s.run_options[1], "50ms");
 	CHECK(s.run_options[2] == NULL);
+	/* each with its place, for messages about it (the runner's check) */
+	CHECK(s.run_option_line && s.run_option_col);
+	if (s.run_option_line && s.run_option_col) {
+		CHECK_EQ_INT(s.run_option_line[0], 20);
+		CHECK_EQ_INT(s.run_option_col[0], 15);
+		CHECK_EQ_INT(s.run_option_col[1], 27);
+	}
 
 	const struct sweep_dim *d = s.dims;
 	CHECK_STR(d[0].name, "lr");
