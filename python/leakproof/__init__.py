@@ -239,6 +239,11 @@ def _pairs_lines(kind, values):
         number = _format_number(value)
         if number is None:
             continue
+        # The supervisor refuses a line with an infinite value, or a NaN
+        # outside `result` (a diverged trial's NaN result is kept): leave
+        # such values out rather than lose the others on the line.
+        if number in ("inf", "-inf") or (number == "nan" and kind != "result"):
+            continue
         pair = " %s=%s" % (_sanitize_name(name), number)   # ASCII, < 100 bytes
         if npairs == MAX_PAIRS or size + len(pair) > MAX_LINE_BYTES:
             lines.append(line)
@@ -488,8 +493,8 @@ def epoch(n=None):
 def metric(**values):
     """Numbers to plot beside memory: metric(loss=0.31, lr=1e-4). Names outside
     [A-Za-z_][A-Za-z0-9_.:/-]* have other characters replaced by '_' and are
-    cut to 63 characters; values that float() does not take are left out.
-    More than 32 values go out as several lines."""
+    cut to 63 characters; values that float() does not take, NaN and
+    infinities are left out. More than 32 values go out as several lines."""
     if _fd != -1:
         for line in _pairs_lines("metric", values):
             _send(line)

@@ -6,7 +6,16 @@
 #ifndef LP_CMD_H
 #define LP_CMD_H
 
+#include <stddef.h>
+
 int cmd_run(int argc, char **argv);
+/* Check `leakproof run` options (opts[0..n)) without running anything, as
+ * a sweep's trials will get them; from opts[first] on they come from the
+ * sweep file, where the options the sweep owns (--store, --trial, --quiet,
+ * ...), a "--" and a non-option word are refused. 0, or -1 with the reason
+ * in why and the index of the option at fault in *bad (a refused value
+ * also prints `leakproof run`'s own message). For sweep_opts. */
+int cmd_run_check_options(char *const *opts, size_t n, size_t first, size_t *bad, char *why, size_t whysz);
 int cmd_report(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);

@@ -147,6 +147,20 @@ static int parse_signal(const char *s)
 	return -1;
 }
 
+/* Whether sig can ask a job to stop gracefully: it can be caught, and left
+ * to its default it ends the process. KILL cannot be caught; STOP, TSTP,
+ * TTIN and TTOU pause the job instead; CONT, CHLD, WINCH and URG are
+ * ignored by default, so a job that does not handle them never stops. */
+static bool graceful_signal(int sig)
+{
+	static const int refused[] = { SIGKILL, SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU,
+	                               SIGCONT, SIGCHLD, SIGWINCH, SIGURG };
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (sig == refused[i])
+			return false;
+	return true;
+}
+
 /* "at-limit", "every=N", "on-oom", "never", comma-separated. */
 static int parse_restart(const char *arg, struct supervise_opts *o)
 {
@@ -264,8 +278,8 @@ static int take_option(struct run_args *a, int c, const char *arg)
 	case OPT_MAX_GPU:
 		if (parse_size(arg, 0, &o->max_gpu_bytes) < 0)
 			return LP_EXIT_USAGE;
-		if (!o->max_gpu_bytes)
-			return usage_error("--max-gpu '%s' must be more than zero", arg);
+		if (o->max_gpu_bytes < SIZE_BUDGET_MIN)
+			return usage_error("--max-gpu '%s' is below 1M: no job fits in it (a unit is missing? 1G, 512M)", arg);
 		break;
 	case OPT_SOFT_LIMIT:
 		a->soft = arg;
@@ -297,6 +311,9 @@ static int take_option(struct run_args *a, int c, const char *arg)
 	case OPT_STOP_SIGNAL:
 		if ((o->stop_signal = parse_signal(arg)) <= 0)
 			return usage_error("--stop-signal '%s' is not a signal name (TERM, INT, USR1, ...) or number", arg);
+		if (!graceful_signal(o->stop_signal))
+			return usage_error("--stop-signal '%s' cannot ask the job to stop and save its work "
+			                   "(use TERM, INT, HUP, USR1 or USR2)", arg);
 		break;
 	case OPT_GRACE:
 		if (parse_duration_ns(arg, &o->grace_ns) < 0)
@@ -377,16 +394,17 @@ static int validate(struct run_args *a)
 		}
 		if (parse_size(a->max_mem, whole, &o->max_mem_bytes) < 0)
 			return LP_EXIT_USAGE;
-		if (!o->max_mem_bytes)
-			return usage_error("--max-mem '%s' must be more than zero", a->max_mem);
+		if (o->max_mem_bytes < SIZE_BUDGET_MIN)
+			return usage_error("--max-mem '%s' is below 1M: no job fits in it (a unit is missing? 1G, 512M)",
+			                   a->max_mem);
 	}
 	if (a->soft) {
 		if (strchr(a->soft, '%') && !o->max_mem_bytes)
 			return usage_error("--soft-limit '%s' is a percentage of --max-mem, which is not set", a->soft);
 		if (parse_size(a->soft, o->max_mem_bytes, &o->soft_limit_bytes) < 0)
 			return LP_EXIT_USAGE;
-		if (!o->soft_limit_bytes || (o->max_mem_bytes && o->soft_limit_bytes > o->max_mem_bytes))
-			return usage_error("--soft-limit '%s' must be more than zero and at most --max-mem", a->soft);
+		if (o->soft_limit_bytes < SIZE_BUDGET_MIN || (o->max_mem_bytes && o->soft_limit_bytes > o->max_mem_bytes))
+			return usage_error("--soft-limit '%s' must be at least 1M and at most --max-mem", a->soft);
 	}
 	if ((o->restart & RESTART_AT_LIMIT) && !o->max_mem_bytes && !o->soft_limit_bytes && !o->max_gpu_bytes)
 		return usage_error("%s", "--restart at-limit needs a budget: --max-mem, --soft-limit or --max-gpu");
@@ -401,6 +419,77 @@ static void release_args(struct run_args *a)
 {
 	step_regex_free(a->o.step_re);
 	step_regex_free(a->o.result_re);
+}
+
+/* What a sweep's run_options may not set: the sweep owns where its runs
+ * go, which trial each is and what a trial prints. NULL: allowed. */
+static const char *owned_by_sweep(int c)
+{
+	switch (c) {
+	case 's': return "the sweep sends its runs to its own store (use `leakproof sweep --store`)";
+	case OPT_TRIAL: return "the sweep numbers its trials itself";
+	case 'q': return "the sweep decides what its trials print (use `leakproof sweep --quiet`)";
+	case OPT_STATUS_LINE:
+	case OPT_NO_STATUS_LINE: return "the sweep decides what its trials print";
+	case 'h': return "--help runs nothing";
+	default: return NULL;
+	}
+}
+
+int cmd_run_check_options(char *const *opts, size_t n, size_t first, size_t *bad, char *why, size_t whysz)
+{
+	/* As a trial gets them: run OPTIONS -- COMMAND. */
+	char **argv = xcalloc(n + 4, sizeof(char *));
+	argv[0] = "run";
+	for (size_t i = 0; i < n; i++)
+		argv[1 + i] = opts[i];
+	argv[n + 1] = "--";
+	argv[n + 2] = "true";
+	int argc = (int)n + 3;
+	struct run_args a;
+	memset(&a, 0, sizeof(a));
+	supervise_opts_init(&a.o);
+	opterr = 0;
+	optind = 0;   /* 0: glibc starts afresh (the sweep's own options were read with it) */
+	int rc = 0, c, at = 1;
+	*bad = 0;
+	while (!rc && (c = getopt_long(argc, argv, "+:i:m:r:s:qh", longopts, NULL)) != -1) {
+		*bad = (size_t)at - 1;
+		const char *owned = (size_t)at - 1 >= first ? owned_by_sweep(c) : NULL;
+		if (c == ':')
+			snprintf(why, whysz, "option '%s' needs a value", argv[at]);
+		else if (c == '?')
+			snprintf(why, whysz, "'%s' is not a `leakproof run` option", argv[at]);
+		else if (owned)
+			snprintf(why, whysz, "'%s' is not allowed here: %s", argv[at], owned);
+		else if (take_option(&a, c, optarg) != 0)
+			snprintf(why, whysz, "`leakproof run` refuses '%s' (said above)", argv[at]);
+		else {
+			at = optind;
+			continue;
+		}
+		rc = -1;
+	}
+	if (!rc && optind != argc - 1) {
+		/* getopt stopped early: at a word that is not an option (it would
+		 * start the command), or after a "--" of the file's own. */
+		int k = optind - 1 >= 1 && !strcmp(argv[optind - 1], "--") ? optind - 1 : optind;
+		*bad = (size_t)k - 1;
+		if (!strcmp(argv[k], "--"))
+			snprintf(why, whysz, "'--' is not allowed here: it would end the options, and what follows "
+			         "would replace the sweep's command");
+		else
+			snprintf(why, whysz, "'%s' is not an option (the command is the sweep's `command`)", argv[k]);
+		rc = -1;
+	}
+	if (!rc && validate(&a) != 0) {
+		*bad = first;
+		snprintf(why, whysz, "`leakproof run` refuses them (said above)");
+		rc = -1;
+	}
+	release_args(&a);
+	free(argv);
+	return rc;
 }
 
 /*

@@ -138,6 +138,7 @@ int cmd_sweep(int argc, char **argv)
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	o.store_path = store_default_path(store_opt);
+	o.check_run_options = cmd_run_check_options;
 	if (store_check_target(o.store_path) < 0)
 		return LP_EXIT_USAGE;   /* a store that would lose the run */
 	struct sweep_result res;

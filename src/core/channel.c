@@ -81,7 +81,7 @@ static bool name_char(int c, bool first)
 }
 
 /* Parse "NAME=VALUE NAME=VALUE ..." from p (NUL-terminated). */
-static int parse_kvs(char *p, struct chan_msg *out, char *err, size_t errsz)
+static int parse_kvs(char *p, struct chan_msg *out, bool nan_ok, char *err, size_t errsz)
 {
 	out->nkv = 0;
 	for (;;) {
@@ -108,6 +108,8 @@ static int parse_kvs(char *p, struct chan_msg *out, char *err, size_t errsz)
 		double v = strtod(eq + 1, &end);
 		if (end == eq + 1 || *end)
 			return fail(err, errsz, "bad number '%.64s'", eq + 1);
+		if (isinf(v) || (isnan(v) && !nan_ok))
+			return fail(err, errsz, "%s=%.64s: not a finite number", tok, eq + 1);
 		if (out->nkv == CHANNEL_KV_MAX)
 			return fail(err, errsz, "more than %d values on one line", CHANNEL_KV_MAX);
 		strcpy(out->kv[out->nkv].name, tok);
@@ -133,6 +135,8 @@ static int parse_number(const char *p, struct chan_msg *out, char *err, size_t e
 		end++;
 	if (end == p || *end || errno || v < 0)
 		return fail(err, errsz, "expected a non-negative step number, got '%.64s'", p);
+	if (v > CHANNEL_NUMBER_MAX)
+		return fail(err, errsz, "number %.64s is above the largest accepted, 2^53", p);
 	out->has_n = true;
 	out->n = v;
 	return 0;
@@ -169,7 +173,7 @@ int channel_parse(const char *line, size_t len, struct chan_msg *out, char *err,
 	}
 	if (VERB("metric") || VERB("result") || VERB("gpu")) {
 		out->type = VERB("metric") ? CHAN_METRIC : VERB("result") ? CHAN_RESULT : CHAN_GPU;
-		return parse_kvs(p, out, err, errsz) ? -1 : 1;
+		return parse_kvs(p, out, out->type == CHAN_RESULT, err, errsz) ? -1 : 1;
 	}
 	if (VERB("mark")) {
 		out->type = CHAN_MARK;

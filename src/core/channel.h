@@ -10,7 +10,9 @@
  *   mark TEXT                     a named event on the timeline
  *
  * Lines are UTF-8, at most CHANNEL_LINE_MAX bytes without the newline. Longer
- * or malformed lines are counted by the caller, never fatal.
+ * or malformed lines are counted by the caller, never fatal. Step and epoch
+ * numbers above CHANNEL_NUMBER_MAX are malformed; so are infinite values and,
+ * except in `result`, NaN (a diverged trial reports `result loss=nan`).
  */
 #ifndef LP_CHANNEL_H
 #define LP_CHANNEL_H
@@ -21,6 +23,9 @@
 
 #define CHANNEL_LINE_MAX 4096
 #define CHANNEL_KV_MAX 32
+/* The largest step or epoch number accepted (2^53: exact as a double, and
+ * far enough from INT64_MAX that counting on from it cannot overflow). */
+#define CHANNEL_NUMBER_MAX (INT64_C(1) << 53)
 
 /*
  * linebuf — accumulates bytes into lines of at most CHANNEL_LINE_MAX bytes.

@@ -84,10 +84,28 @@ static void record_step(struct sv *sv, int64_t step, int64_t now)
 	sv->ring_n++;
 }
 
+/* A line of the channel that is not understood: counted, the first few
+ * kept as events. */
+static void bad_line(struct sv *sv, double t, const char *err)
+{
+	if (sv->bad_lines++ < 5) {
+		char detail[256];
+		snprintf(detail, sizeof(detail), "bad channel line: %s", err);
+		store_add_event(sv->st, sv->run_id, t, "channel-error", detail);
+	}
+}
+
 /* A step ended: measure now and record it. */
 static void on_step(struct sv *sv, bool has_n, int64_t n, enum step_source src)
 {
 	int64_t now = mono_ns();
+
+	/* Numbers are capped (CHANNEL_NUMBER_MAX) so counting on cannot overflow. */
+	if ((has_n && n > CHANNEL_NUMBER_MAX) ||
+	    (!has_n && sv->steps > 0 && sv->last_step >= CHANNEL_NUMBER_MAX)) {
+		bad_line(sv, sv_now_t(sv, now), "step number above 2^53");
+		return;
+	}
 
 	if (sv->o->step_regex && src == STEP_SOURCE_CHANNEL) {
 		sv->ignored_channel_steps++;   /* --step-regex chooses the source */
@@ -133,11 +151,7 @@ void sv_on_channel_line(void *ctx, const char *line, size_t len, bool truncated)
 	}
 	int rc = channel_parse(line, len, &m, err, sizeof(err));
 	if (rc < 0) {
-		if (sv->bad_lines++ < 5) {
-			char detail[256];
-			snprintf(detail, sizeof(detail), "bad channel line: %s", err);
-			store_add_event(sv->st, sv->run_id, t, "channel-error", detail);
-		}
+		bad_line(sv, t, err);
 		return;
 	}
 	if (rc == 0)
@@ -148,6 +162,10 @@ void sv_on_channel_line(void *ctx, const char *line, size_t len, bool truncated)
 		break;
 	case CHAN_EPOCH: {
 		char d[32];
+		if (!m.has_n && sv->epoch >= CHANNEL_NUMBER_MAX) {
+			bad_line(sv, t, "epoch number above 2^53");
+			break;
+		}
 		sv->epoch = m.has_n ? m.n : sv->epoch + 1;
 		snprintf(d, sizeof(d), "%lld", (long long)sv->epoch);
 		store_add_event(sv->st, sv->run_id, t, "epoch", d);

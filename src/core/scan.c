@@ -9,6 +9,7 @@
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "core/scan.h"
+#include "core/channel.h"
 
 #include <pcre2.h>
 #include <stdlib.h>
@@ -107,7 +108,7 @@ int step_regex_match(struct step_regex *re, const char *line, size_t len, bool *
 			num[k] = '\0';
 			char *end;
 			long long v = strtoll(num, &end, 10);
-			if (end != num && !*end && v >= 0) {
+			if (end != num && !*end && v >= 0 && v <= CHANNEL_NUMBER_MAX) {
 				*has_n = true;
 				*n = v;
 			}

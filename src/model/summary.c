@@ -218,6 +218,11 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 		run_summary_release(s);
 		return -1;
 	}
+	/* The source is written at the end of the run: a run whose supervisor
+	 * was killed has steps but no source. Steps come from --step-regex when
+	 * the run had one, else from the channel. */
+	if (s->steps && s->run.step_source == STEP_SOURCE_NONE)
+		s->run.step_source = s->run.step_regex && *s->run.step_regex ? STEP_SOURCE_REGEX : STEP_SOURCE_CHANNEL;
 	struct proc_row *top = NULL;
 	size_t ntop = 0;
 	if (store_top_procs(st, id, &top, &ntop, 1) == 0 && ntop == 1) {

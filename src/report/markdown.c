@@ -2,6 +2,8 @@
  * markdown.c — the summary as Markdown tables, to paste into a bug report:
  * a heading with the command, a table of findings, and the per-step change
  * table (Min | Q1 | Median | Q3 | Max | steps/s). Sizes in binary units.
+ * Text from the job (its command, process and result names) is escaped:
+ * no '|' splits a cell, no '<' opens raw HTML (render.h).
  */
 #include <math.h>
 #include <string.h>
@@ -10,32 +12,10 @@
 
 #define COMMAND_MAX_CHARS 200
 
-/* Append s for a table cell: pipes escaped, no line breaks. */
-static void add_cell(struct strbuf *sb, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '|')
-			strbuf_addstr(sb, "\\|");
-		else if (*p < 0x20 || *p == 0x7f)
-			strbuf_addch(sb, ' ');
-		else
-			strbuf_addch(sb, *p);
-	}
-}
-
-/* Append s as inline code: backticks would end it, so they become '. */
-static void add_code(struct strbuf *sb, const char *s)
-{
-	strbuf_addch(sb, '`');
-	for (const char *p = s; *p; p++)
-		strbuf_addch(sb, *p == '`' ? '\'' : *p);
-	strbuf_addch(sb, '`');
-}
-
 static void add_row(struct strbuf *sb, const char *key, const char *value)
 {
 	strbuf_addf(sb, "| %s | ", key);
-	add_cell(sb, value);
+	render_add_md_cell(sb, value);
 	strbuf_addstr(sb, " |\n");
 }
 
@@ -49,7 +29,7 @@ void report_write_md(const struct run_summary *s, const struct report_extras *x,
 
 	report_add_command_line(&cmd, s->argv, s->argc, COMMAND_MAX_CHARS);
 	strbuf_addf(sb, "### leakproof run %lld: ", (long long)s->run.id);
-	add_code(sb, strbuf_str(&cmd));
+	render_add_md_code(sb, strbuf_str(&cmd), false);
 	strbuf_addstr(sb, "\n\n");
 
 	strbuf_addstr(sb, "| | |\n|---|---|\n");
@@ -107,7 +87,7 @@ void report_write_md(const struct run_summary *s, const struct report_extras *x,
 		strbuf_addf(&cell, "%.6g", s->results[i].value);
 		struct strbuf key = STRBUF_INIT;
 		strbuf_addstr(&key, "Result ");
-		add_code(&key, s->results[i].name);
+		render_add_md_code(&key, s->results[i].name, true);
 		add_row(sb, strbuf_str(&key), strbuf_str(&cell));
 		strbuf_release(&key);
 	}

@@ -61,6 +61,20 @@ double render_top_proc_bytes(const struct run_summary *s);
 void render_range(struct strbuf *sb, double low, double high);
 /* Append s with control characters shown as '?' (names from the job). */
 void render_add_clean(struct strbuf *sb, const char *s);
+/* Append s as text in a Markdown table cell: '|' escaped, control
+ * characters as spaces, and '<' that could open raw HTML or an autolink
+ * ("<script", "</", "<!", "<?") as "&lt;"; "p < 0.001" stays as it is. */
+void render_add_md_cell(struct strbuf *sb, const char *s);
+/* Append s as Markdown inline code: backticks (which would end it) as ',
+ * control characters as spaces; in_table: '|' escaped (GFM splits a table
+ * cell at it even inside code). HTML is not read inside code. */
+void render_add_md_code(struct strbuf *sb, const char *s, bool in_table);
+/* Append s as one CSV field: quoted when it holds a comma, quote or line
+ * break; and, when it starts with '=', '+', '-', '@', tab or carriage
+ * return and is not a plain number, with a leading apostrophe, so that a
+ * spreadsheet shows it as text instead of running it as a formula (OWASP's
+ * advice on CSV injection). */
+void render_add_csv_field(struct strbuf *sb, const char *s);
 /* Label for the per-point change table: "per-step change", "change per
  * second", "change per 2.5 s". Returns buf. */
 char *render_change_label(char *buf, size_t bufsz, const struct run_summary *s);

@@ -309,7 +309,14 @@ static void write_text(const struct table *tb, struct strbuf *sb, bool md)
 	for (size_t c = skip0; c < ncol; c++) {
 		const char *h = c == 0 ? first : c <= tb->nnames ? tb->names[c - 1] :
 		                (c - 1 - tb->nnames == 11 && tb->grouped) ? "trials" : fixed_heads[c - 1 - tb->nnames];
-		strbuf_addf(sb, md ? "| %-*s " : "%-*s  ", (int)w[c], h);
+		if (md) {
+			struct strbuf head = STRBUF_INIT;
+			render_add_md_cell(&head, h);
+			strbuf_addf(sb, "| %-*s ", (int)w[c], strbuf_str(&head));
+			strbuf_release(&head);
+		} else {
+			strbuf_addf(sb, "%-*s  ", (int)w[c], h);
+		}
 	}
 	while (!md && sb->len && sb->buf[sb->len - 1] == ' ')
 		sb->buf[--sb->len] = '\0';
@@ -333,7 +340,10 @@ static void write_text(const struct table *tb, struct strbuf *sb, bool md)
 		for (size_t c = skip0; c < ncol; c++) {
 			const char *v = c == 0 ? id : c <= tb->nnames ? g->vals[c - 1] : cell[c - 1 - tb->nnames];
 			struct strbuf clean = STRBUF_INIT;
-			render_add_clean(&clean, v);
+			if (md)
+				render_add_md_cell(&clean, v);
+			else
+				render_add_clean(&clean, v);
 			strbuf_addf(sb, md ? "| %-*s " : "%-*s  ", (int)w[c], strbuf_str(&clean));
 			strbuf_release(&clean);
 		}
@@ -345,19 +355,10 @@ static void write_text(const struct table *tb, struct strbuf *sb, bool md)
 	free(w);
 }
 
+/* One CSV field: quoted, and guarded against spreadsheet formulas (render.h). */
 static void csv_field(struct strbuf *sb, const char *v)
 {
-	if (strpbrk(v, ",\"\n\r")) {
-		strbuf_addch(sb, '"');
-		for (const char *p = v; *p; p++) {
-			if (*p == '"')
-				strbuf_addch(sb, '"');
-			strbuf_addch(sb, *p);
-		}
-		strbuf_addch(sb, '"');
-	} else {
-		strbuf_addstr(sb, v);
-	}
+	render_add_csv_field(sb, v);
 }
 
 static void num_or_empty(struct strbuf *sb, double v)
@@ -534,19 +535,27 @@ int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt
 			else
 				other++;
 		}
-		if (fmt == REPORT_MD)
-			strbuf_addf(sb, "**leakproof sweep %lld** (`", (long long)tb.m.sw.id);
-		else
+		if (fmt == REPORT_MD) {
+			strbuf_addf(sb, "**leakproof sweep %lld** (", (long long)tb.m.sw.id);
+			render_add_md_code(sb, tb.m.sw.file, false);
+		} else {
 			strbuf_addf(sb, "leakproof: sweep %lld: ", (long long)tb.m.sw.id);
-		render_add_clean(sb, tb.m.sw.file);
-		strbuf_addf(sb, "%s, %s, %s: %zu trial%s — %d ok, %d oom, %d failed", fmt == REPORT_MD ? "`)" : "",
+			render_add_clean(sb, tb.m.sw.file);
+		}
+		strbuf_addf(sb, "%s, %s, %s: %zu trial%s — %d ok, %d oom, %d failed", fmt == REPORT_MD ? ")" : "",
 		            tb.m.sw.method, tb.m.sw.status, tb.m.ntrials, tb.m.ntrials == 1 ? "" : "s", ok, oom, failed);
 		if (other)
 			strbuf_addf(sb, ", %d other", other);
 		strbuf_addstr(sb, fmt == REPORT_MD ? "\n\n" : "\n");
-		if (tb.m.sw.metric[0])
-			strbuf_addf(sb, "metric %s (%s)%s", tb.m.sw.metric, tb.m.sw.maximize ? "maximize" : "minimize",
+		if (tb.m.sw.metric[0]) {
+			strbuf_addstr(sb, "metric ");
+			if (fmt == REPORT_MD)
+				render_add_md_cell(sb, tb.m.sw.metric);
+			else
+				render_add_clean(sb, tb.m.sw.metric);
+			strbuf_addf(sb, " (%s)%s", tb.m.sw.maximize ? "maximize" : "minimize",
 			            fmt == REPORT_MD ? "\n\n" : "\n");
+		}
 		write_text(&tb, sb, fmt == REPORT_MD);
 	}
 	free_table(&tb);

@@ -218,6 +218,81 @@ void render_add_clean(struct strbuf *sb, const char *s)
 		strbuf_addch(sb, *p < 0x20 || *p == 0x7f ? '?' : *p);
 }
 
+void render_add_md_cell(struct strbuf *sb, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		if (*p == '|')
+			strbuf_addstr(sb, "\\|");
+		else if (*p == '<' && (isalpha(p[1]) || p[1] == '/' || p[1] == '!' || p[1] == '?'))
+			strbuf_addstr(sb, "&lt;");
+		else if (*p < 0x20 || *p == 0x7f)
+			strbuf_addch(sb, ' ');
+		else
+			strbuf_addch(sb, *p);
+	}
+}
+
+void render_add_md_code(struct strbuf *sb, const char *s, bool in_table)
+{
+	strbuf_addch(sb, '`');
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		if (*p == '`')
+			strbuf_addch(sb, '\'');
+		else if (*p == '|' && in_table)
+			strbuf_addstr(sb, "\\|");
+		else if (*p < 0x20 || *p == 0x7f)
+			strbuf_addch(sb, ' ');
+		else
+			strbuf_addch(sb, *p);
+	}
+	strbuf_addch(sb, '`');
+}
+
+/* "-3", "+1.5", "2e-05": a number as a spreadsheet reads it, safe to leave
+ * unguarded in CSV. */
+static bool plain_number(const char *s)
+{
+	const char *p = s;
+	if (*p == '+' || *p == '-')
+		p++;
+	size_t digits = 0;
+	while (isdigit((unsigned char)*p))
+		p++, digits++;
+	if (*p == '.')
+		for (p++; isdigit((unsigned char)*p); p++)
+			digits++;
+	if (!digits)
+		return false;
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!isdigit((unsigned char)*p))
+			return false;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	return !*p;
+}
+
+void render_add_csv_field(struct strbuf *sb, const char *s)
+{
+	s = s ? s : "";
+	bool guard = strchr("=+-@\t\r", *s) && *s && !plain_number(s);
+	bool quote = strpbrk(s, ",\"\n\r") != NULL;
+	if (quote)
+		strbuf_addch(sb, '"');
+	if (guard)
+		strbuf_addch(sb, '\'');
+	for (const char *p = s; *p; p++) {
+		if (*p == '"')
+			strbuf_addch(sb, '"');
+		strbuf_addch(sb, *p);
+	}
+	if (quote)
+		strbuf_addch(sb, '"');
+}
+
 /* ---- JSON values ------------------------------------------------------- */
 
 void report_add_json_str_or_null(struct strbuf *sb, const char *s)

@@ -309,6 +309,51 @@ static void add_arg(char ***v, size_t *n, size_t *cap, const char *s)
 
 static void finish_trial(struct runner *r, struct trial *t, int wstatus);
 
+/* The `leakproof run` options a trial gets from the sweep file: memory,
+ * result regex, then the file's run_options (last). */
+static void add_run_options(struct runner *r, char ***v, size_t *n, size_t *cap)
+{
+	if (r->spec.memory_max) {
+		add_arg(v, n, cap, "--max-mem");
+		add_arg(v, n, cap, r->spec.memory_max);
+	}
+	if (r->spec.memory_restart) {
+		add_arg(v, n, cap, "--restart");
+		add_arg(v, n, cap, r->spec.memory_restart);
+	}
+	const char *rre = r->o->result_regex ? r->o->result_regex : r->spec.result_regex;
+	if (rre) {
+		add_arg(v, n, cap, "--result-regex");
+		add_arg(v, n, cap, rre);
+		add_arg(v, n, cap, "--result-name");
+		add_arg(v, n, cap, r->spec.metric_name ? r->spec.metric_name : "result");
+	}
+	for (size_t i = 0; i < r->spec.nrun_options; i++)
+		add_arg(v, n, cap, r->spec.run_options[i]);
+}
+
+/* Have `leakproof run` check the options that trials will get (o->
+ * check_run_options), and point at the run_options item at fault. 0, or
+ * -1 after a message "FILE:LINE:COLUMN: run_options: ...". */
+static int check_run_options(struct runner *r)
+{
+	if (!r->o->check_run_options || !r->spec.nrun_options)
+		return 0;
+	char **argv = NULL;
+	size_t n = 0, cap = 0;
+	add_run_options(r, &argv, &n, &cap);
+	size_t first = n - r->spec.nrun_options, bad = 0;
+	char why[256];
+	int rc = r->o->check_run_options(argv, n, first, &bad, why, sizeof(why));
+	free(argv);
+	if (rc == 0)
+		return 0;
+	size_t i = bad >= first && bad < n ? bad - first : 0;
+	return error("%s:%zu:%zu: run_options: %s", r->o->file, r->spec.run_option_line[i],
+	             r->spec.run_option_col[i], why);
+}
+
+
 /* Start trial t. Returns 0 when it runs, 1 when it ended at once (our
  * binary did not exec; recorded as ended), -1 after printing why not. */
 static int launch(struct runner *r, struct trial *t)
@@ -325,23 +370,7 @@ static int launch(struct runner *r, struct trial *t)
 	add_arg(&argv, &n, &cap, "--trial");
 	add_arg(&argv, &n, &cap, trial_arg);
 	add_arg(&argv, &n, &cap, "--no-status-line");
-	if (r->spec.memory_max) {
-		add_arg(&argv, &n, &cap, "--max-mem");
-		add_arg(&argv, &n, &cap, r->spec.memory_max);
-	}
-	if (r->spec.memory_restart) {
-		add_arg(&argv, &n, &cap, "--restart");
-		add_arg(&argv, &n, &cap, r->spec.memory_restart);
-	}
-	const char *rre = r->o->result_regex ? r->o->result_regex : r->spec.result_regex;
-	if (rre) {
-		add_arg(&argv, &n, &cap, "--result-regex");
-		add_arg(&argv, &n, &cap, rre);
-		add_arg(&argv, &n, &cap, "--result-name");
-		add_arg(&argv, &n, &cap, r->spec.metric_name ? r->spec.metric_name : "result");
-	}
-	for (size_t i = 0; i < r->spec.nrun_options; i++)
-		add_arg(&argv, &n, &cap, r->spec.run_options[i]);
+	add_run_options(r, &argv, &n, &cap);
 	add_arg(&argv, &n, &cap, "--");
 	for (size_t i = 0; t->argv[i]; i++)
 		add_arg(&argv, &n, &cap, t->argv[i]);
@@ -816,6 +845,10 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 	}
 	if (sweep_spec_parse(buf, (size_t)len, o->file, &r.spec) < 0)
 		return LP_EXIT_USAGE;
+	if (check_run_options(&r) < 0) {
+		sweep_spec_free(&r.spec);
+		return LP_EXIT_USAGE;
+	}
 	text = xstrdup(buf);
 	r.optuna_on = r.spec.method == SWEEP_OPTUNA;
 	r.optuna.optuna = "optuna";

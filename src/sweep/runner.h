@@ -8,6 +8,7 @@
 #define LP_SWEEP_RUNNER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct sweep_opts {
@@ -19,6 +20,12 @@ struct sweep_opts {
 	bool dry_run;              /* list the trials, run nothing */
 	const char *result_regex;  /* overrides the file's */
 	bool quiet;                /* no line per trial */
+	/* Checks the `leakproof run` options a trial will get (opts[0..n),
+	 * those from the file's run_options from opts[first] on) without
+	 * running anything: 0, or -1 with why and the index of the option at
+	 * fault in *bad. NULL: not checked. (The command sets it: the run
+	 * options are the run command's.) */
+	int (*check_run_options)(char *const *opts, size_t n, size_t first, size_t *bad, char *why, size_t whysz);
 };
 
 /* How a sweep ended, for the command to tell (the table, or how to resume). */

@@ -261,9 +261,11 @@ static bool parse_whole(const yaml_node_t *n, long long lo, long long hi, long l
  * A size as parse_size() reads it, checked here so that a bad one gets a
  * located message; parse_size() then reads it for real (and agrees).
  * what: "memory.max". percent_ok: "80%" (of the machine's memory, which
- * the runner knows) is allowed.
+ * the runner knows) is allowed. min_bytes: the smallest accepted, 1 or
+ * SIZE_BUDGET_MIN.
  */
-static int check_size(const struct ctx *c, const yaml_node_t *n, const char *what, bool percent_ok)
+static int check_size(const struct ctx *c, const yaml_node_t *n, const char *what, bool percent_ok,
+                      uint64_t min_bytes)
 {
 	static const char *const units[] = { "", "b", "k", "kb", "kib", "m", "mb", "mib",
 	                                     "g", "gb", "gib", "t", "tb", "tib" };
@@ -273,12 +275,14 @@ static int check_size(const struct ctx *c, const yaml_node_t *n, const char *wha
 	if (n->type != YAML_SCALAR_NODE)
 		return fail(c, n, "%s must be a size such as 512M or 12G, not %s", what, SHOWN(n));
 	const char *s = text(n);
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (!*s || end == s || errno || !isfinite(v) || v < 0)
+	double v = 0;
+	const char *end = scan_decimal(s, &v);
+	if (!end)
 		return fail(c, n, "%s: invalid size '%.80s': expected a number with an optional unit, such as 512M or 12G",
 		            what, s);
+	if (*end == 'x' || *end == 'X' || ((*end == 'e' || *end == 'E') && end[1] && strchr("0123456789+-", end[1])))
+		return fail(c, n, "%s: invalid size '%.80s': write a plain decimal number, such as 512M or 1.5G "
+		            "(no hexadecimal or exponent)", what, s);
 	while (*end == ' ')
 		end++;
 	if (*end == '%') {
@@ -297,8 +301,9 @@ static int check_size(const struct ctx *c, const yaml_node_t *n, const char *wha
 			return fail(c, n, "%s: invalid size '%.80s': unknown unit '%.80s' (use K, M, G or T)", what, s, end);
 		if (v * mult[i] >= 18446744073709551615.0)
 			return fail(c, n, "%s: invalid size '%.80s': too large", what, s);
-		if (v * mult[i] < 1)
-			return fail(c, n, "%s: invalid size '%.80s': must be at least 1 byte", what, s);
+		if (v * mult[i] < (double)min_bytes)
+			return fail(c, n, "%s: invalid size '%.80s': must be at least %s", what, s,
+			            min_bytes == SIZE_BUDGET_MIN ? "1M" : "1 byte");
 	}
 	uint64_t bytes;
 	return parse_size(s, UINT64_C(1) << 40, &bytes) != 0 ? -1 : 0;
@@ -323,6 +328,25 @@ static int string_list(struct ctx *c, const yaml_node_t *v, const char *what, co
 		if (a->type != YAML_SCALAR_NODE)
 			return fail(c, a, "the items of %s must be strings, not %s", what, SHOWN(a));
 		(*out)[(*nout)++] = xstrdup(text(a));
+	}
+	return 0;
+}
+
+/* run_options: strings, each with its place in the file (the runner has
+ * `leakproof run` check them, and a message points at the one at fault). */
+static int parse_run_options(struct ctx *c, yaml_node_t *v)
+{
+	struct sweep_spec *s = c->s;
+	if (string_list(c, v, "run_options", "[--interval, 50ms]", &s->run_options, &s->nrun_options) != 0)
+		return -1;
+	s->run_option_line = xcalloc(s->nrun_options + 1, sizeof(size_t));
+	s->run_option_col = xcalloc(s->nrun_options + 1, sizeof(size_t));
+	size_t i = 0;
+	for_each_item(v, it) {
+		const yaml_node_t *a = node(c, *it);
+		s->run_option_line[i] = line_of(a);
+		s->run_option_col[i] = col_of(a);
+		i++;
 	}
 	return 0;
 }
@@ -651,7 +675,7 @@ static int parse_memory(struct ctx *c, const yaml_node_t *v)
 		const yaml_node_t *val = node(c, p->value);
 		switch (key_index(c, node(c, p->key), keys, 3, " in memory", seen)) {
 		case 0:
-			if (check_size(c, val, "memory.max", true) != 0)
+			if (check_size(c, val, "memory.max", true, SIZE_BUDGET_MIN) != 0)
 				return -1;
 			c->s->memory_max = xstrdup(text(val));
 			break;
@@ -661,7 +685,7 @@ static int parse_memory(struct ctx *c, const yaml_node_t *v)
 			c->s->memory_restart = xstrdup(text(val));
 			break;
 		case 2:
-			if (check_size(c, val, "memory.expect", false) != 0)
+			if (check_size(c, val, "memory.expect", false, 1) != 0)
 				return -1;
 			c->s->memory_expect = xstrdup(text(val));
 			break;
@@ -899,7 +923,7 @@ static int parse_top(struct ctx *c)
 		case K_RESULT_REGEX: rc = parse_result_regex(c, v); break;
 		case K_RUN_OPTIONS:
 			if (!is_null(v))
-				rc = string_list(c, v, "run_options", "[--interval, 50ms]", &s->run_options, &s->nrun_options);
+				rc = parse_run_options(c, v);
 			break;
 		default:
 			return -1;
@@ -1033,5 +1057,7 @@ void sweep_spec_free(struct sweep_spec *s)
 	free_strv(s->retry_rules, s->nretry);
 	free(s->result_regex);
 	free_strv(s->run_options, s->nrun_options);
+	free(s->run_option_line);
+	free(s->run_option_col);
 	memset(s, 0, sizeof(*s));
 }

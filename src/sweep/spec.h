@@ -81,6 +81,8 @@ struct sweep_spec {
 	char *result_regex;         /* NULL: results from the client */
 	char **run_options;         /* extra `leakproof run` options, NULL-terminated */
 	size_t nrun_options;
+	size_t *run_option_line;    /* where each is in the file (1-based), */
+	size_t *run_option_col;     /* for messages about it */
 };
 
 /*

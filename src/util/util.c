@@ -80,17 +80,42 @@ double wall_seconds(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+const char *scan_decimal(const char *s, double *out)
+{
+	const char *p = s;
+	size_t digits = 0;
+	while (*p >= '0' && *p <= '9')
+		p++, digits++;
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			digits++;
+	if (!digits)
+		return NULL;
+	/* Only digits and one point were taken: strtod reads them the same way
+	 * in every locale that uses '.', which is the only one we run in. */
+	char buf[64];
+	size_t n = (size_t)(p - s);
+	if (n >= sizeof(buf))
+		return NULL;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	*out = strtod(buf, NULL);
+	return isfinite(*out) ? p : NULL;
+}
+
 int parse_size(const char *s, uint64_t percent_of_bytes, uint64_t *out_bytes)
 {
-	char *end;
+	const char *end;
 	double v;
 
 	if (!s || !*s)
 		return error("invalid size '': expected a number with an optional unit, such as 512M, 12G or 80%%");
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || errno || !isfinite(v) || v < 0)
+	end = scan_decimal(s, &v);
+	if (!end)
 		return error("invalid size '%s': expected a number with an optional unit, such as 512M, 12G or 80%%", s);
+	if (*end == 'x' || *end == 'X' || ((*end == 'e' || *end == 'E') && strchr("0123456789+-", end[1] ? end[1] : 'q')))
+		return error("invalid size '%s': write a plain decimal number, such as 512M or 1.5G "
+		             "(no hexadecimal or exponent)", s);
 	while (*end == ' ')
 		end++;
 	if (*end == '%') {

@@ -44,11 +44,25 @@ int64_t mono_ns(void);          /* CLOCK_MONOTONIC, nanoseconds */
 double wall_seconds(void);      /* CLOCK_REALTIME, seconds since the epoch */
 
 /*
+ * Scan a plain decimal number at s: digits with an optional fraction
+ * ("12", "1.5", ".5", "3."); no sign, space, exponent, hexadecimal, "inf"
+ * or "nan". Returns the end of the number, or NULL when s does not start
+ * with one. *out gets its value.
+ */
+const char *scan_decimal(const char *s, double *out);
+
+/*
  * Parse a size: "512M", "12G", "1.5GiB", "4096" (bytes), "80%" (of
  * percent_of_bytes; an error when that is 0). Binary units (K = 1024).
- * Returns 0, or -1 after printing an error that names the value.
+ * The number is plain decimal (scan_decimal): "0x10G" and "1e3M" are
+ * refused. Returns 0, or -1 after printing an error that names the value.
  */
 int parse_size(const char *s, uint64_t percent_of_bytes, uint64_t *out_bytes);
+
+/* The smallest memory budget (--max-mem, --soft-limit, --max-gpu, a sweep's
+ * memory.max) accepted: 1 MiB. Below it no process can even start, so a
+ * smaller one is a mistake ("--max-mem 1" meant 1G), refused up front. */
+#define SIZE_BUDGET_MIN (UINT64_C(1) << 20)
 
 /* Parse a duration: "100ms", "1ms", "0.5s", "2m", "250us", a bare number
  * is seconds. Returns 0, or -1 after printing an error naming the value. */

@@ -139,13 +139,15 @@ def test_metric_values_and_names():
         leakproof.metric(only="text")      # nothing left: no line
         leakproof.metric()
         leakproof.result(**{"x=y": 1e300, "big": 10**400})
+        leakproof.result(loss=float("nan"), up=float("inf"))
     """)
     ok(proc)
     assert lines == [
-        b"metric a=nan b=inf c=-inf d=1.0 e=-0.0",
+        b"metric d=1.0 e=-0.0",   # NaN and infinities: refused by the supervisor
         b"metric val_loss=1.0 _st=2.0 a/b:c-d.e=3.0 _t_=4.0 _=5.0",
         b"metric keep=1.5",
         b"result x_y=1e+300",
+        b"result loss=nan",       # a diverged trial's result is kept
     ]
 
 

@@ -130,6 +130,15 @@ def test_signal_from_outside(lp):
     (["--max-restarts", "many"], "--max-restarts 'many'"),
     (["--stop-signal", "SIGNOPE"], "--stop-signal 'SIGNOPE'"),
     (["--grace", "soon"], "invalid duration 'soon'"),
+    (["--max-mem", "1"], "--max-mem '1' is below 1M"),
+    (["--max-gpu", "512K"], "--max-gpu '512K' is below 1M"),
+    (["--max-mem", "1G", "--soft-limit", "4K"], "at least 1M"),
+    (["--max-mem", "0x10G"], "write a plain decimal number"),
+    (["--max-mem", "1e3M"], "write a plain decimal number"),
+    (["--stop-signal", "STOP"], "cannot ask the job to stop"),
+    (["--stop-signal", "KILL"], "cannot ask the job to stop"),
+    (["--stop-signal", "SIGCONT"], "cannot ask the job to stop"),
+    (["--stop-signal", "TSTP"], "cannot ask the job to stop"),
 ])
 def test_bad_budget_options(lp, args, message):
     r = lp.run(["true"], *args, timeout=30)

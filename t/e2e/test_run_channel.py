@@ -39,3 +39,20 @@ def test_flood_of_step_lines_is_read_whole(lp):
     assert rep["steps"] == n, lp.describe(rep)
     assert rep["channel_bad_lines"] == 0
     assert rep["channel_long_lines"] == 0
+
+
+def test_step_numbers_are_capped_and_infinite_metrics_refused(lp):
+    # 2^63-1 is refused; 2^53 is taken, and a bare step after it (which would
+    # be numbered past the cap) is refused, never stored negative. Infinite
+    # and NaN metrics are bad lines; a NaN result (a diverged trial) is kept.
+    lines = ("step 9223372036854775807\nstep 9007199254740992\nstep\n"
+             "epoch 9223372036854775807\nstep 3\n"
+             "metric loss=inf\nmetric loss=nan\nmetric loss=-inf\n"
+             "result val_loss=nan\n")
+    code = f"import os; os.write(int(os.environ['LEAKPROOF_FD']), {lines!r}.encode())"
+    r = lp.run([lp.py, "-c", code])
+    assert r.rc == 0, r
+    rep = lp.report()
+    assert rep["run"]["status"] == "done"
+    assert rep["steps"] == 2, lp.describe(rep)
+    assert rep["channel_bad_lines"] == 6, lp.describe(rep)

@@ -235,6 +235,36 @@ def test_malformed_files_name_line_and_column(lp, text, where, what):
     assert not os.path.exists(lp.store)
 
 
+@pytest.mark.parametrize("opts,where,what", [
+    ("[--store, other.db]", ":2:15:", "'--store' is not allowed here"),
+    ("[--stor, other.db]", ":2:15:", "'--stor' is not allowed here"),
+    ("[--interval, 50ms, --, echo, pwned]", ":2:33:", "'--' is not allowed here"),
+    ("[--trial, '1:0:0']", ":2:15:", "'--trial' is not allowed here"),
+    ("[-q]", ":2:15:", "'-q' is not allowed here"),
+    ("[--no-status-line]", ":2:15:", "not allowed here"),
+    ("[--bogus]", ":2:15:", "'--bogus' is not a `leakproof run` option"),
+    ("[--interval, 50ms, python3]", ":2:33:", "'python3' is not an option"),
+    ("[--max-mem, lots]", ":2:15:", "refuses"),
+    ("[--stop-signal, STOP]", ":2:15:", "refuses"),
+])
+def test_bad_run_options_are_refused_with_their_place(lp, opts, where, what):
+    # Checked when the file is read, before any trial: a bad option used to
+    # make every trial fail while the sweep exited 0; --store sent the runs
+    # elsewhere, and "--" replaced the command that --dry-run showed.
+    f = write(lp, "opts.yaml", f"command: [true]\nrun_options: {opts}\n")
+    for args in ([], ["--dry-run"]):
+        r = sweep(lp, f, *args)
+        assert r.rc == 124, r
+        assert f"opts.yaml{where} run_options: " in r.err and what in r.err, r.err
+    assert not os.path.exists(lp.store)
+
+
+def test_good_run_options_are_taken(lp):
+    f = write(lp, "ok.yaml", "command: [true]\nrun_options: [--interval, 50ms, --no-cgroup]\n")
+    r = sweep(lp, f, "--dry-run")
+    assert r.rc == 0, r
+
+
 def test_dry_run_lists_trials(lp):
     f = write(lp, "dry.yaml", f"""
 command: [{lp.py}, train.py, "--lr={{lr}}"]

@@ -30,6 +30,13 @@ static void test_step_epoch(void)
 	CHECK_EQ_INT(parse("step -1", &m, err), -1);
 	CHECK_EQ_INT(parse("step 1x", &m, err), -1);
 	CHECK_EQ_INT(parse("step 99999999999999999999999", &m, err), -1);
+	/* Numbers are capped at 2^53 so that counting on cannot overflow. */
+	CHECK_EQ_INT(parse("step 9007199254740992", &m, err), 1);
+	CHECK(m.n == CHANNEL_NUMBER_MAX);
+	CHECK_EQ_INT(parse("step 9007199254740993", &m, err), -1);
+	CHECK(strstr(err, "2^53") != NULL);
+	CHECK_EQ_INT(parse("step 9223372036854775807", &m, err), -1);
+	CHECK_EQ_INT(parse("epoch 9223372036854775807", &m, err), -1);
 	CHECK_EQ_INT(parse("steps 1", &m, err), -1);
 	CHECK(strstr(err, "unknown message 'steps'") != NULL);
 	CHECK_EQ_INT(parse("", &m, err), 0);
@@ -49,6 +56,14 @@ static void test_kv(void)
 	CHECK_STR(m.kv[2].name, "acc/top1");
 	CHECK_EQ_INT(parse("result val_loss=nan", &m, err), 1);
 	CHECK(m.type == CHAN_RESULT && isnan(m.kv[0].value));
+	/* A NaN result is a diverged trial; NaN and infinite metrics are refused. */
+	CHECK_EQ_INT(parse("result val_loss=inf", &m, err), -1);
+	CHECK_EQ_INT(parse("metric loss=nan", &m, err), -1);
+	CHECK(strstr(err, "not a finite number") != NULL);
+	CHECK_EQ_INT(parse("metric loss=inf", &m, err), -1);
+	CHECK_EQ_INT(parse("metric loss=-Infinity", &m, err), -1);
+	CHECK_EQ_INT(parse("gpu allocated=inf", &m, err), -1);
+	CHECK_EQ_INT(parse("metric loss=1e999", &m, err), -1);
 	CHECK_EQ_INT(parse("gpu allocated=1024 reserved=2048", &m, err), 1);
 	CHECK(m.type == CHAN_GPU && m.nkv == 2 && m.kv[1].value == 2048);
 	CHECK_EQ_INT(parse("metric", &m, err), -1);
@@ -152,6 +167,9 @@ static void test_regex(void)
 	CHECK_EQ_INT(step_regex_match(re, "Epoch 12/30 loss 0.1", 20, &has_n, &n), 1);
 	CHECK(has_n && n == 12);
 	CHECK_EQ_INT(step_regex_match(re, "  Epoch 12", 10, &has_n, &n), 0);
+	/* A number above the cap is not taken: the step is counted on instead. */
+	CHECK_EQ_INT(step_regex_match(re, "Epoch 9223372036854775807", 25, &has_n, &n), 1);
+	CHECK(!has_n);
 	step_regex_free(re);
 
 	re = step_regex_new("loss=", "--step-regex");

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "report/render.h"
 #include "report/report.h"
 #include "store/store.h"
 #include "util/util.h"
@@ -24,7 +25,7 @@
 
 static char tmpdir[64];
 static char store_path[128];
-static int64_t id_leak, id_flat, id_time, id_running;
+static int64_t id_leak, id_flat, id_time, id_running, id_hostile;
 
 /* ---- a small JSON checker ----------------------------------------------- */
 
@@ -250,6 +251,16 @@ static void build_store(void)
 
 	/* 4: still running, nothing measured yet. */
 	id_running = begin(st, "not json", 0, NULL);
+
+	/* 5: a hostile job, and its supervisor killed (no end: steps, no
+	 * source written). */
+	id_hostile = begin(st, "[\"sh\", \"-c\", \"a|b <script>x</script>\"]", 0, NULL);
+	for (int i = 1; i <= 30; i++) {
+		struct step_rec r = { .step = i, .epoch = -1, .mem = sample_at(i * 0.1, 100 * MiB) };
+		store_add_step(st, id_hostile, &r);
+	}
+	store_add_proc_sample(st, id_hostile, 1, 99, 1, "<img src=x>|", 1 << 20, 1 << 20, 1 << 20, 0, 0);
+	store_add_result(st, id_hostile, "r|<b>", 1.0);
 	store_close(st);
 }
 
@@ -476,6 +487,61 @@ static void test_markdown(void)
 	free(m);
 }
 
+/* Text from the job cannot split a Markdown cell or open raw HTML. */
+static void test_markdown_escapes(void)
+{
+	char *m = render(id_hostile, -1, REPORT_MD, NULL);
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	/* '<' opens HTML only outside code: the command and the result name
+	 * are code spans, the process name is text */
+	CHECK(strstr(m, "<img") == NULL);
+	CHECK(strstr(m, "`sh -c 'a|b <script>x</script>'`") != NULL);
+	CHECK(strstr(m, "(&lt;img src=x>\\|)") != NULL);
+	CHECK(strstr(m, "| Result `r\\|<b>` |") != NULL);
+	/* every table row still has its two cells */
+	for (const char *l = m; (l = strstr(l, "\n| ")); l++) {
+		int bars = 0;
+		for (const char *p = l + 1; *p && *p != '\n'; p++)
+			bars += *p == '|' && p[-1] != '\\';
+		CHECK(bars == 3 || bars == 7);
+	}
+	/* the supervisor was killed: the steps still name their source */
+	CHECK(strstr(m, "30 steps (channel)") != NULL);
+	free(m);
+
+	struct strbuf sb = STRBUF_INIT;
+	render_add_md_cell(&sb, "p < 0.001 | <a href=x> </b> <!-- x");
+	CHECK_STR(strbuf_str(&sb), "p < 0.001 \\| &lt;a href=x> &lt;/b> &lt;!-- x");
+	strbuf_reset(&sb);
+	render_add_md_code(&sb, "a`b|c", true);
+	CHECK_STR(strbuf_str(&sb), "`a'b\\|c`");
+	strbuf_reset(&sb);
+	render_add_md_code(&sb, "a`b|c", false);
+	CHECK_STR(strbuf_str(&sb), "`a'b|c`");
+	strbuf_release(&sb);
+}
+
+/* CSV cells that a spreadsheet would run as a formula get an apostrophe;
+ * numbers, even signed, are left alone. */
+static void test_csv_field(void)
+{
+	static const struct { const char *in, *out; } cases[] = {
+		{ "adam", "adam" }, { "-3", "-3" }, { "+1.5", "+1.5" }, { "-2e-05", "-2e-05" },
+		{ "=1+1", "'=1+1" }, { "+cmd", "'+cmd" }, { "-x", "'-x" }, { "@SUM(A1)", "'@SUM(A1)" },
+		{ "\tx", "'\tx" }, { "\rx", "\"'\rx\"" }, { "=HYPERLINK(\"a\",1)", "\"'=HYPERLINK(\"\"a\"\",1)\"" },
+		{ "a,b", "\"a,b\"" }, { "-", "'-" }, { "", "" }, { "-inf", "'-inf" },
+	};
+	struct strbuf sb = STRBUF_INIT;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		strbuf_reset(&sb);
+		render_add_csv_field(&sb, cases[i].in);
+		CHECK_STR(strbuf_str(&sb), cases[i].out);
+	}
+	strbuf_release(&sb);
+}
+
 static int count_lines(const char *s)
 {
 	int n = 0;
@@ -676,7 +742,7 @@ static void test_cmd_ls(void)
 	CHECK(no_nan_inf(buf));
 	/* Newest first. */
 	char first[32];
-	snprintf(first, sizeof(first), "[\n  {\"id\": %lld,", (long long)id_running);
+	snprintf(first, sizeof(first), "[\n  {\"id\": %lld,", (long long)id_hostile);
 	CHECK(!strncmp(buf, first, strlen(first)));
 	CHECK(strstr(buf, "\"status\": \"running\"") != NULL);
 
@@ -694,7 +760,7 @@ static void test_cmd_ls(void)
 	CHECK(strstr(buf, "VERDICT") != NULL);
 	CHECK(strstr(buf, "python3 train.py --name 'it'\\''s'") != NULL);
 	CHECK(strstr(buf, "exit 0") != NULL);
-	CHECK_EQ_INT(count_lines(buf), 5);
+	CHECK_EQ_INT(count_lines(buf), 6);
 
 	char missing[160];
 	snprintf(missing, sizeof(missing), "%s/none.db", tmpdir);
@@ -732,7 +798,7 @@ TEST_MAIN("report",
 	TEST(test_json_over_time),
 	TEST(test_json_running_empty),
 	TEST(test_text),
-	TEST(test_markdown),
+	TEST(test_markdown), TEST(test_markdown_escapes), TEST(test_csv_field),
 	TEST(test_csv),
 	TEST(test_junit),
 	TEST(test_command_parsing),

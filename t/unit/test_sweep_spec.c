@@ -86,6 +86,13 @@ static void test_example_file(void)
 	CHECK_STR(s.run_options[0], "--interval");
 	CHECK_STR(s.run_options[1], "50ms");
 	CHECK(s.run_options[2] == NULL);
+	/* each with its place, for messages about it (the runner's check) */
+	CHECK(s.run_option_line && s.run_option_col);
+	if (s.run_option_line && s.run_option_col) {
+		CHECK_EQ_INT(s.run_option_line[0], 20);
+		CHECK_EQ_INT(s.run_option_col[0], 15);
+		CHECK_EQ_INT(s.run_option_col[1], 27);
+	}
 
 	const struct sweep_dim *d = s.dims;
 	CHECK_STR(d[0].name, "lr");
@@ -398,9 +405,13 @@ static void test_errors_memory(void)
 	parse_bad(CMD "memory: {max: 12Q}\n", "2:15: memory.max: invalid size '12Q': unknown unit 'Q' (use K, M, G or T)");
 	parse_bad(CMD "memory:\n  max: lots\n",
 	          "3:8: memory.max: invalid size 'lots': expected a number with an optional unit, such as 512M or 12G");
-	parse_bad(CMD "memory:\n  max: 0\n", "3:8: memory.max: invalid size '0': must be at least 1 byte");
+	parse_bad(CMD "memory:\n  max: 0\n", "3:8: memory.max: invalid size '0': must be at least 1M");
+	parse_bad(CMD "memory:\n  max: 1\n", "3:8: memory.max: invalid size '1': must be at least 1M");
+	parse_bad(CMD "memory:\n  expect: 0\n", "3:11: memory.expect: invalid size '0': must be at least 1 byte");
 	parse_bad(CMD "memory:\n  max: 150%\n", "3:8: memory.max: invalid size '150%': a percentage must be in (0, 100]");
-	parse_bad(CMD "memory:\n  max: 1e30G\n", "3:8: memory.max: invalid size '1e30G': too large");
+	parse_bad(CMD "memory:\n  max: 1000000000000G\n", "3:8: memory.max: invalid size '1000000000000G': too large");
+	parse_bad(CMD "memory:\n  max: 0x10G\n", "3:8: memory.max: invalid size '0x10G': write a plain decimal number, such as 512M or 1.5G (no hexadecimal or exponent)");
+	parse_bad(CMD "memory:\n  max: 1e3M\n", "3:8: memory.max: invalid size '1e3M': write a plain decimal number, such as 512M or 1.5G (no hexadecimal or exponent)");
 	parse_bad(CMD "memory:\n  expect: 50%\n",
 	          "3:11: memory.expect: invalid size '50%': a percentage is not allowed here");
 	parse_bad(CMD "memory:\n  expect: [1G]\n", "3:11: memory.expect must be a size such as 512M or 12G, not a list");

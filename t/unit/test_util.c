@@ -61,6 +61,8 @@ static void test_sizes(void)
 	CHECK_EQ_INT(size_ok("2T", 0), 2048 * GIB);
 	CHECK_EQ_INT(size_ok("64k", 0), 65536);
 	CHECK_EQ_INT(size_ok("0", 0), 0);              /* the caller decides whether 0 is allowed */
+	CHECK_EQ_INT(size_ok(".5G", 0), 0.5 * GIB);
+	CHECK_EQ_INT(size_ok("2.G", 0), 2 * GIB);
 }
 
 static void test_percentages(void)
@@ -82,7 +84,15 @@ static void test_bad_sizes(void)
 	size_bad("-1G", 0, "expected a number");
 	size_bad("12Q", 0, "unknown unit 'Q'");
 	size_bad("12 GB extra", 0, "unknown unit");
-	size_bad("1e30", 0, "too large");
+	size_bad("1e30", 0, "plain decimal");
+	size_bad("99999999999999999999999", 0, "too large");
+	size_bad("0x10G", 0, "plain decimal");
+	size_bad("1e3M", 0, "plain decimal");
+	size_bad("1E3", 0, "plain decimal");
+	size_bad("+1G", 0, "expected a number");
+	size_bad(" 1G", 0, "expected a number");
+	size_bad("1.5.5G", 0, "unknown unit");
+	size_bad("infG", 0, "expected a number");
 	size_bad("nan", 0, "expected a number");
 	size_bad("inf", 0, "expected a number");
 }
