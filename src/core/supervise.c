@@ -50,6 +50,7 @@
 #include "core/trace.h"
 #include "platform/cgroup.h"
 #include "platform/nvml.h"
+#include "platform/proc.h"
 #include "platform/spawn.h"
 #include "store/store.h"
 #include "store/sweeps.h"
@@ -547,7 +548,11 @@ static int record_run_begin(struct sv *sv)
 	if (!getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "?");
 	gethostname(host, sizeof(host) - 1);
+	struct proc_stat self;   /* who supervises: a later leakproof tells a dead one */
+	bool know_self = read_proc_stat(NULL, getpid(), &self) == 0;
 	struct run_begin rb = {
+		.supervisor_pid = know_self ? (int)getpid() : 0,
+		.supervisor_start = know_self ? self.starttime_ticks : 0,
 		.started_at = wall_seconds(),
 		.command_json = strbuf_str(&cmd),
 		.cwd = cwd,

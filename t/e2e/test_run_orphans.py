@@ -8,6 +8,7 @@ sleep is an assertion.
 """
 import os
 import signal
+import sqlite3
 import textwrap
 import time
 
@@ -83,6 +84,13 @@ def test_kill_9_of_the_supervisor_ends_the_whole_job(lp):
         f"processes of the job outlived its supervisor: {lp.procs_with(marker)}"
     assert wait_for(lambda: not any(os.path.exists(d) for d in cgroups), 30), \
         f"the job's cgroup outlived its supervisor: {cgroups}"
+    listing = lp.ls()
+    assert "interrupted" in listing and "running" not in listing, listing
+    r = lp.run([lp.py, "-c", "pass"], "--no-status-line")   # a writer marks it in the store
+    assert r.rc == 0, r
+    with sqlite3.connect(lp.store) as db:
+        statuses = dict(db.execute("SELECT id, status FROM runs"))
+    assert statuses[1] == "interrupted", statuses
 
 
 def test_forwarded_sigterm_is_followed_by_sigkill_after_grace(lp):
