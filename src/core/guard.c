@@ -11,7 +11,9 @@
  * (close-on-exec, so the job never has it). The supervisor writes 32-bit
  * messages: a pid > 0 is the job's process group now, 0 says no job runs,
  * -1 says stand down (the supervisor ended the job and removed its
- * cgroup). End of file without -1 means the supervisor is gone: the guard
+ * cgroup; it then waits, a second at most, for the end of file of a second
+ * pipe the guard holds, so the guard is gone before leakproof exits). End
+ * of file without -1 means the supervisor is gone: the guard
  * SIGKILLs the job's process group and everything in its cgroup (again
  * until it is empty, for processes forked meanwhile), removes the cgroup,
  * and exits.
@@ -23,6 +25,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,7 +41,9 @@
 #define GUARD_KILL_NS (10 * NS_PER_S)   /* how long the guard tries to empty the cgroup */
 
 struct guard_args {
-	int rfd, wfd;
+	int rfd;                            /* the supervisor's messages */
+	int ackfd;                          /* held until the guard exits: the supervisor
+	                                       waits for its end of file */
 	const struct job_cgroup *cg;        /* NULL: the job has no cgroup */
 };
 
@@ -133,11 +138,14 @@ static void guard_main(void *data)
 	static const int deaf[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE };
 	for (size_t i = 0; i < sizeof(deaf) / sizeof(deaf[0]); i++)
 		signal(deaf[i], SIG_IGN);
-	/* nothing of the supervisor's kept open but the pipe and stdio */
-	if (syscall(SYS_close_range, 3u, (unsigned)g->rfd - 1, 0u) < 0 ||
-	    syscall(SYS_close_range, (unsigned)g->rfd + 1, ~0u, 0u) < 0)
+	/* nothing of the supervisor's kept open but the two pipes and stdio */
+	unsigned lo = (unsigned)(g->rfd < g->ackfd ? g->rfd : g->ackfd);
+	unsigned hi = (unsigned)(g->rfd < g->ackfd ? g->ackfd : g->rfd);
+	if ((lo > 3 && syscall(SYS_close_range, 3u, lo - 1, 0u) < 0) ||
+	    (hi > lo + 1 && syscall(SYS_close_range, lo + 1, hi - 1, 0u) < 0) ||
+	    syscall(SYS_close_range, hi + 1, ~0u, 0u) < 0)
 		for (int fd = 3; fd < 65536; fd++)
-			if (fd != g->rfd)
+			if (fd != g->rfd && fd != g->ackfd)
 				close(fd);
 	pid_t pgid = 0;
 	for (;;) {
@@ -157,18 +165,26 @@ static void guard_main(void *data)
 
 int sv_guard_start(struct sv *sv)
 {
-	int p[2];
-	sv->guard_fd = -1;
+	int p[2], ack[2];
+	sv->guard_fd = sv->guard_ack = -1;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
-	struct guard_args g = { .rfd = p[0], .wfd = p[1], .cg = sv->have_cg ? &sv->cg : NULL };
-	struct spawn sp = { .new_group = true, .child_main = guard_main, .hook_data = &g };
-	int rc = spawn_start(&sp);
-	close(p[0]);
-	if (rc) {
+	if (pipe2(ack, O_CLOEXEC) < 0) {
+		close(p[0]);
 		close(p[1]);
 		return -1;
 	}
+	struct guard_args g = { .rfd = p[0], .ackfd = ack[1], .cg = sv->have_cg ? &sv->cg : NULL };
+	struct spawn sp = { .new_group = true, .child_main = guard_main, .hook_data = &g };
+	int rc = spawn_start(&sp);
+	close(p[0]);
+	close(ack[1]);
+	if (rc) {
+		close(p[1]);
+		close(ack[0]);
+		return -1;
+	}
+	sv->guard_ack = ack[0];
 	while (waitpid(sp.pid, NULL, 0) < 0 && errno == EINTR)
 		;   /* the intermediate child, gone once the guard is forked */
 	sv->guard_fd = p[1];
@@ -184,5 +200,13 @@ void sv_guard_tell(struct sv *sv, int32_t msg)
 	if (msg < 0) {
 		close(sv->guard_fd);
 		sv->guard_fd = -1;
+		/* wait (1 s at most) for the guard to be gone, so that nothing of
+		 * leakproof's outlives it */
+		struct pollfd pfd = { .fd = sv->guard_ack, .events = POLLIN };
+		char c;
+		while (poll(&pfd, 1, 1000) > 0 && read(sv->guard_ack, &c, 1) > 0)
+			;
+		close(sv->guard_ack);
+		sv->guard_ack = -1;
 	}
 }

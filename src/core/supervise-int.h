@@ -91,6 +91,7 @@ struct sv {
 	bool interrupted;                      /* leakproof was told to stop: no restart */
 	bool forwarded_stop;                   /* a stop signal was forwarded: a second kills */
 	int guard_fd;                          /* the pipe to the job's guard (guard.c); -1: none */
+	int guard_ack;                         /* its end of file: the guard is gone */
 	bool kernel_budget;                    /* --max-mem is the cgroup's limit */
 	uint64_t soft_bytes, soft_gpu_bytes;
 

@@ -506,7 +506,7 @@ static void sv_init(struct sv *sv, struct store *st, const struct supervise_opts
 	sv->o = o;
 	sv->st = st;
 	sv->sigfd = sv->timerfd = sv->outfd = sv->errfd = sv->chanfd = sv->tracefd = sv->stepfd = -1;
-	sv->guard_fd = -1;
+	sv->guard_fd = sv->guard_ack = -1;
 	sv->epoch = -1;
 	sv->peak = -1;
 	linebuf_init(&sv->out_lb, true);
