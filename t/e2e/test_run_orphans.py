@@ -80,8 +80,12 @@ def test_kill_9_of_the_supervisor_ends_the_whole_job(lp):
     cgroups = job_cgroup_dirs(main)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    assert wait_for(lambda: not lp.procs_with(marker), 30), \
-        f"processes of the job outlived its supervisor: {lp.procs_with(marker)}"
+    try:
+        assert wait_for(lambda: not lp.procs_with(marker), 30), \
+            f"processes of the job outlived its supervisor: {lp.procs_with(marker)}"
+    finally:
+        for pid in job_procs(lp, marker):   # a failed test leaves no orphans either
+            os.kill(pid, signal.SIGKILL)
     assert wait_for(lambda: not any(os.path.exists(d) for d in cgroups), 30), \
         f"the job's cgroup outlived its supervisor: {cgroups}"
     listing = lp.ls()
