@@ -7,6 +7,7 @@
  *   supervise.c  the state machine, the poll loop, starting the job, and
  *                supervise() itself in phases
  *   job.c        the job's processes: signal them all, reap them
+ *   guard.c      the guard that ends the job if the supervisor dies
  *   observe.c    what the job says and holds: its output and channel
  *                lines, its steps, the samples of its memory
  *   console.c    what leakproof writes on the terminal: the job's output
@@ -18,7 +19,7 @@
  *
  * Calls between them run one way: supervise.c calls the others; observe.c
  * calls budget.c and restart.c; budget.c calls restart.c; all may call
- * console.c, job.c and locate.c, which call none of them.
+ * console.c, job.c, guard.c and locate.c, which call none of them.
  *
  * Times are CLOCK_MONOTONIC nanoseconds; memory is bytes.
  */
@@ -88,6 +89,9 @@ struct sv {
 	int restarts;
 	int64_t backoff_ns;                    /* the wait before the next start; 0: none */
 	bool interrupted;                      /* leakproof was told to stop: no restart */
+	bool forwarded_stop;                   /* a stop signal was forwarded: a second kills */
+	int guard_fd;                          /* the pipe to the job's guard (guard.c); -1: none */
+	int guard_ack;                         /* its end of file: the guard is gone */
 	bool kernel_budget;                    /* --max-mem is the cgroup's limit */
 	uint64_t soft_bytes, soft_gpu_bytes;
 
@@ -131,6 +135,12 @@ static inline double sv_now_t(const struct sv *sv, int64_t now_ns)
  * when none is left at all). */
 void sv_signal_job(struct sv *sv, int sig);
 bool sv_reap(struct sv *sv);
+
+/* guard.c: start the job's guard (0, or -1 with errno: the job runs
+ * unguarded); tell it the job's process group (> 0), that none runs (0),
+ * or to stand down (-1, which closes the pipe). */
+int sv_guard_start(struct sv *sv);
+void sv_guard_tell(struct sv *sv, int32_t msg);
 
 /* locate.c: a file that ships with leakproof, beside the binary or where
  * it was installed (see its definition). */

@@ -50,6 +50,7 @@
 #include "core/trace.h"
 #include "platform/cgroup.h"
 #include "platform/nvml.h"
+#include "platform/proc.h"
 #include "platform/spawn.h"
 #include "store/store.h"
 #include "store/sweeps.h"
@@ -90,13 +91,27 @@ static void on_signal(struct sv *sv, int64_t now)
 		int sig = (int)si.ssi_signo;
 		if (sig == SIGCHLD)
 			continue;
-		/* Forward to the whole job; a second one while ending kills. */
-		if (sv->state == SV_RUNNING) {
+		/* Forward to the whole job, SIGKILL after the grace period; a
+		 * second one, or one while ending, kills at once. */
+		if (sv->state == SV_RUNNING && sv->forwarded_stop) {
+			store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "signal", "second stop signal: SIGKILL");
+			sv_say(sv, "SIG%s again: SIGKILL to the job", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+			sv->stop_deadline_ns = 0;
+			sv_signal_job(sv, SIGKILL);
+		} else if (sv->state == SV_RUNNING) {
 			sv->interrupted = true;   /* the user's stop: no restart after it */
+			sv->forwarded_stop = true;
 			sv_signal_job(sv, sig);
 			char d[32];
 			snprintf(d, sizeof(d), "%s forwarded", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
 			store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "signal", d);
+			int64_t deadline = now + sv->o->grace_ns;
+			if (!sv->stop_deadline_ns || deadline < sv->stop_deadline_ns)
+				sv->stop_deadline_ns = deadline;
+			char grace[32];
+			fmt_duration(grace, sizeof(grace), (double)sv->o->grace_ns / 1e9);
+			sv_say(sv, "SIG%s forwarded to the job (SIGKILL in %s if it is still running; again to kill it now)",
+			       sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", grace);
 		} else if (sv->state == SV_ENDING) {
 			enter_state(sv, SV_KILLING, now);
 		}
@@ -296,6 +311,7 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 		return error_errno(!strcmp(sp.why, "fork") ? "cannot fork" : "cannot create pipes"), LP_EXIT_FAILURE;
 	}
 	sv->child = sp.pid;
+	sv_guard_tell(sv, (int32_t)sp.pid);   /* its process group */
 	sv->outfd = sp.out.fd;
 	sv->errfd = sp.err.fd;
 	sv->chanfd = chanp[0];
@@ -490,6 +506,7 @@ static void sv_init(struct sv *sv, struct store *st, const struct supervise_opts
 	sv->o = o;
 	sv->st = st;
 	sv->sigfd = sv->timerfd = sv->outfd = sv->errfd = sv->chanfd = sv->tracefd = sv->stepfd = -1;
+	sv->guard_fd = sv->guard_ack = -1;
 	sv->epoch = -1;
 	sv->peak = -1;
 	linebuf_init(&sv->out_lb, true);
@@ -531,7 +548,11 @@ static int record_run_begin(struct sv *sv)
 	if (!getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "?");
 	gethostname(host, sizeof(host) - 1);
+	struct proc_stat self;   /* who supervises: a later leakproof tells a dead one */
+	bool know_self = read_proc_stat(NULL, getpid(), &self) == 0;
 	struct run_begin rb = {
+		.supervisor_pid = know_self ? (int)getpid() : 0,
+		.supervisor_start = know_self ? self.starttime_ticks : 0,
 		.started_at = wall_seconds(),
 		.command_json = strbuf_str(&cmd),
 		.cwd = cwd,
@@ -588,6 +609,9 @@ static int prepare(struct sv *sv, sigset_t *oldmask)
 {
 	ensure_std_fds();   /* again, for a caller that did not */
 	find_resources(sv);
+	/* before we become a subreaper: the guard must be no descendant of ours */
+	if (sv_guard_start(sv) < 0)
+		warning("cannot start the job's guard: if leakproof is killed, the job may outlive it");
 	if (record_run_begin(sv) < 0)
 		return -1;
 	sv_announce_budgets(sv);
@@ -636,6 +660,7 @@ static int run_segments(struct sv *sv, sigset_t *oldmask)
 	}
 	for (;;) {
 		loop(sv);
+		sv_guard_tell(sv, 0);   /* no process group of the job left */
 		sv_status_clear(sv);
 		if (!sv_end_segment(sv))
 			return 0;
@@ -692,6 +717,7 @@ static void release(struct sv *sv)
 		sv_reap(sv);
 		cgroup_remove(&sv->cg);
 	}
+	sv_guard_tell(sv, -1);   /* the job is ended and its cgroup gone */
 	sampler_free(sv->sampler);
 	sv_trace_release(sv);
 	nvml_close(sv->nvml);

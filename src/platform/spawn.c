@@ -171,6 +171,11 @@ static _Noreturn void child_run(const struct spawn *sp, pid_t parent, const int 
 		fcntl(sp->keep_fds[i], F_SETFD, 0);
 	if (sp->dir && chdir(sp->dir) < 0)
 		child_fail(report_fd, STAGE_CHDIR);
+	if (sp->child_main) {
+		close(report_fd);   /* started: the parent reads EOF */
+		sp->child_main(sp->hook_data);
+		_exit(0);
+	}
 	if (sp->path_lookup)
 		execvpe(sp->argv[0], (char *const *)sp->argv, envp);
 	else

@@ -72,6 +72,11 @@ struct spawn {
 	 * async-signal-safe calls (joining a cgroup, setrlimit). */
 	void (*child_hook)(void *data);
 	void *hook_data;
+	/* Instead of exec: the child runs this (after the hook, with its
+	 * descriptors set up, argv unused) and _exits 0 when it returns; the
+	 * parent sees it started. Whatever it calls is the caller's concern
+	 * (after fork: async-signal-safe calls only). */
+	void (*child_main)(void *data);
 
 	pid_t pid;                 /* out: the child, once started */
 	const char *why;           /* out: after -1, the call that failed ("fork",

@@ -7,11 +7,14 @@
  */
 #include "store/internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "platform/proc.h"
 #include "util/util.h"
 
 /* ---- writing ----------------------------------------------------------- */
@@ -70,6 +73,13 @@ static void bind_run_begin(struct db_stmt *s, const void *arg)
 	db_bind_int64(s, 9, u64_to_db(rb->mem_total_bytes));
 	db_bind_text(s, 10, rb->cgroup_mode);
 	db_bind_text(s, 11, rb->step_regex);
+	if (rb->supervisor_pid > 0) {
+		db_bind_int64(s, 12, rb->supervisor_pid);
+		db_bind_int64(s, 13, u64_to_db(rb->supervisor_start));
+	} else {
+		db_bind_null(s, 12);
+		db_bind_null(s, 13);
+	}
 }
 
 struct segment_begin_args { int64_t run_id, seq; double started_at; int pid; };
@@ -112,8 +122,8 @@ int64_t store_run_begin(struct store *st, const struct run_begin *rb)
 	if (db_begin(st->db, true) != DB_OK)
 		return begin_failed(st, NULL);
 	if (db_prepare(st->db, "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
-	               " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex)"
-	               " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)", false, &s) != DB_OK)
+	               " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex, supervisor_pid,"
+	               " supervisor_start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)", false, &s) != DB_OK)
 		return begin_failed(st, NULL);
 	bind_run_begin(s, rb);
 	if (db_step(s) != DB_DONE)
@@ -298,15 +308,65 @@ int store_segment_end(struct store *st, int64_t run_id, int64_t seq, const struc
 #define RUN_COLUMNS "id, started_at, coalesce(ended_at, 0), command, cwd, hostname, status, verdict," \
 	" step_regex, cgroup_mode, limit_source, measure, step_source, interval_ns, steps, bad_lines," \
 	" long_lines, limit_bytes, mem_total_bytes, peak_bytes, coalesce(exit_code, -1)," \
-	" coalesce(exit_signal, 0), coalesce(growth_bytes_per_step, 0), %s"
+	" coalesce(exit_signal, 0), coalesce(growth_bytes_per_step, 0), %s, %s"
 /* The lost column, or NULL in a store older than it (read as it is). */
 #define LOST_VERSION 5
+/* The supervisor's pid and start time, or 0 in a store older than them. */
+#define SUPERVISOR_VERSION 6
+#define SUPERVISOR_COLUMNS "coalesce(supervisor_pid, 0), coalesce(supervisor_start, 0)"
+
+/* Whether a run recorded as running on host by supervisor pid, started at
+ * start (ticks), has lost its supervisor: the run is on this host and the
+ * pid is gone or is another process now. Unknown supervisors are kept. */
+static bool supervisor_gone(const char *host, int64_t pid, int64_t start)
+{
+	char here[256] = "";
+	struct proc_stat ps;
+	if (pid <= 0 || !host || gethostname(here, sizeof(here) - 1) < 0 || strcmp(host, here))
+		return false;
+	if (read_proc_stat(NULL, (pid_t)pid, &ps) < 0)
+		return errno == ENOENT || errno == ESRCH;
+	return ps.state == 'Z' || ps.state == 'X' || u64_to_db(ps.starttime_ticks) != start;
+}
+
+static void bind_run_id(struct db_stmt *s, const void *arg)
+{
+	db_bind_int64(s, 1, *(const int64_t *)arg);
+}
+
+int store_mark_stale_runs(struct store *st)
+{
+	struct db_stmt *s;
+	if (st->version < SUPERVISOR_VERSION)
+		return 0;
+	if (db_prepare(st->db, "SELECT id, hostname, " SUPERVISOR_COLUMNS " FROM runs WHERE status = 'running'"
+	               " AND supervisor_pid IS NOT NULL", false, &s) != DB_OK)
+		return -1;
+	int64_t ids[64];
+	size_t n = 0;
+	while (n < sizeof(ids) / sizeof(ids[0]) && db_step(s) == DB_ROW)
+		if (supervisor_gone(db_column_text(s, 1), db_column_int64(s, 2), db_column_int64(s, 3)))
+			ids[n++] = db_column_int64(s, 0);
+	db_finalize(s);
+	for (size_t i = 0; i < n; i++) {
+		int64_t id = ids[i];
+		/* it ended no earlier than its last sample */
+		if (run_once(st, "UPDATE runs SET status = 'interrupted', ended_at = started_at + coalesce("
+		             "(SELECT max(t) FROM samples WHERE run_id = ?1), 0) WHERE id = ?1 AND status = 'running'",
+		             "a run whose supervisor is gone", bind_run_id, &id) < 0)
+			return -1;
+		run_once(st, "UPDATE segments SET cause = 'interrupted' WHERE run_id = ?1 AND ended_at IS NULL",
+		         "a run whose supervisor is gone", bind_run_id, &id);
+	}
+	return store_flush(st);
+}
 
 /* "SELECT RUN_COLUMNS FROM runs rest" for this store, into sql. */
 static const char *run_select(struct store *st, const char *rest, char *sql, size_t sz)
 {
 	char cols[1024];
-	snprintf(cols, sizeof(cols), RUN_COLUMNS, st->version >= LOST_VERSION ? "lost" : "NULL");
+	snprintf(cols, sizeof(cols), RUN_COLUMNS, st->version >= LOST_VERSION ? "lost" : "NULL",
+	         st->version >= SUPERVISOR_VERSION ? SUPERVISOR_COLUMNS : "0, 0");
 	snprintf(sql, sz, "SELECT %s FROM runs %s", cols, rest);
 	return sql;
 }
@@ -340,6 +400,14 @@ static void read_run_row(struct db_stmt *s, struct run_row *r)
 	r->exit_signal = db_column_int(s, 21);
 	r->growth_bytes_per_step = db_column_double(s, 22);
 	r->lost = col_strdup(s, 23);
+	/* read-only readers (ls, report) see a dead supervisor's run as it is */
+	if (r->status && !strcmp(r->status, "running") &&
+	    supervisor_gone(r->hostname, db_column_int64(s, 24), db_column_int64(s, 25))) {
+		free(r->status);
+		r->status = xstrdup("interrupted");
+		if (r->ended_at <= 0)
+			r->ended_at = r->started_at;   /* when it ended is not known here */
+	}
 }
 
 void run_row_release(struct run_row *r)

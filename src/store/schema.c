@@ -175,6 +175,9 @@ static const char *const migrations[] = {
 	") WITHOUT ROWID;",
 	/* 5: what of a run its writer could not store (NULL: it is whole) */
 	"ALTER TABLE runs ADD COLUMN lost TEXT;",
+	/* 6: who supervises a running run, to tell one whose supervisor died */
+	"ALTER TABLE runs ADD COLUMN supervisor_pid INTEGER;"     /* NULL: unknown */
+	"ALTER TABLE runs ADD COLUMN supervisor_start INTEGER;",  /* its /proc starttime, clock ticks */
 };
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -133,7 +133,10 @@ int store_check_target(const char *path)
 
 struct store *store_open(const char *path)
 {
-	return open_common(path, false);
+	struct store *st = open_common(path, false);
+	if (st)
+		store_mark_stale_runs(st);   /* runs whose supervisor was killed */
+	return st;
 }
 
 struct store *store_open_readonly(const char *path)

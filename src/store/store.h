@@ -74,7 +74,15 @@ struct run_begin {
 	const char *cgroup_mode;    /* "v1", "v2", "none" — how the job was contained */
 	const char *step_regex;     /* may be NULL */
 	int pid;                    /* the job's first process; 0 when not started yet */
+	int supervisor_pid;         /* leakproof's own pid, on hostname; 0: unknown */
+	uint64_t supervisor_start;  /* its start time (/proc/PID/stat starttime, ticks) */
 };
+/* Mark `interrupted` every run recorded as running on this host whose
+ * supervisor (supervisor_pid, supervisor_start) is gone: killed with no
+ * chance to record the end. store_open() does it; readers that open the
+ * store read-only see such runs as interrupted (struct run_row). 0, or -1
+ * after a message. */
+int store_mark_stale_runs(struct store *st);
 /* Returns the new run's id (> 0), or -1 after "leakproof: cannot record a
  * new run in store 'PATH': REASON; the job is not started" (a full disk,
  * another writer holding the lock for over 5 s). Also records segment 0

@@ -1,0 +1,212 @@
+/*
+ * guard.c — the job's guard: a small process that outlives the supervisor
+ * only to end the job when the supervisor dies without ending it itself
+ * (kill -9, a crash, the OOM killer). Part of the supervisor
+ * (supervise-int.h).
+ *
+ * The guard is started through platform/spawn.c before leakproof becomes
+ * a child subreaper, and forks once more so that it is nobody's child of
+ * ours: it is neither sampled nor waited for as part of the job. It keeps
+ * the read end of a pipe whose write end only the supervisor holds
+ * (close-on-exec, so the job never has it). The supervisor writes 32-bit
+ * messages: a pid > 0 is the job's process group now, 0 says no job runs,
+ * -1 says stand down (the supervisor ended the job and removed its
+ * cgroup; it then waits, a second at most, for the end of file of a second
+ * pipe the guard holds, so the guard is gone before leakproof exits). End
+ * of file without -1 means the supervisor is gone: the guard
+ * SIGKILLs the job's process group and everything in its cgroup (again
+ * until it is empty, for processes forked meanwhile), removes the cgroup,
+ * and exits.
+ *
+ * After fork the guard uses raw system calls only: the supervisor may have
+ * had threads (NVML's), so nothing that takes a lock (malloc, stdio) runs
+ * in it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/supervise-int.h"
+#include "platform/spawn.h"
+
+#define GUARD_KILL_NS (10 * NS_PER_S)   /* how long the guard tries to empty the cgroup */
+
+struct guard_args {
+	int rfd;                            /* the supervisor's messages */
+	int ackfd;                          /* held until the guard exits: the supervisor
+	                                       waits for its end of file */
+	const struct job_cgroup *cg;        /* NULL: the job has no cgroup */
+};
+
+static void nap_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static int64_t guard_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+/* dir/leaf into buf; false when it does not fit. */
+static bool path_in(char *buf, size_t n, const char *dir, const char *leaf)
+{
+	size_t a = strlen(dir), b = strlen(leaf);
+	if (a + 1 + b + 1 > n)
+		return false;
+	memcpy(buf, dir, a);
+	buf[a] = '/';
+	memcpy(buf + a + 1, leaf, b + 1);
+	return true;
+}
+
+/* SIGKILL every pid listed in dir/cgroup.procs; how many were listed. */
+static int kill_listed(const char *dir)
+{
+	char path[4200], buf[4096];
+	if (!path_in(path, sizeof(path), dir, "cgroup.procs"))
+		return 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int listed = 0;
+	long pid = 0;
+	bool in_num = false;
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] >= '0' && buf[i] <= '9') {
+				pid = pid * 10 + (buf[i] - '0');
+				in_num = true;
+			} else if (in_num) {
+				if (pid > 0)
+					kill((pid_t)pid, SIGKILL), listed++;
+				pid = 0, in_num = false;
+			}
+		}
+	if (in_num && pid > 0)
+		kill((pid_t)pid, SIGKILL), listed++;
+	close(fd);
+	return listed;
+}
+
+/* The supervisor is gone: end the job, remove its cgroup. */
+static void guard_end_job(const struct guard_args *g, pid_t pgid)
+{
+	if (pgid > 0)
+		kill(-pgid, SIGKILL);
+	if (!g->cg)
+		return;
+	const char *dir = g->cg->dir;
+	char path[4200];
+	if (g->cg->version == 2 && path_in(path, sizeof(path), dir, "cgroup.kill")) {
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			ssize_t w = write(fd, "1", 1);
+			(void)w;
+			close(fd);
+		}
+	}
+	int64_t deadline = guard_now_ns() + GUARD_KILL_NS;
+	while (kill_listed(dir) > 0 && guard_now_ns() < deadline)
+		nap_ms(20);
+	while (rmdir(dir) < 0 && errno == EBUSY && guard_now_ns() < deadline)
+		nap_ms(20);   /* the kernel is still reaping */
+}
+
+/* In the intermediate child: fork the guard and leave, so the guard is
+ * reparented away from the supervisor at once. */
+static void guard_main(void *data)
+{
+	const struct guard_args *g = data;
+	pid_t p = fork();
+	if (p != 0)
+		_exit(p < 0);
+	/* the guard: deaf to the signals meant for the supervisor and the job */
+	static const int deaf[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE };
+	for (size_t i = 0; i < sizeof(deaf) / sizeof(deaf[0]); i++)
+		signal(deaf[i], SIG_IGN);
+	/* nothing of the supervisor's kept open but the two pipes and stdio */
+	unsigned lo = (unsigned)(g->rfd < g->ackfd ? g->rfd : g->ackfd);
+	unsigned hi = (unsigned)(g->rfd < g->ackfd ? g->ackfd : g->rfd);
+	if ((lo > 3 && syscall(SYS_close_range, 3u, lo - 1, 0u) < 0) ||
+	    (hi > lo + 1 && syscall(SYS_close_range, lo + 1, hi - 1, 0u) < 0) ||
+	    syscall(SYS_close_range, hi + 1, ~0u, 0u) < 0)
+		for (int fd = 3; fd < 65536; fd++)
+			if (fd != g->rfd && fd != g->ackfd)
+				close(fd);
+	pid_t pgid = 0;
+	for (;;) {
+		int32_t msg;
+		ssize_t n = read(g->rfd, &msg, sizeof(msg));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof(msg))
+			break;   /* EOF: the supervisor is gone */
+		if (msg < 0)
+			_exit(0);
+		pgid = (pid_t)msg;
+	}
+	guard_end_job(g, pgid);
+	_exit(0);
+}
+
+int sv_guard_start(struct sv *sv)
+{
+	int p[2], ack[2];
+	sv->guard_fd = sv->guard_ack = -1;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	if (pipe2(ack, O_CLOEXEC) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	struct guard_args g = { .rfd = p[0], .ackfd = ack[1], .cg = sv->have_cg ? &sv->cg : NULL };
+	struct spawn sp = { .new_group = true, .child_main = guard_main, .hook_data = &g };
+	int rc = spawn_start(&sp);
+	close(p[0]);
+	close(ack[1]);
+	if (rc) {
+		close(p[1]);
+		close(ack[0]);
+		return -1;
+	}
+	sv->guard_ack = ack[0];
+	while (waitpid(sp.pid, NULL, 0) < 0 && errno == EINTR)
+		;   /* the intermediate child, gone once the guard is forked */
+	sv->guard_fd = p[1];
+	return 0;
+}
+
+void sv_guard_tell(struct sv *sv, int32_t msg)
+{
+	if (sv->guard_fd < 0)
+		return;
+	ssize_t w = write(sv->guard_fd, &msg, sizeof(msg));
+	(void)w;
+	if (msg < 0) {
+		close(sv->guard_fd);
+		sv->guard_fd = -1;
+		/* wait (1 s at most) for the guard to be gone, so that nothing of
+		 * leakproof's outlives it */
+		struct pollfd pfd = { .fd = sv->guard_ack, .events = POLLIN };
+		char c;
+		while (poll(&pfd, 1, 1000) > 0 && read(sv->guard_ack, &c, 1) > 0)
+			;
+		close(sv->guard_ack);
+		sv->guard_ack = -1;
+	}
+}

@@ -1,0 +1,122 @@
+"""The job never outlives its supervisor unsupervised (issue 16, items 1 and 6).
+
+Real processes: a job whose main process and two workers ignore SIGTERM.
+`kill -9` of the supervisor must leave no process of the job and no cgroup
+of it (the guard ends them); a forwarded stop signal is followed by SIGKILL
+after --grace, and a second one kills at once. Every wait is bounded; no
+sleep is an assertion.
+"""
+import os
+import signal
+import sqlite3
+import textwrap
+import time
+
+JOB = textwrap.dedent("""
+    import os, signal, sys, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for i in range(2):
+        if os.fork() == 0:
+            while True:
+                time.sleep(0.1)
+    print("ready", flush=True)
+    while True:
+        time.sleep(0.1)
+""")
+
+
+def write_job(lp, marker):
+    path = lp.dir / f"{marker}.py"
+    path.write_text(JOB)
+    return [lp.py, str(path)]
+
+
+def job_procs(lp, marker):
+    """The job's processes: those with marker in their command line that
+    are not leakproof (the supervisor, its guard)."""
+    out = []
+    for pid in lp.procs_with(marker):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv0 = f.read().split(b"\0")[0]
+        except OSError:
+            continue
+        if not argv0.endswith(b"leakproof"):
+            out.append(pid)
+    return out
+
+
+def wait_for(pred, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return pred()
+
+
+def job_cgroup_dirs(pid):
+    """The directories of the cgroups leakproof made for process pid."""
+    dirs = []
+    with open(f"/proc/{pid}/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            if "leakproof-" not in path.rsplit("/", 1)[-1]:
+                continue
+            if ctrls == "":
+                dirs.append("/sys/fs/cgroup" + path)
+            elif "memory" in ctrls.split(","):
+                dirs.append("/sys/fs/cgroup/memory" + path)
+    return dirs
+
+
+def test_kill_9_of_the_supervisor_ends_the_whole_job(lp):
+    marker = "orphan_job_kill9"
+    proc = lp.start(write_job(lp, marker), "--no-status-line")
+    lp.read_until(proc.stdout, b"ready")
+    assert wait_for(lambda: len(job_procs(lp, marker)) == 3, 30), job_procs(lp, marker)
+    main = min(job_procs(lp, marker))
+    cgroups = job_cgroup_dirs(main)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    try:
+        assert wait_for(lambda: not lp.procs_with(marker), 30), \
+            f"processes of the job outlived its supervisor: {lp.procs_with(marker)}"
+    finally:
+        for pid in job_procs(lp, marker):   # a failed test leaves no orphans either
+            os.kill(pid, signal.SIGKILL)
+    assert wait_for(lambda: not any(os.path.exists(d) for d in cgroups), 30), \
+        f"the job's cgroup outlived its supervisor: {cgroups}"
+    listing = lp.ls()
+    assert "interrupted" in listing and "running" not in listing, listing
+    r = lp.run([lp.py, "-c", "pass"], "--no-status-line")   # a writer marks it in the store
+    assert r.rc == 0, r
+    with sqlite3.connect(lp.store) as db:
+        statuses = dict(db.execute("SELECT id, status FROM runs"))
+    assert statuses[1] == "interrupted", statuses
+
+
+def test_forwarded_sigterm_is_followed_by_sigkill_after_grace(lp):
+    marker = "orphan_job_grace"
+    proc = lp.start(write_job(lp, marker), "--no-status-line", "--grace", "1s")
+    lp.read_until(proc.stdout, b"ready")
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert time.monotonic() - t0 < 30
+    assert proc.returncode == 128 + signal.SIGKILL, err
+    assert b"SIGKILL" in err, err
+    assert wait_for(lambda: not lp.procs_with(marker), 30), lp.procs_with(marker)
+
+
+def test_second_stop_signal_kills_at_once(lp):
+    marker = "orphan_job_twice"
+    proc = lp.start(write_job(lp, marker), "--no-status-line", "--grace", "10m")
+    lp.read_until(proc.stdout, b"ready")
+    proc.send_signal(signal.SIGINT)
+    lp.read_until(proc.stderr, b"forwarded")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGKILL, err
+    assert wait_for(lambda: not lp.procs_with(marker), 30), lp.procs_with(marker)
