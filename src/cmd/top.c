@@ -701,6 +701,8 @@ static void add_json_run(struct strbuf *sb, const struct run_state *r)
 	strbuf_add_json_str(sb, r->run.hostname);
 	strbuf_addstr(sb, ", \"state\": ");
 	strbuf_add_json_str(sb, r->state);
+	strbuf_addstr(sb, ", \"status\": ");   /* the store's: running, exited, interrupted, ... */
+	strbuf_add_json_str(sb, r->run.status);
 	strbuf_addstr(sb, ", \"started_at\": ");
 	report_add_json_num(sb, r->run.started_at);
 	strbuf_addstr(sb, ", \"ended_at\": ");
