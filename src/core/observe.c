@@ -202,7 +202,7 @@ void sv_on_output_line(void *ctx, const char *line, size_t len, bool truncated)
 {
 	struct sv *sv = ctx;
 	bool has_n;
-	int64_t n;
+	int64_t n = 0;
 	(void)truncated;   /* a cut line is matched on its first CHANNEL_LINE_MAX bytes */
 	char value[64];
 	cause_scan_line(&sv->scan, line, len);
