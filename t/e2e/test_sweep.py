@@ -68,15 +68,14 @@ parallel: 2
         assert t["status"] == "ok", t
         if t["params"]["keep"] == "loss":
             assert t["verdict"] == "leak", t
-        else:       # never called a leak; no-leak, or on a loaded machine at
-            assert t["verdict"] != "leak", t    # times "run longer"
+        else:       # never called a leak: no-leak, or on a loaded machine
+            assert t["verdict"] in ("no-leak", "inconclusive"), t   # "run longer"
         assert t["steps"] == 100
         assert t["metric"] is not None and t["steps_per_second"] > 0
         assert len(t["step_change_quantiles_bytes"]) == 5
         if t["params"]["keep"] == "loss":
             assert t["growth_bytes_per_step"] > 0.8 * (1 << 20), t
     assert len(seen) == 8
-    assert sum(t["verdict"] == "no-leak" for t in trials if t["params"]["keep"] == "item") >= 3, trials
     # the table, grouped by chosen dimensions
     r = lp.cmd(["report", "--store", lp.store, "--by", "keep,OMP_NUM_THREADS"])
     assert r.rc == 0, r
