@@ -84,6 +84,8 @@ static void enter_state(struct sv *sv, enum sv_state st, int64_t now)
 	}
 }
 
+static void note_reaped(struct sv *sv, int64_t now);
+
 static void on_signal(struct sv *sv, int64_t now)
 {
 	struct signalfd_siginfo si;
@@ -116,6 +118,14 @@ static void on_signal(struct sv *sv, int64_t now)
 			enter_state(sv, SV_KILLING, now);
 		}
 	}
+	note_reaped(sv, now);
+}
+
+/* Reap what ended; when it is the main process, record its end and start
+ * ending the rest. Called on SIGCHLD and, in case a thread of a library
+ * loaded into us (NVML's) took the SIGCHLD, on every timer tick. */
+static void note_reaped(struct sv *sv, int64_t now)
+{
 	bool none_left = sv_reap(sv);
 	if (sv->child_exited && sv->state == SV_RUNNING) {
 		char d[64];
@@ -432,9 +442,12 @@ static void loop(struct sv *sv)
 		if (pfd[1].revents & POLLIN) {
 			uint64_t ticks;
 			if (read(sv->timerfd, &ticks, sizeof(ticks)) > 0 && !sv->child_exited) {
-				sv_take_sample(sv, now);
-				sv_status_draw(sv, now);
-				sleep_until_due(sv, now);
+				note_reaped(sv, now);
+				if (!sv->child_exited) {
+					sv_take_sample(sv, now);
+					sv_status_draw(sv, now);
+					sleep_until_due(sv, now);
+				}
 			}
 		}
 		if (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))
@@ -608,6 +621,11 @@ static struct sampler *make_sampler(const struct sv *sv)
 static int prepare(struct sv *sv, sigset_t *oldmask)
 {
 	ensure_std_fds();   /* again, for a caller that did not */
+	/* Signals blocked first: a thread a library starts (NVML's does) keeps
+	 * the mask it was born with, and one that does not block SIGCHLD
+	 * takes it from the signalfd. */
+	if (setup_signals(sv, oldmask) < 0)
+		return -1;
 	find_resources(sv);
 	/* before we become a subreaper: the guard must be no descendant of ours */
 	if (sv_guard_start(sv) < 0)
@@ -628,7 +646,7 @@ static int prepare(struct sv *sv, sigset_t *oldmask)
 	}
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		warning("cannot become a child subreaper: orphaned workers may escape");
-	if (setup_signals(sv, oldmask) < 0 || setup_timer(sv) < 0)
+	if (setup_timer(sv) < 0)
 		return -1;
 	sv->sampler = make_sampler(sv);
 	return sv->sampler ? 0 : -1;

@@ -855,6 +855,14 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 	r.optuna.sampler = "TPESampler";
 	r.optuna.seed = r.spec.seed;
 	r.optuna.maximize = r.spec.maximize;
+	/* Signals blocked before setup() loads NVML: a thread it starts keeps
+	 * the mask it was born with and would take SIGCHLD from the signalfd. */
+	static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, 0 };
+	r.sigfd = spawn_signalfd(sigs, NULL);
+	if (r.sigfd < 0) {
+		error_errno("cannot create signalfd");
+		goto out;
+	}
 	if (setup(&r) < 0) {
 		status = LP_EXIT_USAGE;
 		goto out;
@@ -894,12 +902,6 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		goto out;
 	requeue_interrupted(&r);
 
-	static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, 0 };
-	r.sigfd = spawn_signalfd(sigs, NULL);
-	if (r.sigfd < 0) {
-		error_errno("cannot create signalfd");
-		goto out;
-	}
 	r.running = xcalloc((size_t)r.parallel, sizeof(*r.running));
 	if (!o->quiet)
 		fprintf(stderr, "leakproof: sweep %lld: %llu trial%s, %d at a time%s\n", (long long)r.sweep_id,

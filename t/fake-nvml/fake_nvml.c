@@ -24,14 +24,21 @@
  * has 80 GiB in total; "used" defaults to the sum of its processes' bytes.
  * No file (or FAKE_NVML_FILE unset): one device, no processes.
  *
+ * Like NVIDIA's library (seen with driver 580 on an H200), the first
+ * nvmlInit_v2 starts a thread of its own in the caller. It keeps the signal
+ * mask it was born with, so a caller that loads NVML before blocking the
+ * signals it reads from a signalfd loses them to that thread.
+ *
  * Like NVML, every function but nvmlInit_v2 answers NVML_ERROR_UNINITIALIZED
  * before nvmlInit_v2 or after the matching nvmlShutdown (calls nest), and
  * the process lists answer NVML_ERROR_INSUFFICIENT_SIZE, with the count
  * needed, when the caller's array is too small.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;
@@ -215,11 +222,25 @@ static void load(void)
 	}
 }
 
+static void *driver_thread(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
 nvmlReturn_t nvmlInit_v2(void)
 {
+	static int started;
 	load();
 	if (st.fail_init)
 		return NVML_ERROR_DRIVER_NOT_LOADED;
+	pthread_t t;
+	if (!started && pthread_create(&t, NULL, driver_thread, NULL) == 0) {
+		pthread_detach(t);
+		started = 1;
+	}
 	init_depth++;
 	return NVML_SUCCESS;
 }
