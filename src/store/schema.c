@@ -178,6 +178,17 @@ static const char *const migrations[] = {
 	/* 6: who supervises a running run, to tell one whose supervisor died */
 	"ALTER TABLE runs ADD COLUMN supervisor_pid INTEGER;"     /* NULL: unknown */
 	"ALTER TABLE runs ADD COLUMN supervisor_start INTEGER;",  /* its /proc starttime, clock ticks */
+	/* 7: what a sweep's memory model predicted of a trial when it was
+	 * started or skipped (sweep/memmodel.c); bytes, NULL: unknown */
+	"CREATE TABLE trial_predictions ("
+	"  sweep_id INTEGER NOT NULL,"
+	"  idx INTEGER NOT NULL,"
+	"  attempt INTEGER NOT NULL,"
+	"  peak REAL, peak_lo REAL, peak_hi REAL,"   /* host: point, 95% lower and upper bounds */
+	"  gpu REAL, gpu_lo REAL, gpu_hi REAL,"      /* GPU, the same */
+	"  growth REAL,"                             /* bytes per step */
+	"  PRIMARY KEY (sweep_id, idx, attempt)"
+	");",
 };
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 

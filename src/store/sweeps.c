@@ -366,3 +366,60 @@ double store_run_last_memory(struct store *st, int64_t run_id, enum measure m)
 	db_finalize(s);
 	return v;
 }
+
+int store_trial_prediction_put(struct store *st, int64_t sweep_id, const struct trial_prediction *p)
+{
+	struct db_stmt *s = prepare(st, "INSERT OR REPLACE INTO trial_predictions (sweep_id, idx, attempt, peak, peak_lo,"
+	                          " peak_hi, gpu, gpu_lo, gpu_hi, growth) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	                          "record a trial's prediction");
+	if (!s)
+		return -1;
+	db_bind_int64(s, 1, sweep_id);
+	db_bind_int64(s, 2, p->idx);
+	db_bind_int64(s, 3, p->attempt);
+	for (int i = 0; i < 3; i++) {
+		bind_num(s, 4 + i, p->peak[i]);
+		bind_num(s, 7 + i, p->gpu[i]);
+	}
+	bind_num(s, 10, p->growth);
+	return finish(st, s, "record a trial's prediction");
+}
+
+int store_load_trial_predictions(struct store *st, int64_t sweep_id, struct trial_prediction **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	struct db_stmt *s = prepare(st, "SELECT idx, attempt, peak, peak_lo, peak_hi, gpu, gpu_lo, gpu_hi, growth"
+	                          " FROM trial_predictions WHERE sweep_id = ?1 ORDER BY idx, attempt",
+	                          "read the trials' predictions");
+	if (!s)
+		return -1;
+	db_bind_int64(s, 1, sweep_id);
+	struct trial_prediction *v = NULL;
+	size_t len = 0, cap = 0;
+	int rc;
+	while ((rc = db_step(s)) == DB_ROW) {
+		if (len == cap) {
+			cap = cap ? 2 * cap : 64;
+			v = xrealloc(v, cap * sizeof(*v));
+		}
+		struct trial_prediction *p = &v[len++];
+		p->idx = db_column_int64(s, 0);
+		p->attempt = db_column_int64(s, 1);
+		for (int i = 0; i < 3; i++) {
+			p->peak[i] = col_num(s, 2 + i);
+			p->gpu[i] = col_num(s, 5 + i);
+		}
+		p->growth = col_num(s, 8);
+	}
+	if (rc != DB_DONE) {
+		sweep_error(st, "read the trials' predictions");
+		db_finalize(s);
+		free(v);
+		return -1;
+	}
+	db_finalize(s);
+	*out = v;
+	*n = len;
+	return 0;
+}

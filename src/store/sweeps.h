@@ -70,6 +70,19 @@ int store_load_trial(struct store *st, int64_t sweep_id, int64_t idx, int64_t at
 void trial_row_release(struct trial_row *t);
 void trial_rows_free(struct trial_row *rows, size_t n);
 
+/* What the sweep's memory model predicted of a trial attempt (schema 7):
+ * peak and GPU peak as {point, 95% lower bound, 95% upper bound} in
+ * bytes, growth in bytes per step; NAN: unknown. */
+struct trial_prediction {
+	int64_t idx, attempt;
+	double peak[3], gpu[3], growth;
+};
+/* Insert or replace the prediction of (sweep_id, p->idx, p->attempt). */
+int store_trial_prediction_put(struct store *st, int64_t sweep_id, const struct trial_prediction *p);
+/* Every prediction of a sweep, by idx then attempt; *out (n of them) is
+ * the caller's to free(). 0 or -1. */
+int store_load_trial_predictions(struct store *st, int64_t sweep_id, struct trial_prediction **out, size_t *n);
+
 /* Link a run to its trial, and keep its per-step change quantiles and
  * median step rate (NAN: unknown) for the sweep's table. */
 int store_run_set_trial(struct store *st, int64_t run_id, int64_t sweep_id, int64_t idx, int64_t attempt);
