@@ -696,7 +696,7 @@ static int parse_memory(struct ctx *c, const yaml_node_t *v)
 	return 0;
 }
 
-/* on_oom: {retry_with: {name: half, ...}}; the names are checked at the end. */
+/* on_oom: {retry_with: {name: half|fit, ...}}; the names are checked at the end. */
 static int parse_on_oom(struct ctx *c, const yaml_node_t *v)
 {
 	static const char *const keys[] = { "retry_with" };
@@ -706,13 +706,13 @@ static int parse_on_oom(struct ctx *c, const yaml_node_t *v)
 	if (is_null(v))
 		return 0;
 	if (v->type != YAML_MAPPING_NODE)
-		return fail(c, v, "on_oom must be a mapping {retry_with: {PARAMETER: half}}, not %s", SHOWN(v));
+		return fail(c, v, "on_oom must be a mapping {retry_with: {PARAMETER: half|fit}}, not %s", SHOWN(v));
 	for_each_pair(v, p) {
 		if (key_index(c, node(c, p->key), keys, 1, " in on_oom", seen) < 0)
 			return -1;
 		yaml_node_t *rw = node(c, p->value);
 		if (rw->type != YAML_MAPPING_NODE)
-			return fail(c, rw, "on_oom.retry_with must be a mapping {PARAMETER: half}, not %s", SHOWN(rw));
+			return fail(c, rw, "on_oom.retry_with must be a mapping {PARAMETER: half|fit}, not %s", SHOWN(rw));
 		size_t n = (size_t)(rw->data.mapping.pairs.top - rw->data.mapping.pairs.start);
 		s->retry_names = xcalloc(n + 1, sizeof(char *));
 		s->retry_rules = xcalloc(n + 1, sizeof(char *));
@@ -725,8 +725,9 @@ static int parse_on_oom(struct ctx *c, const yaml_node_t *v)
 				if (!strcmp(text(ek), text(k)))
 					return fail(c, k, "duplicate key '%.80s' (first at %zu:%zu)", text(k), line_of(ek), col_of(ek));
 			}
-			if (rule->type != YAML_SCALAR_NODE || strcmp(text(rule), "half"))
-				return fail(c, rule, "on_oom.retry_with rule for '%.80s' must be half, not %s", text(k), SHOWN(rule));
+			if (rule->type != YAML_SCALAR_NODE || (strcmp(text(rule), "half") && strcmp(text(rule), "fit")))
+				return fail(c, rule, "on_oom.retry_with rule for '%.80s' must be half or fit, not %s", text(k),
+				            SHOWN(rule));
 			s->retry_names[s->nretry] = xstrdup(text(k));
 			s->retry_rules[s->nretry] = xstrdup(text(rule));
 			s->nretry++;
@@ -842,7 +843,7 @@ static int check_whole(struct ctx *c)
 			for (size_t j = 0; j < d->nvalues; j++)
 				if (!d->values[j].is_number)
 					return fail(c, k, "on_oom.retry_with: parameter '%s' has a value that is not a number ('%.80s'); "
-					            "half needs numbers", d->name, d->values[j].text);
+					            "%s needs numbers", d->name, d->values[j].text, s->retry_rules[r - 1]);
 		}
 	}
 	return 0;
@@ -864,9 +865,10 @@ static void order_dims(struct sweep_spec *s)
 /* ---- loading ------------------------------------------------------------ */
 
 enum { K_COMMAND, K_METHOD, K_METRIC, K_PARAMETERS, K_ENV, K_RUN_CAP, K_PARALLEL, K_SEED, K_MEMORY, K_ON_OOM,
-       K_RESULT_REGEX, K_RUN_OPTIONS, K_N };
+       K_RESULT_REGEX, K_RUN_OPTIONS, K_MAX_FAILURES, K_N };
 static const char *const top_keys[K_N] = { "command", "method", "metric", "parameters", "env", "run_cap",
-                                           "parallel", "seed", "memory", "on_oom", "result_regex", "run_options" };
+                                           "parallel", "seed", "memory", "on_oom", "result_regex", "run_options",
+                                           "max_consecutive_failures" };
 
 static int parse_top(struct ctx *c)
 {
@@ -900,6 +902,12 @@ static int parse_top(struct ctx *c)
 			if (n < 0)
 				return fail(c, v, "run_cap must be 0 (no cap) or more, not %s", SHOWN(v));
 			s->run_cap = n;
+			break;
+		case K_MAX_FAILURES:
+			if (!parse_whole(v, LLONG_MIN, LLONG_MAX, &n) || n < 0 || n > INT_MAX)
+				return fail(c, v, "max_consecutive_failures must be a whole number, 0 (never stop) or more, not %s",
+				            SHOWN(v));
+			s->max_consecutive_failures = (int)n;
 			break;
 		case K_PARALLEL:
 			if (!parse_whole(v, LLONG_MIN, LLONG_MAX, &n) || n < 1 || n > INT_MAX)
@@ -972,6 +980,7 @@ int sweep_spec_parse(const char *text_, size_t len, const char *path, struct swe
 	memset(out, 0, sizeof(*out));
 	out->path = xstrdup(path);
 	out->parallel = 1;
+	out->max_consecutive_failures = SWEEP_MAX_FAILURES_DEFAULT;
 	if (!yaml_parser_initialize(&parser)) {
 		sweep_spec_free(out);
 		return error("%s: out of memory reading the YAML", path);

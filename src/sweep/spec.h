@@ -19,7 +19,8 @@
  *   parallel: 2
  *   seed: 0                                  # random and optuna
  *   memory: {max: 2G, restart: on-oom, expect: 1G}
- *   on_oom: {retry_with: {batch_size: half}}
+ *   on_oom: {retry_with: {batch_size: half}}   # or fit: the largest predicted to fit
+ *   max_consecutive_failures: 5              # then no more trials to that place; 0 never
  *   result_regex: '^val_loss=(\S+)'          # else the client's result()
  *   run_options: [--interval, 50ms]          # more `leakproof run` options
  *
@@ -76,14 +77,18 @@ struct sweep_spec {
 	char *memory_restart;       /* --restart text, NULL: none */
 	char *memory_expect;        /* expected peak per trial (size text), NULL: learn */
 	char **retry_names;         /* on_oom.retry_with: parameter names ... */
-	char **retry_rules;         /* ... and rules: "half" (only one so far) */
+	char **retry_rules;         /* ... and rules: "half" or "fit" */
 	size_t nretry;
 	char *result_regex;         /* NULL: results from the client */
 	char **run_options;         /* extra `leakproof run` options, NULL-terminated */
 	size_t nrun_options;
 	size_t *run_option_line;    /* where each is in the file (1-based), */
 	size_t *run_option_col;     /* for messages about it */
+	int max_consecutive_failures;   /* OOMs or failures in a row on one place
+	                                 * (this machine, a GPU) before it gets no
+	                                 * more trials; 0: never */
 };
+#define SWEEP_MAX_FAILURES_DEFAULT 5
 
 /*
  * Parse and check path. Returns 0, or -1 after printing one message of the

@@ -254,11 +254,11 @@ static void test_errors_keys(void)
 {
 	parse_bad(CMD "method: grid\nparameters:\n  lr: {values: [1]}\nparamters: {}\n",
 	          "5:1: unknown key 'paramters' (known: command, method, metric, parameters, env, run_cap, "
-	          "parallel, seed, memory, on_oom, result_regex, run_options)");
+	          "parallel, seed, memory, on_oom, result_regex, run_options, max_consecutive_failures)");
 	parse_bad(CMD "method: grid\nmethod: random\n", "3:1: duplicate key 'method' (first at 2:1)");
 	parse_bad(CMD "[a]: 1\n", "2:1: keys must be strings, not a list");
 	parse_bad(CMD "\"a\\nb\\tc\\x01\": 1\n", "2:1: unknown key 'a\\nb\\tc\\x01' (known: command, method, metric, "
-	          "parameters, env, run_cap, parallel, seed, memory, on_oom, result_regex, run_options)");
+	          "parameters, env, run_cap, parallel, seed, memory, on_oom, result_regex, run_options, max_consecutive_failures)");
 	parse_bad("", "1:1: the file is empty: expected command, parameters and the other keys of a sweep");
 	parse_bad("# only a comment\n", "1:1: the file is empty: expected command, parameters and the other keys of a sweep");
 	parse_bad("- command\n", "1:1: expected a mapping of keys (command, method, parameters, ...), not a list");
@@ -430,23 +430,36 @@ static void test_errors_on_oom(void)
 	const char *p = CMD "parameters:\n  bs: {values: [32, 64]}\n  opt: {values: [adam, sgd]}\n";
 	char buf[512];
 	snprintf(buf, sizeof(buf), "%son_oom: {retry_with: {bs: third}}\n", p);
-	parse_bad(buf, "5:27: on_oom.retry_with rule for 'bs' must be half, not 'third'");
+	parse_bad(buf, "5:27: on_oom.retry_with rule for 'bs' must be half or fit, not 'third'");
 	snprintf(buf, sizeof(buf), "%son_oom: {retry_with: {batch: half}}\n", p);
 	parse_bad(buf, "5:23: on_oom.retry_with names 'batch', which is not a parameter");
 	snprintf(buf, sizeof(buf), "%son_oom: {retry_with: {bs: half, opt: half}}\n", p);
 	parse_bad(buf, "5:33: on_oom.retry_with: parameter 'opt' has a value that is not a number ('adam'); "
 	               "half needs numbers");
+	snprintf(buf, sizeof(buf), "%son_oom: {retry_with: {opt: fit}}\n", p);
+	parse_bad(buf, "5:23: on_oom.retry_with: parameter 'opt' has a value that is not a number ('adam'); "
+	               "fit needs numbers");
+	snprintf(buf, sizeof(buf), "%smax_consecutive_failures: -1\n", p);
+	parse_bad(buf, "5:27: max_consecutive_failures must be a whole number, 0 (never stop) or more, not '-1'");
 	snprintf(buf, sizeof(buf), "%son_oom: {retry_with: {bs: half, bs: half}}\n", p);
 	parse_bad(buf, "5:33: duplicate key 'bs' (first at 5:23)");
 	snprintf(buf, sizeof(buf), "%son_oom: {retry: {bs: half}}\n", p);
 	parse_bad(buf, "5:10: unknown key 'retry' in on_oom (known: retry_with)");
 	snprintf(buf, sizeof(buf), "%son_oom: {retry_with: bs}\n", p);
-	parse_bad(buf, "5:22: on_oom.retry_with must be a mapping {PARAMETER: half}, not 'bs'");
+	parse_bad(buf, "5:22: on_oom.retry_with must be a mapping {PARAMETER: half|fit}, not 'bs'");
 	/* Names checked against parameters that come later in the file. */
 	struct sweep_spec s;
 	if (parse_ok("on_oom: {retry_with: {bs: half}}\n" CMD "parameters: {bs: {min: 1, max: 64}}\n"
-	             "method: random\nrun_cap: 2\n", &s) == 0)
+	             "method: random\nrun_cap: 2\n", &s) == 0) {
+		CHECK_EQ_INT(s.max_consecutive_failures, 5);
 		sweep_spec_free(&s);
+	}
+	if (parse_ok("on_oom: {retry_with: {bs: fit}}\n" CMD "parameters: {bs: {values: [8, 16]}}\n"
+	             "max_consecutive_failures: 0\n", &s) == 0) {
+		CHECK_STR(s.retry_rules[0], "fit");
+		CHECK_EQ_INT(s.max_consecutive_failures, 0);
+		sweep_spec_free(&s);
+	}
 }
 
 static void test_errors_misc(void)
