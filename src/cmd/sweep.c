@@ -27,6 +27,9 @@ static const char usage[] =
 "                         (group 1); default: the file's, else the client's\n"
 "                         leakproof.result(NAME=value)\n"
 "  -n, --dry-run          list the trials and their commands; run nothing\n"
+"      --no-skip          run every trial, also those the memory model says\n"
+"                         will not fit the budget (default: recorded as\n"
+"                         skipped, with their predicted peak)\n"
 "  -s, --store PATH       the store (default $LEAKPROOF_STORE, else\n"
 "                         ./.leakproof/leakproof.db)\n"
 "  -q, --quiet            no line per trial, no table at the end\n"
@@ -39,6 +42,13 @@ static const char usage[] =
 "Trials see LEAKPROOF_TRIAL=SWEEP:INDEX:ATTEMPT and the env dimensions.\n"
 "Where NVML sees GPUs, each trial gets one with room for what similar trials\n"
 "needed (CUDA_VISIBLE_DEVICES), unless you set CUDA_VISIBLE_DEVICES yourself.\n"
+"Once a few trials finished, a memory model of the sweep (peak against the\n"
+"numeric parameters, with an interval) packs parallel trials by their\n"
+"predicted peak, skips a configuration whose peak is clearly over the budget\n"
+"(status `skipped`, with the prediction), retries an OOM with the largest\n"
+"value predicted to fit (on_oom: {retry_with: {batch_size: fit}}), and after\n"
+"max_consecutive_failures (default 5) OOMs or failures in a row on this\n"
+"machine (or a GPU) hands it no more trials.\n"
 "`leakproof report` right after a sweep shows its table (also sweep:ID,\n"
 "--format md|csv|json, --by DIMS).\n"
 "\n"
@@ -82,6 +92,7 @@ int cmd_sweep(int argc, char **argv)
 		{ "resume", optional_argument, NULL, 'R' },
 		{ "result-regex", required_argument, NULL, 'r' },
 		{ "dry-run", no_argument, NULL, 'n' },
+		{ "no-skip", no_argument, NULL, 'S' },
 		{ "store", required_argument, NULL, 's' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -116,6 +127,9 @@ int cmd_sweep(int argc, char **argv)
 			break;
 		case 'n':
 			o.dry_run = true;
+			break;
+		case 'S':
+			o.no_skip = true;
 			break;
 		case 's':
 			store_opt = optarg;

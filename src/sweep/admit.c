@@ -4,12 +4,19 @@
  * else the peak of the most similar finished trial, with a margin; the
  * whole budget for one that looks like a trial that ran out of memory) is
  * available, less what the running trials are still expected to grow
- * into; and, where NVML sees GPUs, on the device with room for it. Part of
- * the sweep runner (runner-int.h); docs/internals/sweeps.md.
+ * into; and, where NVML sees GPUs, on the device with room for it. Once
+ * enough trials finished, "expected" is the upper bound of the memory
+ * model's prediction (memmodel.h), which also skips configurations that
+ * clearly will not fit, picks the value an OOM'd trial is retried with
+ * (retry_with: fit), and here too are the failure streaks that stop
+ * handing trials to a machine or GPU (max_consecutive_failures). Part of
+ * the sweep runner (runner-int.h); docs/internals/sweeps.md,
+ * docs/internals/memory-model.md.
  *
  * Memory is bytes.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +29,7 @@
 
 #define EXPECT_MARGIN 1.15         /* learned peaks are taken 15% larger */
 #define SIMILAR_SCAN_MAX 1000      /* finished trials looked at for "most like it" */
+#define MODEL_ROWS_MAX 1000        /* the most recent trials the memory model is fitted on */
 
 /* A trial status that will not change: ok, failed, oom, skipped. */
 static bool final_status(const char *s)
@@ -55,17 +63,32 @@ static double available_memory(double in_use)
 	return avail;
 }
 
+/* Whether the values of a dominate those of b: every numeric value at
+ * least b's, the others equal. */
+static bool dominates(const struct runner *r, char **a, char **b)
+{
+	for (size_t d = 0; d < r->spec.ndims; d++) {
+		if (!strcmp(a[d], b[d]))
+			continue;
+		double x = sweep_num_or_nan(a[d]), y = sweep_num_or_nan(b[d]);
+		if (!(isfinite(x) && isfinite(y) && x >= y))
+			return false;
+	}
+	return true;
+}
+
 /*
  * What a trial is expected to need: memory.expect when the file says;
- * else the peak of the finished trials most like it (the most dimensions
- * with equal values), with a margin; unknown (-1) before any finished.
- * A trial whose numeric values are all at least those of a trial that ran
- * out of memory (the rest equal) is suspect: it is expected to need the
- * whole budget (or that trial's peak).
+ * else the upper bound of the memory model's prediction (at most the
+ * budget), or before the model can tell, the peak of the finished trials
+ * most like it (the most dimensions with equal values), with a margin;
+ * unknown (-1) before any finished. A trial whose numeric values are all
+ * at least those of a trial that ran out of memory (the rest equal) is
+ * suspect: it is expected to need the whole budget (or that trial's peak).
  */
 static double expected_memory(struct runner *r, char **values)
 {
-	double expect = r->memory_expect;
+	double suspect = -1;
 	int best_sim = -1;
 	double best_peak = -1;
 	size_t scanned = 0;
@@ -82,35 +105,39 @@ static double expected_memory(struct runner *r, char **values)
 		if (!tv)
 			continue;
 		int sim = 0;
-		bool dominated = !strcmp(t->status, "oom");
-		for (size_t d = 0; d < r->spec.ndims; d++) {
-			if (!strcmp(tv[d], values[d])) {
-				sim++;
-				continue;
-			}
-			double a = sweep_num_or_nan(values[d]), b = sweep_num_or_nan(tv[d]);
-			if (!(isfinite(a) && isfinite(b) && a >= b))
-				dominated = false;
-		}
-		if (dominated) {
+		for (size_t d = 0; d < r->spec.ndims; d++)
+			sim += !strcmp(tv[d], values[d]);
+		if (!strcmp(t->status, "oom") && dominates(r, values, tv)) {
 			double need = r->memory_max ? (double)r->memory_max : (double)t->peak_bytes;
-			if (need > expect)
-				expect = need;
+			if (need > suspect)
+				suspect = need;
 		}
 		if (strcmp(t->status, "oom") && (sim > best_sim || (sim == best_sim && (double)t->peak_bytes > best_peak))) {
 			best_sim = sim;
 			best_peak = (double)t->peak_bytes;
 		}
 	}
-	if (r->memory_expect < 0 && best_peak > 0 && best_peak * EXPECT_MARGIN > expect)
-		expect = best_peak * EXPECT_MARGIN;
-	return expect;
+	if (r->memory_expect >= 0)
+		return fmax(r->memory_expect, suspect);
+	model_refresh(r);
+	struct mem_pred p;
+	if (memmodel_predict(&r->model, MEM_HOST, values, &p)) {
+		double need = p.hi;
+		if (r->memory_max && need > (double)r->memory_max)
+			need = (double)r->memory_max;
+		return fmax(need, suspect);
+	}
+	return fmax(best_peak > 0 ? best_peak * EXPECT_MARGIN : -1, suspect);
 }
 
 /* The GPU memory of the finished trial most like this one, with a margin;
  * -1 when none finished with a GPU. */
 static double expected_gpu(struct runner *r, char **values)
 {
+	model_refresh(r);
+	struct mem_pred p;
+	if (memmodel_predict(&r->model, MEM_GPU, values, &p))
+		return p.hi;
 	int best_sim = -1;
 	double best = -1;
 	size_t scanned = 0;
@@ -148,7 +175,7 @@ int place_gpu(struct runner *r, struct trial *t)
 	bool best_shared = true;
 	for (int d = 0; d < nvml_device_count(r->nvml); d++) {
 		uint64_t used, total;
-		if (nvml_device_memory(r->nvml, d, &used, &total) < 0)
+		if ((d < r->ngpu_streak && r->gpu_stopped[d]) || nvml_device_memory(r->nvml, d, &used, &total) < 0)
 			continue;
 		double free_b = (double)total - (double)used;
 		bool shared = false;
@@ -213,4 +240,198 @@ bool admit(struct runner *r, struct trial *t)
 	if (avail >= 0 && avail - reserve < t->expected)
 		return false;
 	return !r->nvml || (t->gpu = place_gpu(r, t)) >= 0;
+}
+
+/* ---- the memory model ---------------------------------------------------- */
+
+void model_refresh(struct runner *r)
+{
+	if (!r->model_stale && r->model.ndims == r->spec.ndims)
+		return;
+	memmodel_build(&r->model, r->spec.ndims, r->rows, (char *const *const *)r->row_vals, r->nrows, r->memory_max,
+	               MODEL_ROWS_MAX);
+	r->model_stale = false;
+}
+
+void predict_trial(struct runner *r, struct trial *t)
+{
+	t->pred.idx = t->idx;
+	t->pred.attempt = t->attempt;
+	for (int i = 0; i < 3; i++)
+		t->pred.peak[i] = t->pred.gpu[i] = NAN;
+	t->pred.growth = NAN;
+	model_refresh(r);
+	struct mem_pred p;
+	if (memmodel_predict(&r->model, MEM_HOST, t->values, &p)) {
+		t->pred.peak[0] = p.point;
+		t->pred.peak[1] = p.lo;
+		t->pred.peak[2] = p.hi;
+	}
+	if (memmodel_predict(&r->model, MEM_GPU, t->values, &p)) {
+		t->pred.gpu[0] = p.point;
+		t->pred.gpu[1] = p.lo;
+		t->pred.gpu[2] = p.hi;
+	}
+	if (memmodel_predict(&r->model, MEM_GROWTH, t->values, &p))
+		t->pred.growth = p.point;
+}
+
+/* The most GPU memory of one device, 0 when none is known. */
+static double largest_gpu(struct runner *r)
+{
+	double most = 0;
+	for (int d = 0; r->nvml && d < nvml_device_count(r->nvml); d++) {
+		uint64_t used, total;
+		if (nvml_device_memory(r->nvml, d, &used, &total) == 0 && (double)total > most)
+			most = (double)total;
+	}
+	return most;
+}
+
+bool too_large(struct runner *r, struct trial *t, char *why, size_t whysz)
+{
+	char a[32], b[32], c[32];
+	why[0] = '\0';
+	predict_trial(r, t);
+	struct mem_pred p;
+	double budget = (double)r->memory_max;
+	if (budget > 0 && memmodel_predict(&r->model, MEM_HOST, t->values, &p) && p.lower_sound && p.lo > budget)
+		snprintf(why, whysz, "predicted peak %s (at least %s) is over the budget of %s",
+		         fmt_bytes(a, sizeof(a), p.point), fmt_bytes(b, sizeof(b), p.lo), fmt_bytes(c, sizeof(c), budget));
+	/* at least as large as a trial that ran out of this budget */
+	for (size_t i = r->nrows; budget > 0 && !why[0] && i-- > 0;) {
+		const struct trial_row *u = &r->rows[i];
+		if (strcmp(u->status, "oom") || !strcmp(u->cause, "cuda-oom") || !r->row_vals[i] ||
+		    !dominates(r, t->values, r->row_vals[i]))
+			continue;
+		if (u->attempt)
+			snprintf(a, sizeof(a), "%lld.%lld", (long long)u->idx + 1, (long long)u->attempt);
+		else
+			snprintf(a, sizeof(a), "%lld", (long long)u->idx + 1);
+		snprintf(why, whysz, "at least as large as trial %s, which ran out of the budget of %s", a,
+		         fmt_bytes(c, sizeof(c), budget));
+		if (isfinite(t->pred.peak[0])) {
+			size_t len = strlen(why);
+			snprintf(why + len, whysz - len, "; predicted peak %s", fmt_bytes(a, sizeof(a), t->pred.peak[0]));
+		}
+	}
+	double gpu = largest_gpu(r);
+	if (!why[0] && gpu > 0 && memmodel_predict(&r->model, MEM_GPU, t->values, &p) && p.lower_sound && p.lo > gpu)
+		snprintf(why, whysz, "predicted GPU peak %s (at least %s) is more than the largest GPU has (%s)",
+		         fmt_bytes(a, sizeof(a), p.point), fmt_bytes(b, sizeof(b), p.lo), fmt_bytes(c, sizeof(c), gpu));
+	if (!why[0])
+		return false;
+	if (r->o->no_skip) {
+		size_t len = strlen(why);
+		snprintf(why + len, whysz - len, "; run anyway (--no-skip)");
+		return false;
+	}
+	return true;
+}
+
+bool retry_fit_value(struct runner *r, const struct trial *t, size_t d, const char *cause, char *val, size_t valsz,
+                     char *why, size_t whysz)
+{
+	model_refresh(r);
+	bool on_gpu = !strcmp(cause, "cuda-oom");
+	enum mem_what w = on_gpu ? MEM_GPU : MEM_HOST;
+	double budget = on_gpu ? largest_gpu(r) : (double)r->memory_max;
+	const struct mem_fit *f = &r->model.fit[w];
+	double cur = sweep_num_or_nan(t->values[d]);
+	if (!f->ok || !(budget > 0) || !(cur > 0) || d >= MEMFIT_MAX_DIMS)
+		return false;
+	double x[MEMFIT_MAX_DIMS];
+	memmodel_values(r->spec.ndims < MEMFIT_MAX_DIMS ? r->spec.ndims : MEMFIT_MAX_DIMS, t->values, x);
+	const struct sweep_dim *dim = &r->spec.dims[d];
+	bool is_int = !strpbrk(t->values[d], ".eE");
+	double best = NAN;
+	if (dim->kind == DIM_VALUES) {
+		/* the largest listed value below this one that fits */
+		for (size_t k = 0; k < dim->nvalues; k++) {
+			double v = dim->values[k].num;
+			struct mem_pred p;
+			if (!dim->values[k].is_number || !(v > 0) || !(v < cur) || (isfinite(best) && v <= best))
+				continue;
+			x[d] = v;
+			if (mem_fit_predict(f, x, &p) && p.hi <= budget)
+				best = v;
+		}
+		if (isfinite(best)) {
+			for (size_t k = 0; k < dim->nvalues; k++)
+				if (dim->values[k].is_number && dim->values[k].num == best)
+					snprintf(val, valsz, "%s", dim->values[k].text);
+		}
+	} else if (dim->kind == DIM_RANGE) {
+		double lo = dim->min > 0 ? dim->min : (is_int ? 1 : cur / 1024);
+		double hi = is_int ? cur - 1 : cur * (1 - 1e-9);
+		best = hi >= lo ? mem_fit_largest(f, x, d, lo, hi, budget) : NAN;
+		if (isfinite(best) && is_int)
+			best = floor(best);
+		if (isfinite(best) && best >= lo) {
+			if (is_int)
+				snprintf(val, valsz, "%lld", (long long)best);
+			else
+				snprintf(val, valsz, "%.6g", best);
+		} else {
+			best = NAN;
+		}
+	}
+	if (!isfinite(best))
+		return false;
+	x[d] = best;
+	struct mem_pred p;
+	char a[32], b[32], c[32];
+	if (mem_fit_predict(f, x, &p))
+		snprintf(why, whysz, "predicted %speak %s, at most %s, within %s", on_gpu ? "GPU " : "",
+		         fmt_bytes(a, sizeof(a), p.point), fmt_bytes(b, sizeof(b), p.hi), fmt_bytes(c, sizeof(c), budget));
+	return true;
+}
+
+/* ---- failure streaks ----------------------------------------------------- */
+
+bool note_outcome(struct runner *r, const struct trial *t, const char *status, char *msg, size_t msgsz)
+{
+	int max = r->spec.max_consecutive_failures;
+	bool bad = !strcmp(status, "oom") || !strcmp(status, "failed");
+	if (!bad && strcmp(status, "ok"))
+		return false;                 /* interrupted, skipped: neither */
+	if (r->nvml && !r->gpu_streak) {
+		r->ngpu_streak = nvml_device_count(r->nvml);
+		r->gpu_streak = xcalloc((size_t)r->ngpu_streak + 1, sizeof(int));
+		r->gpu_stopped = xcalloc((size_t)r->ngpu_streak + 1, sizeof(bool));
+	}
+	r->host_streak = bad ? r->host_streak + 1 : 0;
+	bool said = false;
+	msg[0] = '\0';
+	if (t->gpu >= 0 && t->gpu < r->ngpu_streak) {
+		int *g = &r->gpu_streak[t->gpu];
+		*g = bad ? *g + 1 : 0;
+		if (max && *g >= max && !r->gpu_stopped[t->gpu]) {
+			r->gpu_stopped[t->gpu] = true;
+			snprintf(msg, msgsz, "%d trials in a row ran out of memory or failed on GPU %d: it gets no more trials",
+			         *g, t->gpu);
+			said = true;
+			bool left = false;
+			for (int d = 0; d < r->ngpu_streak; d++)
+				left |= !r->gpu_stopped[d];
+			if (!left)
+				r->host_stopped = true;
+		}
+	}
+	if (max && r->host_streak >= max && !r->host_stopped) {
+		r->host_stopped = true;
+		snprintf(msg, msgsz, "%d trials in a row ran out of memory or failed on this machine: it gets no more trials",
+		         r->host_streak);
+		said = true;
+	}
+	return said;
+}
+
+void admit_release(struct runner *r)
+{
+	free(r->gpu_streak);
+	free(r->gpu_stopped);
+	r->gpu_streak = NULL;
+	r->gpu_stopped = NULL;
+	r->ngpu_streak = 0;
 }

@@ -3,7 +3,8 @@
  * one trial as it is made, admitted and run (struct trial), the state of
  * a sweep (struct runner), and what runner.c (the loop, trials made,
  * started and finished, resume) calls in admit.c (admission by memory,
- * placement on GPUs). Memory is bytes.
+ * placement on GPUs, the memory model's predictions and skips, failure
+ * streaks). Memory is bytes.
  */
 #ifndef LP_SWEEP_RUNNER_INT_H
 #define LP_SWEEP_RUNNER_INT_H
@@ -14,6 +15,7 @@
 #include <sys/types.h>
 
 #include "store/sweeps.h"
+#include "sweep/memmodel.h"
 #include "sweep/optuna.h"
 #include "sweep/runner.h"
 #include "sweep/spec.h"
@@ -35,6 +37,8 @@ struct trial {
 	char log[PATH_MAX];
 	int gpu;                       /* the device given to it; -1 none */
 	double expected_gpu;           /* GPU bytes it is expected to need; < 0 unknown */
+	struct trial_prediction pred;  /* what the memory model predicted (NAN unknown) */
+	bool noted_no_skip;            /* its note says it runs despite the model (--no-skip) */
 };
 
 struct runner {
@@ -69,6 +73,14 @@ struct runner {
 	double memory_expect;          /* memory.expect, < 0 learn */
 	int64_t done_count, started_count;
 	struct nvml *nvml;             /* GPUs to place trials on; NULL: none */
+
+	struct memmodel model;         /* fitted on the finished trials (admit.c) */
+	bool model_stale;              /* a trial finished since the fit */
+	int host_streak;               /* OOMs or failures in a row on this machine */
+	int *gpu_streak;               /* ... on each GPU (ngpu_streak of them) */
+	bool *gpu_stopped;             /* that GPU gets no more trials */
+	int ngpu_streak;
+	bool host_stopped;             /* this machine gets no more trials */
 };
 
 /* admit.c (which calls nothing in runner.c): whether t may start now
@@ -77,5 +89,28 @@ struct runner {
 bool admit(struct runner *r, struct trial *t);
 int place_gpu(struct runner *r, struct trial *t);
 double sweep_num_or_nan(const char *s);
+
+/* The memory model (memmodel.h) of r's finished trials, fitted again when
+ * a trial finished since (r->model_stale); t->pred filled from it. */
+void model_refresh(struct runner *r);
+void predict_trial(struct runner *r, struct trial *t);
+/* Whether t is clearly too large for the budget (host memory.max, or the
+ * largest GPU): its predicted peak's lower bound is above it, or it is at
+ * least as large as a trial that ran out of memory under this budget.
+ * true with why ("predicted peak ..."); with o->no_skip still false (why
+ * says it runs anyway). */
+bool too_large(struct runner *r, struct trial *t, char *why, size_t whysz);
+/* on_oom retry_with fit: the largest value of dimension d below t's that
+ * the model predicts to fit the budget the trial ran out of (cause), as
+ * text into val, and how into why; false when the model cannot tell. */
+bool retry_fit_value(struct runner *r, const struct trial *t, size_t d, const char *cause, char *val, size_t valsz,
+                     char *why, size_t whysz);
+/* Count t's outcome (status) into the failure streaks of this machine and
+ * of its GPU; when one reaches max_consecutive_failures, that place gets
+ * no more trials (r->host_stopped when none is left): true, with what to
+ * say in msg. */
+bool note_outcome(struct runner *r, const struct trial *t, const char *status, char *msg, size_t msgsz);
+/* What admit.c holds: freed at the end of the sweep. */
+void admit_release(struct runner *r);
 
 #endif

@@ -12,7 +12,9 @@
  *
  * Parallel trials are admitted by memory: a trial starts only when the
  * memory it is expected to need is available (admit.c,
- * docs/internals/sweeps.md). What the runner's files share is
+ * docs/internals/sweeps.md); one that the memory model says clearly will
+ * not fit is recorded as skipped instead (memmodel.c,
+ * docs/internals/memory-model.md). What the runner's files share is
  * runner-int.h.
  */
 #include "sweep/runner.h"
@@ -408,6 +410,9 @@ static int launch(struct runner *r, struct trial *t)
 		.optuna_number = t->optuna_number, .started_at = t->started_at, .note = t->note,
 	};
 	int rc = store_trial_put(r->st, &row);
+	predict_trial(r, t);
+	if (rc == 0 && (isfinite(t->pred.peak[0]) || isfinite(t->pred.gpu[0])))
+		store_trial_prediction_put(r->st, r->sweep_id, &t->pred);   /* said if it fails; the trial runs */
 	struct spawn sp = {
 		.argv = (const char *const *)argv, .env = (const char *const *)env, .in.how = SPAWN_NULL,
 		.death_signal = SIGTERM,   /* the trial dies with the sweep */
@@ -444,9 +449,11 @@ static bool oom_cause(const char *c)
 	       !strcmp(c, "host-alloc-fail");
 }
 
-/* The retry of an OOM'd trial with the retry_with parameters halved, or
- * false when there is nothing left to halve. */
-static bool make_retry(struct runner *r, const struct trial *t, struct trial *out)
+/* The retry of an OOM'd trial (cause: why it ended) with the retry_with
+ * parameters halved, or for rule fit, set to the largest value the memory
+ * model predicts to fit (halved when it cannot tell); false when there is
+ * nothing left to change. */
+static bool make_retry(struct runner *r, const struct trial *t, const char *cause, struct trial *out)
 {
 	if (!r->spec.nretry || t->attempt >= RETRIES_MAX)
 		return false;
@@ -461,9 +468,12 @@ static bool make_retry(struct runner *r, const struct trial *t, struct trial *ou
 			double x = sweep_num_or_nan(v[d]);
 			if (!isfinite(x))
 				continue;
-			char nv[64];
+			char nv[64], why[160] = "";
 			bool is_int = !strpbrk(v[d], ".eE");
-			if (is_int) {
+			if (!strcmp(r->spec.retry_rules[k], "fit") &&
+			    retry_fit_value(r, t, d, cause, nv, sizeof(nv), why, sizeof(why))) {
+				/* nv: the model's choice */
+			} else if (is_int) {
 				long long h = (long long)x / 2;
 				if (h < 1)
 					continue;
@@ -474,6 +484,10 @@ static bool make_retry(struct runner *r, const struct trial *t, struct trial *ou
 			if (!strcmp(nv, v[d]))
 				continue;
 			strbuf_addf(&what, "%s%s %s -> %s", what.len ? ", " : "", r->spec.dims[d].name, v[d], nv);
+			if (why[0])
+				strbuf_addf(&what, " (%s)", why);
+			else if (!strcmp(r->spec.retry_rules[k], "fit"))
+				strbuf_addstr(&what, " (halved: the model cannot tell yet)");
 			free(v[d]);
 			v[d] = xstrdup(nv);
 			changed = true;
@@ -546,8 +560,14 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		snprintf(metric_note, sizeof(metric_note), "the trial did not start: see %s", t->log);
 		row.note = metric_note;
 	}
+	char streak[200] = "", full_note[sizeof(metric_note) + sizeof(streak) + 4];
+	if (!r->stop_signal && note_outcome(r, t, row.status, streak, sizeof(streak))) {
+		snprintf(full_note, sizeof(full_note), "%s%s%s", row.note, row.note[0] ? "; " : "", streak);
+		row.note = full_note;
+	}
 	store_trial_put(r->st, &row);
 	refresh_row(r, t->idx, t->attempt);
+	r->model_stale = true;
 
 	if (r->optuna_on && t->optuna_number >= 0 && !r->stop_signal)
 		optuna_tell(&r->optuna, t->optuna_number, !strcmp(row.status, "ok") && row.has_metric, row.metric);
@@ -581,9 +601,11 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		fprintf(stderr, "%s\n", strbuf_str(&sb));
 		strbuf_release(&sb);
 	}
+	if (streak[0])
+		fprintf(stderr, "leakproof: %s\n", streak);
 
 	struct trial retry;
-	if (!strcmp(row.status, "oom") && !r->stop_signal && make_retry(r, t, &retry)) {
+	if (!strcmp(row.status, "oom") && !r->stop_signal && make_retry(r, t, cause, &retry)) {
 		if (!r->o->quiet)
 			fprintf(stderr, "leakproof: trial %lld will run again: %s\n", (long long)t->idx + 1, retry.note);
 		queue_push(r, &retry);
@@ -630,6 +652,52 @@ static void wait_events(struct runner *r, int timeout_ms)
 	reap_trials(r);
 }
 
+/* ---- skipped ---------------------------------------------------------------- */
+
+/* The next trial, when the memory model says it clearly will not fit
+ * (admit.c too_large): recorded as skipped, with its prediction and why,
+ * and never started (true). With --no-skip it runs, and its note says so. */
+static bool skip_next(struct runner *r)
+{
+	struct trial *t = r->next;
+	char why[sizeof(t->note)];
+	if (!too_large(r, t, why, sizeof(why))) {
+		if (why[0] && !t->noted_no_skip) {
+			size_t len = strlen(t->note);
+			snprintf(t->note + len, sizeof(t->note) - len, "%s%s", len ? "; " : "", why);
+			t->noted_no_skip = true;
+		}
+		return false;
+	}
+	r->next = NULL;
+	double now = wall_seconds();
+	struct trial_row row = {
+		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
+		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = "skipped",
+		.optuna_number = t->optuna_number, .started_at = now, .ended_at = now, .note = why,
+	};
+	store_trial_put(r->st, &row);
+	store_trial_prediction_put(r->st, r->sweep_id, &t->pred);
+	refresh_row(r, t->idx, t->attempt);
+	if (r->optuna_on && t->optuna_number >= 0)
+		optuna_tell(&r->optuna, t->optuna_number, false, NAN);
+	r->done_count++;
+	if (!r->o->quiet) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "leakproof: trial %lld", (long long)t->idx + 1);
+		if (t->attempt)
+			strbuf_addf(&sb, ".%lld", (long long)t->attempt);
+		strbuf_addf(&sb, "/%llu [", (unsigned long long)r->total);
+		describe_values(r, t->values, &sb);
+		strbuf_addf(&sb, "]: skipped: %s", why);
+		fprintf(stderr, "%s\n", strbuf_str(&sb));
+		strbuf_release(&sb);
+	}
+	trial_free(t);
+	free(t);
+	return true;
+}
+
 /* ---- the sweep ------------------------------------------------------------- */
 
 /* Recorded "running" by a sweep that is gone: interrupted, to run again. */
@@ -658,7 +726,7 @@ static void requeue_interrupted(struct runner *r)
 			struct trial from = t;
 			snprintf(from.note, sizeof(from.note), "%s", row->note);
 			from.attempt = row->attempt;
-			bool ok = make_retry(r, &from, &t);
+			bool ok = make_retry(r, &from, row->cause, &t);
 			for (size_t d = 0; v[d]; d++)
 				free(v[d]);
 			free(v);
@@ -911,12 +979,14 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 	bool failed = false;
 	while (!r.stop_signal) {
 		/* start what may start */
-		while ((int)r.nrunning < r.parallel) {
+		while ((int)r.nrunning < r.parallel && !r.host_stopped) {
 			int rc = make_next(&r);
 			if (rc < 0) {
 				failed = true;
 				break;
 			}
+			if (rc == 0 && skip_next(&r))
+				continue;
 			if (rc > 0 || !admit(&r, r.next))
 				break;
 			struct trial *t = r.next;
@@ -933,7 +1003,7 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 			r.running[r.nrunning++] = *t;
 			free(t);
 		}
-		if (failed || (!r.nrunning && !r.next && !r.nqueue))
+		if (failed || (!r.nrunning && (r.host_stopped || (!r.next && !r.nqueue))))
 			break;
 		wait_events(&r, r.next ? 500 : -1);
 	}
@@ -943,12 +1013,12 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 				kill(r.running[i].pid, SIGTERM);
 		drain(&r);
 	}
-	bool complete = !r.stop_signal && !failed;
+	bool complete = !r.stop_signal && !failed && !r.host_stopped;
 	store_sweep_set_status(r.st, r.sweep_id, complete ? "done" : "interrupted", wall_seconds(), 0);
 	out->sweep_id = r.sweep_id;
 	out->ended = true;
 	out->complete = complete;
-	status = r.stop_signal ? 128 + r.stop_signal : failed ? 1 : 0;
+	status = r.stop_signal ? 128 + r.stop_signal : failed || r.host_stopped ? 1 : 0;
 out:
 	if (r.next) {
 		trial_free(r.next);
@@ -959,6 +1029,7 @@ out:
 	free(r.queue);
 	free(r.running);
 	clear_rows(&r);
+	admit_release(&r);
 	nvml_close(r.nvml);
 	if (r.sigfd >= 0)
 		close(r.sigfd);

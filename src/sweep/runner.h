@@ -20,6 +20,7 @@ struct sweep_opts {
 	bool dry_run;              /* list the trials, run nothing */
 	const char *result_regex;  /* overrides the file's */
 	bool quiet;                /* no line per trial */
+	bool no_skip;              /* run the trials the memory model says will not fit */
 	/* Checks the `leakproof run` options a trial will get (opts[0..n),
 	 * those from the file's run_options from opts[first] on) without
 	 * running anything: 0, or -1 with why and the index of the option at
