@@ -13,6 +13,50 @@
 
 #define SEP '\x1f'             /* between the values of trial_row.vals */
 
+/* What was predicted of each trial (both lists by idx then attempt), and
+ * the memory model fitted on every finished trial. */
+static int load_predictions(struct store *st, struct sweep_model *m)
+{
+	struct trial_prediction *p = NULL;
+	size_t np = 0;
+	if (store_load_trial_predictions(st, m->sw.id, &p, &np) < 0)
+		return -1;
+	m->pred = xcalloc(m->ntrials + 1, sizeof(*m->pred));
+	size_t k = 0;
+	for (size_t i = 0; i < m->ntrials; i++) {
+		const struct trial_row *t = &m->trials[i];
+		struct trial_prediction *q = &m->pred[i];
+		q->idx = t->idx;
+		q->attempt = t->attempt;
+		for (int j = 0; j < 3; j++)
+			q->peak[j] = q->gpu[j] = NAN;
+		q->growth = NAN;
+		while (k < np && (p[k].idx < t->idx || (p[k].idx == t->idx && p[k].attempt < t->attempt)))
+			k++;
+		if (k < np && p[k].idx == t->idx && p[k].attempt == t->attempt) {
+			*q = p[k];
+			m->have_pred = true;
+		}
+	}
+	free(p);
+	if (!m->have_spec)
+		return 0;
+	char ***vals = xcalloc(m->ntrials + 1, sizeof(char **));
+	for (size_t i = 0; i < m->ntrials; i++) {
+		vals[i] = xcalloc(m->ndims + 1, sizeof(char *));
+		for (size_t d = 0; d < m->ndims; d++)
+			vals[i][d] = sweep_trial_value(&m->trials[i], d);
+	}
+	memmodel_build(&m->mem, m->ndims, m->trials, (char *const *const *)vals, m->ntrials, m->budget_bytes, 0);
+	for (size_t i = 0; i < m->ntrials; i++) {
+		for (size_t d = 0; d < m->ndims; d++)
+			free(vals[i][d]);
+		free(vals[i]);
+	}
+	free(vals);
+	return 0;
+}
+
 int sweep_model_load(struct store *st, int64_t sweep_id, struct sweep_model *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -26,13 +70,16 @@ int sweep_model_load(struct store *st, int64_t sweep_id, struct sweep_model *m)
 		for (size_t d = 0; d < spec.ndims; d++)
 			m->dims[d] = xstrdup(spec.dims[d].name);
 		m->ndims = spec.ndims;
+		/* a percentage is of a machine not known here */
+		if (spec.memory_max && !strchr(spec.memory_max, '%') && parse_size(spec.memory_max, 0, &m->budget_bytes) < 0)
+			m->budget_bytes = 0;
 		sweep_spec_free(&spec);
 	} else {
 		warning("the sweep's file no longer parses; showing parameters as JSON");
 	}
 	if (store_load_trials(st, m->sw.id, &m->trials, &m->ntrials) < 0)
 		return -1;
-	return 0;
+	return load_predictions(st, m);
 }
 
 int sweep_model_open(struct store *st, int64_t sweep_id, struct sweep_model *m)
@@ -51,6 +98,7 @@ void sweep_model_release(struct sweep_model *m)
 		free(m->dims[d]);
 	free(m->dims);
 	trial_rows_free(m->trials, m->ntrials);
+	free(m->pred);
 	sweep_row_release(&m->sw);
 	memset(m, 0, sizeof(*m));
 }

@@ -2,8 +2,11 @@
  * model/sweep.h — a stored sweep, loaded once for every renderer: its row,
  * the names of its dimensions (from the sweep's file, when it still
  * parses), its trials joined with their runs, and each trial's memory
- * series. The table (report/sweep.c), the charts (report/charts.c) and the
- * JUnit verdicts read it. Units: bytes; x in steps or seconds.
+ * series, what the memory model predicted of each trial when it started
+ * or was skipped, and the model fitted again on every finished trial (the
+ * per-dimension effects). The table (report/sweep.c), the charts
+ * (report/charts.c) and the JUnit verdicts read it. Units: bytes; x in
+ * steps or seconds.
  */
 #ifndef LP_MODEL_SWEEP_H
 #define LP_MODEL_SWEEP_H
@@ -14,6 +17,7 @@
 
 #include "store/store.h"
 #include "store/sweeps.h"
+#include "sweep/memmodel.h"
 
 /* Owns everything it points to; released with sweep_model_release(). */
 struct sweep_model {
@@ -23,6 +27,10 @@ struct sweep_model {
 	size_t ndims;                /* 0 when !have_spec */
 	struct trial_row *trials;    /* by idx then attempt */
 	size_t ntrials;
+	struct trial_prediction *pred;   /* one per trial, same order; NAN where none */
+	bool have_pred;              /* some trial has a prediction */
+	uint64_t budget_bytes;       /* the file's memory.max; 0: none (or unknown) */
+	struct memmodel mem;         /* fitted on every finished trial (have_spec) */
 };
 
 /* Load sweep sweep_id (0: the latest): 0, 1 when there is none, -1 on

@@ -8,6 +8,12 @@
  * Everything comes from two queries (the sweep, its trials joined with
  * their runs, whose summaries were kept at the end of each run), so a
  * sweep of 10,000 trials reports in well under a second.
+ *
+ * What the sweep learned of memory (sweep/memmodel.h) follows the table
+ * once its model has something to say: the peak each trial was predicted
+ * before it ran (a column), the trials skipped and why, and which
+ * parameter drives memory — each dimension's effect on the fitted peak
+ * across the values the trials had.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -26,6 +32,7 @@ struct row {
 	bool has_metric;
 	double metric, growth, q[5], sps;
 	uint64_t peak;
+	double pred;                /* predicted peak (bytes) before it ran; NAN none */
 	const struct trial_row *t;  /* the trial (ungrouped); the first of the group */
 	size_t first;               /* index of that trial */
 	char statuses[96];          /* grouped: "3 ok, 1 oom" */
@@ -204,10 +211,13 @@ static int load_table(struct store *st, int64_t sweep_id, const char *by, struct
 		g->t = &tb->m.trials[k[a].i];
 		g->trials = (int64_t)(b - a);
 		g->first = k[a].i;
-		if (!tb->grouped)
+		g->pred = NAN;
+		if (!tb->grouped) {
 			fill_trial(g, g->t);
-		else
+			g->pred = tb->m.pred[k[a].i].peak[0];
+		} else {
 			fill_group(tb, g, k + a, b - a, tmp);
+		}
 		a = b;
 	}
 	free(tmp);
@@ -240,10 +250,20 @@ static void free_table(struct table *tb)
 }
 
 /* The cells of a row, as text, in column order. */
-#define FIXED_COLS 12
+#define FIXED_COLS 13
+#define COL_PREDICTED 11
+#define COL_RUN 12
 static const char *const fixed_heads[FIXED_COLS] = {
-	"status", "metric", "verdict", "growth/step", "min", "q1", "median", "q3", "max", "steps/s", "peak", "run",
+	"status", "metric", "verdict", "growth/step", "min", "q1", "median", "q3", "max", "steps/s", "peak",
+	"predicted", "run",
 };
+
+/* Whether fixed column c is shown: the predicted peak only when the
+ * memory model predicted something. */
+static bool col_shown(const struct table *tb, size_t c)
+{
+	return c != COL_PREDICTED || tb->m.have_pred;
+}
 
 static void cells(const struct table *tb, const struct row *g, char cell[][48])
 {
@@ -271,12 +291,16 @@ static void cells(const struct table *tb, const struct row *g, char cell[][48])
 		fmt_bytes(cell[10], 48, (double)g->peak);
 	else
 		snprintf(cell[10], 48, "-");
-	if (tb->grouped)
-		snprintf(cell[11], 48, "%lld trial%s", (long long)g->trials, g->trials == 1 ? "" : "s");
-	else if (g->run_id)
-		snprintf(cell[11], 48, "%lld", (long long)g->run_id);
+	if (isfinite(g->pred))
+		fmt_bytes(cell[COL_PREDICTED], 48, g->pred);
 	else
-		snprintf(cell[11], 48, "-");
+		snprintf(cell[COL_PREDICTED], 48, "-");
+	if (tb->grouped)
+		snprintf(cell[COL_RUN], 48, "%lld trial%s", (long long)g->trials, g->trials == 1 ? "" : "s");
+	else if (g->run_id)
+		snprintf(cell[COL_RUN], 48, "%lld", (long long)g->run_id);
+	else
+		snprintf(cell[COL_RUN], 48, "-");
 }
 
 static void write_text(const struct table *tb, struct strbuf *sb, bool md)
@@ -289,7 +313,7 @@ static void write_text(const struct table *tb, struct strbuf *sb, bool md)
 	for (size_t k = 0; k < tb->nnames; k++)
 		w[1 + k] = strlen(tb->names[k]);
 	for (int c = 0; c < FIXED_COLS; c++)
-		w[1 + tb->nnames + (size_t)c] = strlen(c == 11 && tb->grouped ? "trials" : fixed_heads[c]);
+		w[1 + tb->nnames + (size_t)c] = strlen(c == COL_RUN && tb->grouped ? "trials" : fixed_heads[c]);
 	for (size_t j = 0; j < tb->nrows; j++) {
 		const struct row *g = &tb->rows[j];
 		char id[32];
@@ -307,8 +331,10 @@ static void write_text(const struct table *tb, struct strbuf *sb, bool md)
 	bool skip0 = tb->grouped;
 	/* header */
 	for (size_t c = skip0; c < ncol; c++) {
+		if (c > tb->nnames && !col_shown(tb, c - 1 - tb->nnames))
+			continue;
 		const char *h = c == 0 ? first : c <= tb->nnames ? tb->names[c - 1] :
-		                (c - 1 - tb->nnames == 11 && tb->grouped) ? "trials" : fixed_heads[c - 1 - tb->nnames];
+		                (c - 1 - tb->nnames == COL_RUN && tb->grouped) ? "trials" : fixed_heads[c - 1 - tb->nnames];
 		if (md) {
 			struct strbuf head = STRBUF_INIT;
 			render_add_md_cell(&head, h);
@@ -322,6 +348,8 @@ static void write_text(const struct table *tb, struct strbuf *sb, bool md)
 		sb->buf[--sb->len] = '\0';
 	strbuf_addstr(sb, md ? "|\n" : "\n");
 	for (size_t c = skip0; c < ncol; c++) {
+		if (c > tb->nnames && !col_shown(tb, c - 1 - tb->nnames))
+			continue;
 		if (md)
 			strbuf_addstr(sb, "|");
 		for (size_t i = 0; i < w[c] + (md ? 2 : 0); i++)
@@ -338,6 +366,8 @@ static void write_text(const struct table *tb, struct strbuf *sb, bool md)
 		snprintf(id, sizeof(id), g->attempt ? "%lld.%lld" : "%lld", (long long)g->idx + 1, (long long)g->attempt);
 		cells(tb, g, cell);
 		for (size_t c = skip0; c < ncol; c++) {
+			if (c > tb->nnames && !col_shown(tb, c - 1 - tb->nnames))
+				continue;
 			const char *v = c == 0 ? id : c <= tb->nnames ? g->vals[c - 1] : cell[c - 1 - tb->nnames];
 			struct strbuf clean = STRBUF_INIT;
 			if (md)
@@ -377,7 +407,8 @@ static void write_csv(const struct table *tb, struct strbuf *sb)
 		csv_field(sb, tb->names[k]);
 	}
 	strbuf_addstr(sb, ",status,cause,metric,verdict,growth_bytes_per_step,min,q1,median,q3,max,"
-	                  "steps_per_second,peak_bytes,run\n");
+	                  "steps_per_second,peak_bytes");
+	strbuf_addstr(sb, tb->m.have_pred ? ",predicted_peak_bytes,run\n" : ",run\n");
 	for (size_t j = 0; j < tb->nrows; j++) {
 		const struct row *g = &tb->rows[j];
 		if (tb->grouped)
@@ -400,6 +431,8 @@ static void write_csv(const struct table *tb, struct strbuf *sb)
 			num_or_empty(sb, g->q[q]);
 		num_or_empty(sb, g->sps > 0 ? g->sps : NAN);
 		num_or_empty(sb, g->peak ? (double)g->peak : NAN);
+		if (tb->m.have_pred)
+			num_or_empty(sb, g->pred);
 		if (!tb->grouped && g->run_id)
 			strbuf_addf(sb, ",%lld\n", (long long)g->run_id);
 		else
@@ -411,6 +444,9 @@ static void json_num(struct strbuf *sb, double v)
 {
 	report_add_json_num(sb, v);
 }
+
+static void json_prediction(struct strbuf *sb, const struct trial_prediction *p);
+static void json_memory_model(const struct table *tb, struct strbuf *sb);
 
 static void write_json(const struct table *tb, struct strbuf *sb)
 {
@@ -464,9 +500,12 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		json_num(sb, t->optuna_number >= 0 ? (double)t->optuna_number : NAN);
 		strbuf_addstr(sb, ", \"note\": ");
 		report_add_json_str_or_null(sb, t->note);
+		if (tb->m.have_pred)
+			json_prediction(sb, &tb->m.pred[i]);
 		strbuf_addch(sb, '}');
 	}
 	strbuf_addstr(sb, tb->m.ntrials ? "\n  ]" : "]");
+	json_memory_model(tb, sb);
 	if (tb->grouped) {
 		/* --by: the table's rows, one per combination of those values */
 		strbuf_addstr(sb, ",\n  \"by\": [");
@@ -508,6 +547,225 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 	strbuf_addstr(sb, "\n}\n");
 }
 
+/* ---- what the sweep learned of memory ------------------------------------ */
+
+static const char *const what_names[MEM_NWHAT] = { "host peak", "GPU peak", "growth per step" };
+static const char *const what_keys[MEM_NWHAT] = { "host", "gpu", "growth" };
+
+struct effect {
+	size_t d;
+	double from, to, at_from, at_to;   /* the values seen, and the fit there */
+};
+
+static int cmp_effect(const void *x, const void *y)
+{
+	const struct effect *a = x, *b = y;
+	double ra = a->at_to / a->at_from, rb = b->at_to / b->at_from;
+	return (ra < rb) - (ra > rb);
+}
+
+/* The dimensions in fit f with their effect, largest first; n of them. */
+static size_t effects(const struct table *tb, const struct mem_fit *f, struct effect *e)
+{
+	size_t n = 0;
+	for (size_t d = 0; d < tb->m.ndims && d < MEMFIT_MAX_DIMS; d++) {
+		if (!f->numeric[d] || !f->varied[d])
+			continue;
+		e[n].d = d;
+		e[n].from = f->seen_lo[d];
+		e[n].to = f->seen_hi[d];
+		e[n].at_from = mem_fit_effect(f, d, e[n].from);
+		e[n].at_to = mem_fit_effect(f, d, e[n].to);
+		n++;
+	}
+	qsort(e, n, sizeof(*e), cmp_effect);
+	return n;
+}
+
+/* Predicted (before the trial ran) against measured host peaks: how many
+ * trials had both, the median relative error, how many fell inside the
+ * interval. */
+static void accuracy(const struct table *tb, size_t *n, double *median_err, size_t *inside)
+{
+	double *err = xmalloc((tb->m.ntrials + 1) * sizeof(double));
+	*n = *inside = 0;
+	for (size_t i = 0; i < tb->m.ntrials; i++) {
+		const struct trial_row *t = &tb->m.trials[i];
+		const struct trial_prediction *p = &tb->m.pred[i];
+		if (!isfinite(p->peak[0]) || !t->peak_bytes || (strcmp(t->status, "ok") && strcmp(t->status, "failed")))
+			continue;
+		double m = (double)t->peak_bytes;
+		err[(*n)++] = fabs(p->peak[0] - m) / m;
+		*inside += m >= p->peak[1] && m <= p->peak[2];
+	}
+	*median_err = *n ? median_finite(err, *n) : NAN;
+	free(err);
+}
+
+static bool any_fit(const struct table *tb)
+{
+	for (int w = 0; w < MEM_NWHAT; w++)
+		if (tb->m.mem.fit[w].ok)
+			return true;
+	return false;
+}
+
+static void fmt_amount(char *buf, size_t sz, int w, double v)
+{
+	if (w == MEM_GROWTH) {
+		fmt_bytes(buf, sz, v);
+		size_t len = strlen(buf);
+		snprintf(buf + len, sz - len, "/step");
+	} else {
+		fmt_bytes(buf, sz, v);
+	}
+}
+
+/* Text and Markdown: the skipped trials and why, then each fit's effects. */
+static void write_memory_model(const struct table *tb, struct strbuf *sb, bool md)
+{
+	bool skipped = false;
+	for (size_t i = 0; i < tb->m.ntrials; i++) {
+		const struct trial_row *t = &tb->m.trials[i];
+		if (strcmp(t->status, "skipped"))
+			continue;
+		if (!skipped)
+			strbuf_addstr(sb, md ? "\n**skipped** (not started: predicted not to fit)\n\n" :
+			                       "\nskipped (not started: predicted not to fit):\n");
+		skipped = true;
+		char id[48];
+		snprintf(id, sizeof(id), t->attempt ? "%lld.%lld" : "%lld", (long long)t->idx + 1, (long long)t->attempt);
+		strbuf_addf(sb, md ? "- trial %s: " : "  trial %s: ", id);
+		if (md)
+			render_add_md_cell(sb, t->note);
+		else
+			render_add_clean(sb, t->note);
+		strbuf_addch(sb, '\n');
+	}
+	if (!any_fit(tb))
+		return;
+	strbuf_addstr(sb, md ? "\n**memory model**\n" : "\nmemory model:\n");
+	for (int w = 0; w < MEM_NWHAT; w++) {
+		const struct mem_fit *f = &tb->m.mem.fit[w];
+		if (!f->ok)
+			continue;
+		char base[32];
+		fmt_amount(base, sizeof(base), w, f->base);
+		strbuf_addf(sb, md ? "\n%s, from %zu trials" : "  %s, from %zu trials", what_names[w], f->n);
+		if (f->n_censored)
+			strbuf_addf(sb, " (%zu ran out of memory: lower bounds)", f->n_censored);
+		strbuf_addf(sb, ": %s + a power law of the parameters; what drives it:%s", base, md ? "\n\n" : "\n");
+		if (md)
+			strbuf_addstr(sb, "| parameter | from | to | fitted | effect | exponent |\n|---|---|---|---|---|---|\n");
+		struct effect e[MEMFIT_MAX_DIMS];
+		size_t ne = effects(tb, f, e);
+		for (size_t k = 0; k < ne; k++) {
+			char a[32], b[32], lo[32], hi[32];
+			fmt_amount(a, sizeof(a), w, e[k].at_from);
+			fmt_amount(b, sizeof(b), w, e[k].at_to);
+			snprintf(lo, sizeof(lo), "%.6g", e[k].from);
+			snprintf(hi, sizeof(hi), "%.6g", e[k].to);
+			double ratio = e[k].at_to / e[k].at_from;
+			if (md) {
+				strbuf_addstr(sb, "| ");
+				render_add_md_cell(sb, tb->m.dims[e[k].d]);
+				strbuf_addf(sb, " | %s | %s | %s → %s | ×%.3g | %.3g |\n", lo, hi, a, b, ratio, f->coef[e[k].d]);
+			} else {
+				strbuf_addstr(sb, "    ");
+				struct strbuf name = STRBUF_INIT;
+				render_add_clean(&name, tb->m.dims[e[k].d]);
+				strbuf_addf(sb, "%-16s %s → %s: %s → %s (×%.3g, exponent %.3g)\n", strbuf_str(&name), lo, hi, a,
+				            b, ratio, f->coef[e[k].d]);
+				strbuf_release(&name);
+			}
+		}
+		if (w == MEM_HOST) {
+			size_t n, inside;
+			double err;
+			accuracy(tb, &n, &err, &inside);
+			if (n)
+				strbuf_addf(sb, "%spredicted before they ran, against measured: %zu trial%s, median error %.1f%%, "
+				            "%zu within the interval\n", md ? "\n" : "    ", n, n == 1 ? "" : "s", 100 * err, inside);
+		}
+	}
+}
+
+static void json_triple(struct strbuf *sb, const char *key, const double v[3])
+{
+	strbuf_addf(sb, "\"%s\": ", key);
+	json_num(sb, v[0]);
+	strbuf_addf(sb, ", \"%s_interval\": [", key);
+	json_num(sb, v[1]);
+	strbuf_addstr(sb, ", ");
+	json_num(sb, v[2]);
+	strbuf_addch(sb, ']');
+}
+
+/* A trial's prediction, as ', "predicted": {...}' (null: none). */
+static void json_prediction(struct strbuf *sb, const struct trial_prediction *p)
+{
+	if (!isfinite(p->peak[0]) && !isfinite(p->gpu[0])) {
+		strbuf_addstr(sb, ", \"predicted\": null");
+		return;
+	}
+	strbuf_addstr(sb, ", \"predicted\": {");
+	json_triple(sb, "peak_bytes", p->peak);
+	strbuf_addstr(sb, ", ");
+	json_triple(sb, "gpu_peak_bytes", p->gpu);
+	strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");
+	json_num(sb, p->growth);
+	strbuf_addch(sb, '}');
+}
+
+/* ',\n  "memory_model": {...}' when a fit has something to say. */
+static void json_memory_model(const struct table *tb, struct strbuf *sb)
+{
+	if (!any_fit(tb))
+		return;
+	strbuf_addstr(sb, ",\n  \"memory_model\": {");
+	bool first = true;
+	for (int w = 0; w < MEM_NWHAT; w++) {
+		const struct mem_fit *f = &tb->m.mem.fit[w];
+		if (!f->ok)
+			continue;
+		strbuf_addf(sb, "%s\n    \"%s\": {\"trials\": %zu, \"censored\": %zu, \"base\": ", first ? "" : ",",
+		            what_keys[w], f->n, f->n_censored);
+		first = false;
+		json_num(sb, f->base);
+		strbuf_addstr(sb, ", \"residual_sd_log\": ");
+		json_num(sb, f->sd);
+		strbuf_addstr(sb, ", \"effects\": [");
+		struct effect e[MEMFIT_MAX_DIMS];
+		size_t ne = effects(tb, f, e);
+		for (size_t k = 0; k < ne; k++) {
+			strbuf_addstr(sb, k ? ", {\"parameter\": " : "{\"parameter\": ");
+			strbuf_add_json_str(sb, tb->m.dims[e[k].d]);
+			strbuf_addstr(sb, ", \"exponent\": ");
+			json_num(sb, f->coef[e[k].d]);
+			strbuf_addstr(sb, ", \"from\": ");
+			json_num(sb, e[k].from);
+			strbuf_addstr(sb, ", \"to\": ");
+			json_num(sb, e[k].to);
+			strbuf_addstr(sb, ", \"fitted_from\": ");
+			json_num(sb, e[k].at_from);
+			strbuf_addstr(sb, ", \"fitted_to\": ");
+			json_num(sb, e[k].at_to);
+			strbuf_addch(sb, '}');
+		}
+		strbuf_addch(sb, ']');
+		if (w == MEM_HOST) {
+			size_t n, inside;
+			double err;
+			accuracy(tb, &n, &err, &inside);
+			strbuf_addf(sb, ", \"predicted_trials\": %zu, \"median_relative_error\": ", n);
+			json_num(sb, err);
+			strbuf_addf(sb, ", \"within_interval\": %zu", inside);
+		}
+		strbuf_addch(sb, '}');
+	}
+	strbuf_addstr(sb, "\n  }");
+}
+
 int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by, struct strbuf *sb)
 {
 	struct table tb;
@@ -523,7 +781,7 @@ int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt
 	} else if (fmt == REPORT_CSV) {
 		write_csv(&tb, sb);
 	} else {
-		int ok = 0, oom = 0, failed = 0, other = 0;
+		int ok = 0, oom = 0, failed = 0, skipped = 0, other = 0;
 		for (size_t i = 0; i < tb.m.ntrials; i++) {
 			const char *s = tb.m.trials[i].status;
 			if (!strcmp(s, "ok"))
@@ -532,6 +790,8 @@ int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt
 				oom++;
 			else if (!strcmp(s, "failed"))
 				failed++;
+			else if (!strcmp(s, "skipped"))
+				skipped++;
 			else
 				other++;
 		}
@@ -544,6 +804,8 @@ int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt
 		}
 		strbuf_addf(sb, "%s, %s, %s: %zu trial%s — %d ok, %d oom, %d failed", fmt == REPORT_MD ? ")" : "",
 		            tb.m.sw.method, tb.m.sw.status, tb.m.ntrials, tb.m.ntrials == 1 ? "" : "s", ok, oom, failed);
+		if (skipped)
+			strbuf_addf(sb, ", %d skipped", skipped);
 		if (other)
 			strbuf_addf(sb, ", %d other", other);
 		strbuf_addstr(sb, fmt == REPORT_MD ? "\n\n" : "\n");
@@ -557,6 +819,7 @@ int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt
 			            fmt == REPORT_MD ? "\n\n" : "\n");
 		}
 		write_text(&tb, sb, fmt == REPORT_MD);
+		write_memory_model(&tb, sb, fmt == REPORT_MD);
 	}
 	free_table(&tb);
 	return 0;

@@ -18,6 +18,7 @@
 #define NBASES 24                  /* base scan: min exact peak * (1 - 2^(-k/2)), k <= 24 */
 #define REFINE_ROUNDS 24           /* ternary search steps around the best */
 #define IMPUTE_ROUNDS 4            /* refits with censored peaks raised to the fit */
+#define MIN_TRIALS 5               /* no fit from fewer finished trials */
 #define MIN_SD 0.01                /* residual sd floor, log space */
 #define FLOOR_FRAC 0.03            /* the interval is at least ±3% of the point */
 #define MAXP (MEMFIT_MAX_DIMS + 1)
@@ -240,7 +241,7 @@ int mem_fit_run(struct mem_fit *f, size_t ndims, const double *x, const double *
 		else if (y[i] < ymin)
 			ymin = y[i];
 	}
-	if (n < 3 || !isfinite(ymin) || ymin <= 0)
+	if (n < MIN_TRIALS || !isfinite(ymin) || ymin <= 0)
 		return 1;
 
 	/* the candidates: dimensions with a positive number in every row, varied */

@@ -63,7 +63,7 @@ struct mem_pred {
  * Fit y (n values, > 0) against x (n rows of ndims values: a positive
  * number, or NAN where the value is not one). censored[i]: y[i] is only a
  * lower bound (the trial was killed there); NULL: none. 0 when fitted,
- * 1 when there are too few trials (fewer than p + 2, or fewer than three,
+ * 1 when there are too few trials (fewer than p + 2, or fewer than five,
  * or none exact), f->ok telling the same.
  */
 int mem_fit_run(struct mem_fit *f, size_t ndims, const double *x, const double *y, const bool *censored, size_t n);

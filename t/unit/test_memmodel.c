@@ -4,7 +4,7 @@
  * with their exponents; a parameter that does not drive memory gets no
  * effect; a negative effect is never kept (monotone); censored (OOM'd)
  * trials raise the fit; the interval holds the truth and is wide with few
- * trials; too few trials fit nothing; the largest value that fits.
+ * trials; too few (under five) fit nothing; the largest value that fits.
  */
 #include <math.h>
 #include <stdio.h>
@@ -80,9 +80,10 @@ static void test_monotone_and_few(void)
 	CHECK(!f.ok);
 	struct mem_pred p;
 	CHECK(!mem_fit_predict(&f, x, &p));
-	/* three trials of one dimension: a fit, with a wide interval */
-	double x3[3] = { 10, 20, 40 }, y3[3] = { 110 * MIB, 120 * MIB, 140 * MIB };
-	CHECK_EQ_INT(mem_fit_run(&f, 1, x3, y3, NULL, 3), 0);
+	/* four: still nothing; five trials of one dimension: a fit, with a wide interval */
+	double x3[5] = { 10, 20, 40, 15, 25 }, y3[5] = { 110 * MIB, 120 * MIB, 140 * MIB, 115 * MIB, 125.5 * MIB };
+	CHECK_EQ_INT(mem_fit_run(&f, 1, x3, y3, NULL, 4), 1);
+	CHECK_EQ_INT(mem_fit_run(&f, 1, x3, y3, NULL, 5), 0);
 	double at = 30;
 	CHECK(mem_fit_predict(&f, &at, &p));
 	CHECK(p.lo < 130 * MIB && p.hi > 130 * MIB);
@@ -110,13 +111,13 @@ static void test_censored_and_largest(void)
 	/* nothing fits 100 MiB */
 	CHECK(isnan(mem_fit_largest(&f, x, 0, 1, 450, 100 * MIB)));
 	/* a constant dimension: a smaller value is not a sound lower bound */
-	double x2[8], y2[4];
-	for (int i = 0; i < 4; i++) {
+	double x2[10], y2[5];
+	for (int i = 0; i < 5; i++) {
 		x2[2 * i] = 10 * (i + 1);
 		x2[2 * i + 1] = 4;
 		y2[i] = (100 + 10 * (i + 1)) * MIB;
 	}
-	CHECK_EQ_INT(mem_fit_run(&f, 2, x2, y2, NULL, 4), 0);
+	CHECK_EQ_INT(mem_fit_run(&f, 2, x2, y2, NULL, 5), 0);
 	double big[2] = { 20, 8 }, small[2] = { 20, 2 };
 	CHECK(mem_fit_predict(&f, big, &p) && p.lower_sound);
 	CHECK(mem_fit_predict(&f, small, &p) && !p.lower_sound);
