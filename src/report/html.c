@@ -363,9 +363,12 @@ static void sweep_table(struct strbuf *sb, const struct sweep_charts *c)
 		plot_add_xml(sb, c->m.dims[d]);
 		strbuf_addstr(sb, "</th>");
 	}
-	for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++)
+	for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++) {
+		if (!strcmp(fixed[k][0], "run") && c->m.have_pred)
+			strbuf_addstr(sb, "<th data-key=\"predicted\" data-type=\"num\">predicted</th>");
 		strbuf_addf(sb, "<th data-key=\"%s\"%s>%s</th>", fixed[k][0], fixed[k][1][0] ? " data-type=\"num\"" : "",
 		            fixed[k][0]);
+	}
 	strbuf_addstr(sb, "</tr></thead>\n<tbody>\n");
 	for (size_t i = 0; i < c->m.ntrials; i++) {
 		const struct sweep_trial_series *ts = &c->ts[i];
@@ -392,6 +395,8 @@ static void sweep_table(struct strbuf *sb, const struct sweep_charts *c)
 		snprintf(b, sizeof(b), "%.3g", t->steps_per_second);
 		num_cell(sb, t->steps_per_second > 0 ? t->steps_per_second : NAN, b);
 		num_cell(sb, t->run_id ? (double)t->peak_bytes : NAN, fmt_bytes(b, sizeof(b), (double)t->peak_bytes));
+		if (c->m.have_pred)
+			num_cell(sb, c->m.pred[i].peak[0], fmt_bytes(b, sizeof(b), c->m.pred[i].peak[0]));
 		snprintf(b, sizeof(b), "%lld", (long long)t->run_id);
 		num_cell(sb, t->run_id ? (double)t->run_id : NAN, b);
 		strbuf_addstr(sb, "</tr>\n");
@@ -410,10 +415,10 @@ int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt,
 	char title[96];
 	snprintf(title, sizeof(title), "leakproof sweep %lld", (long long)c.m.sw.id);
 	head(sb, title);
-	int counts[4] = { 0 };
+	int counts[5] = { 0 };
 	for (size_t i = 0; i < c.m.ntrials; i++) {
 		const char *s = c.m.trials[i].status;
-		counts[!strcmp(s, "ok") ? 0 : !strcmp(s, "oom") ? 1 : !strcmp(s, "failed") ? 2 : 3]++;
+		counts[!strcmp(s, "ok") ? 0 : !strcmp(s, "oom") ? 1 : !strcmp(s, "failed") ? 2 : !strcmp(s, "skipped") ? 3 : 4]++;
 	}
 	strbuf_addf(sb, "<header>\n<h1>%s</h1>\n<p class=\"cmd\"><code>", title);
 	plot_add_xml(sb, c.m.sw.file);
@@ -427,8 +432,8 @@ int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt,
 	card(sb, b, c.m.ntrials == 1 ? "trial" : "trials");
 	snprintf(b, sizeof(b), "%zu", c.nconfigs);
 	card(sb, b, c.nconfigs == 1 ? "configuration" : "configurations");
-	static const char *const names[4] = { "ok", "oom", "failed", "other" };
-	for (int k = 0; k < 4; k++)
+	static const char *const names[5] = { "ok", "oom", "failed", "skipped", "other" };
+	for (int k = 0; k < 5; k++)
 		if (counts[k] || k < 3) {
 			snprintf(b, sizeof(b), "%d", counts[k]);
 			card(sb, b, names[k]);
@@ -459,6 +464,15 @@ int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt,
 	              "again for the other order.</p>\n");
 	sweep_table(sb, &c);
 	strbuf_addstr(sb, "</section>\n");
+	/* what the sweep learned of memory (report/sweep.c's words) */
+	struct strbuf mm = STRBUF_INIT;
+	sweep_memory_model_write(&c.m, &mm, false);
+	if (mm.len) {
+		strbuf_addstr(sb, "<section id=\"memory-model\"><h2>What the sweep learned of memory</h2>\n<pre>");
+		plot_add_xml(sb, strbuf_str(&mm));
+		strbuf_addstr(sb, "</pre>\n</section>\n");
+	}
+	strbuf_release(&mm);
 	snprintf(b, sizeof(b), "sweep:%lld", (long long)c.m.sw.id);
 	tail(sb, b);
 	free(legend);

@@ -28,6 +28,11 @@ void report_write_junit(const struct run_summary *s, const struct report_extras 
  * (svg.c), the verdicts (junit.c). 0, or -1 after a message. */
 int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
                       struct strbuf *sb);
+/* What a sweep learned of memory (sweep.c): its skipped trials and why,
+ * and each memory fit's per-parameter effects, as text or Markdown;
+ * nothing when there is none. */
+struct sweep_model;
+void sweep_memory_model_write(const struct sweep_model *m, struct strbuf *sb, bool md);
 int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
                      struct strbuf *sb);
 int sweep_write_svg(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,

@@ -565,10 +565,10 @@ static int cmp_effect(const void *x, const void *y)
 }
 
 /* The dimensions in fit f with their effect, largest first; n of them. */
-static size_t effects(const struct table *tb, const struct mem_fit *f, struct effect *e)
+static size_t effects(const struct sweep_model *m, const struct mem_fit *f, struct effect *e)
 {
 	size_t n = 0;
-	for (size_t d = 0; d < tb->m.ndims && d < MEMFIT_MAX_DIMS; d++) {
+	for (size_t d = 0; d < m->ndims && d < MEMFIT_MAX_DIMS; d++) {
 		if (!f->numeric[d] || !f->varied[d])
 			continue;
 		e[n].d = d;
@@ -585,27 +585,27 @@ static size_t effects(const struct table *tb, const struct mem_fit *f, struct ef
 /* Predicted (before the trial ran) against measured host peaks: how many
  * trials had both, the median relative error, how many fell inside the
  * interval. */
-static void accuracy(const struct table *tb, size_t *n, double *median_err, size_t *inside)
+static void accuracy(const struct sweep_model *m, size_t *n, double *median_err, size_t *inside)
 {
-	double *err = xmalloc((tb->m.ntrials + 1) * sizeof(double));
+	double *err = xmalloc((m->ntrials + 1) * sizeof(double));
 	*n = *inside = 0;
-	for (size_t i = 0; i < tb->m.ntrials; i++) {
-		const struct trial_row *t = &tb->m.trials[i];
-		const struct trial_prediction *p = &tb->m.pred[i];
+	for (size_t i = 0; i < m->ntrials; i++) {
+		const struct trial_row *t = &m->trials[i];
+		const struct trial_prediction *p = &m->pred[i];
 		if (!isfinite(p->peak[0]) || !t->peak_bytes || (strcmp(t->status, "ok") && strcmp(t->status, "failed")))
 			continue;
-		double m = (double)t->peak_bytes;
-		err[(*n)++] = fabs(p->peak[0] - m) / m;
-		*inside += m >= p->peak[1] && m <= p->peak[2];
+		double got = (double)t->peak_bytes;
+		err[(*n)++] = fabs(p->peak[0] - got) / got;
+		*inside += got >= p->peak[1] && got <= p->peak[2];
 	}
 	*median_err = *n ? median_finite(err, *n) : NAN;
 	free(err);
 }
 
-static bool any_fit(const struct table *tb)
+static bool any_fit(const struct sweep_model *m)
 {
 	for (int w = 0; w < MEM_NWHAT; w++)
-		if (tb->m.mem.fit[w].ok)
+		if (m->mem.fit[w].ok)
 			return true;
 	return false;
 }
@@ -621,12 +621,12 @@ static void fmt_amount(char *buf, size_t sz, int w, double v)
 	}
 }
 
-/* Text and Markdown: the skipped trials and why, then each fit's effects. */
-static void write_memory_model(const struct table *tb, struct strbuf *sb, bool md)
+/* Text and Markdown (render.h): the skipped trials and why, then each fit's effects. */
+void sweep_memory_model_write(const struct sweep_model *m, struct strbuf *sb, bool md)
 {
 	bool skipped = false;
-	for (size_t i = 0; i < tb->m.ntrials; i++) {
-		const struct trial_row *t = &tb->m.trials[i];
+	for (size_t i = 0; i < m->ntrials; i++) {
+		const struct trial_row *t = &m->trials[i];
 		if (strcmp(t->status, "skipped"))
 			continue;
 		if (!skipped)
@@ -642,11 +642,11 @@ static void write_memory_model(const struct table *tb, struct strbuf *sb, bool m
 			render_add_clean(sb, t->note);
 		strbuf_addch(sb, '\n');
 	}
-	if (!any_fit(tb))
+	if (!any_fit(m))
 		return;
 	strbuf_addstr(sb, md ? "\n**memory model**\n" : "\nmemory model:\n");
 	for (int w = 0; w < MEM_NWHAT; w++) {
-		const struct mem_fit *f = &tb->m.mem.fit[w];
+		const struct mem_fit *f = &m->mem.fit[w];
 		if (!f->ok)
 			continue;
 		char base[32];
@@ -658,7 +658,7 @@ static void write_memory_model(const struct table *tb, struct strbuf *sb, bool m
 		if (md)
 			strbuf_addstr(sb, "| parameter | from | to | fitted | effect | exponent |\n|---|---|---|---|---|---|\n");
 		struct effect e[MEMFIT_MAX_DIMS];
-		size_t ne = effects(tb, f, e);
+		size_t ne = effects(m, f, e);
 		for (size_t k = 0; k < ne; k++) {
 			char a[32], b[32], lo[32], hi[32];
 			fmt_amount(a, sizeof(a), w, e[k].at_from);
@@ -668,12 +668,12 @@ static void write_memory_model(const struct table *tb, struct strbuf *sb, bool m
 			double ratio = e[k].at_to / e[k].at_from;
 			if (md) {
 				strbuf_addstr(sb, "| ");
-				render_add_md_cell(sb, tb->m.dims[e[k].d]);
+				render_add_md_cell(sb, m->dims[e[k].d]);
 				strbuf_addf(sb, " | %s | %s | %s → %s | ×%.3g | %.3g |\n", lo, hi, a, b, ratio, f->coef[e[k].d]);
 			} else {
 				strbuf_addstr(sb, "    ");
 				struct strbuf name = STRBUF_INIT;
-				render_add_clean(&name, tb->m.dims[e[k].d]);
+				render_add_clean(&name, m->dims[e[k].d]);
 				strbuf_addf(sb, "%-16s %s → %s: %s → %s (×%.3g, exponent %.3g)\n", strbuf_str(&name), lo, hi, a,
 				            b, ratio, f->coef[e[k].d]);
 				strbuf_release(&name);
@@ -682,7 +682,7 @@ static void write_memory_model(const struct table *tb, struct strbuf *sb, bool m
 		if (w == MEM_HOST) {
 			size_t n, inside;
 			double err;
-			accuracy(tb, &n, &err, &inside);
+			accuracy(m, &n, &err, &inside);
 			if (n)
 				strbuf_addf(sb, "%spredicted before they ran, against measured: %zu trial%s, median error %.1f%%, "
 				            "%zu within the interval\n", md ? "\n" : "    ", n, n == 1 ? "" : "s", 100 * err, inside);
@@ -720,7 +720,7 @@ static void json_prediction(struct strbuf *sb, const struct trial_prediction *p)
 /* ',\n  "memory_model": {...}' when a fit has something to say. */
 static void json_memory_model(const struct table *tb, struct strbuf *sb)
 {
-	if (!any_fit(tb))
+	if (!any_fit(&tb->m))
 		return;
 	strbuf_addstr(sb, ",\n  \"memory_model\": {");
 	bool first = true;
@@ -736,7 +736,7 @@ static void json_memory_model(const struct table *tb, struct strbuf *sb)
 		json_num(sb, f->sd);
 		strbuf_addstr(sb, ", \"effects\": [");
 		struct effect e[MEMFIT_MAX_DIMS];
-		size_t ne = effects(tb, f, e);
+		size_t ne = effects(&tb->m, f, e);
 		for (size_t k = 0; k < ne; k++) {
 			strbuf_addstr(sb, k ? ", {\"parameter\": " : "{\"parameter\": ");
 			strbuf_add_json_str(sb, tb->m.dims[e[k].d]);
@@ -756,7 +756,7 @@ static void json_memory_model(const struct table *tb, struct strbuf *sb)
 		if (w == MEM_HOST) {
 			size_t n, inside;
 			double err;
-			accuracy(tb, &n, &err, &inside);
+			accuracy(&tb->m, &n, &err, &inside);
 			strbuf_addf(sb, ", \"predicted_trials\": %zu, \"median_relative_error\": ", n);
 			json_num(sb, err);
 			strbuf_addf(sb, ", \"within_interval\": %zu", inside);
@@ -819,7 +819,7 @@ int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt
 			            fmt == REPORT_MD ? "\n\n" : "\n");
 		}
 		write_text(&tb, sb, fmt == REPORT_MD);
-		write_memory_model(&tb, sb, fmt == REPORT_MD);
+		sweep_memory_model_write(&tb.m, sb, fmt == REPORT_MD);
 	}
 	free_table(&tb);
 	return 0;
