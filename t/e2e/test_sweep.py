@@ -122,7 +122,8 @@ memory: {{max: 400M}}
     assert len(trials) == 6, trials
     for t in trials:
         too_big = t["params"]["extra_mib"] == 600
-        assert t["status"] == ("oom" if too_big else "ok"), t
+        # too big: out of memory, or skipped once the sweep has seen one like it
+        assert t["status"] in (("oom", "skipped") if too_big else ("ok",)), t
         assert (t["metric"] is None) == too_big
         assert 0.01 <= t["params"]["lr"] <= 0.1
     assert any(t["status"] == "ok" for t in trials)

@@ -84,12 +84,12 @@ parallel: 2
     # every skip is in the table, with its predicted peak, and in the list of skips
     r = lp.cmd(["report", "--store", with_model])
     assert r.rc == 0, r
-    rows = [line.split() for line in r.stdout.splitlines() if line[:1].isdigit()]
-    assert sum(1 for row in rows if "skipped" in row) == len(skipped), r.stdout
-    assert "predicted" in r.stdout and "memory model:" in r.stdout
+    rows = [line.split() for line in r.out.splitlines() if line[:1].isdigit()]
+    assert sum(1 for row in rows if "skipped" in row) == len(skipped), r.out
+    assert "predicted" in r.out and "memory model:" in r.out
     for t in skipped:
-        assert "  trial %d: " % t["trial"] in r.stdout, r.stdout
-    assert f"{len(skipped)} skipped" in r.stdout
+        assert "  trial %d: " % t["trial"] in r.out, r.out
+    assert f"{len(skipped)} skipped" in r.out
 
     # the same sweep without the model's skips: every too-large one runs out
     # of memory, and the best trial is the same
