@@ -158,3 +158,31 @@ max_consecutive_failures: 3
     r = sweep(lp, f, store, "-q", timeout=300)
     assert r.rc == 0, r
     assert [t["status"] for t in report_json(lp, store)["trials"]] == ["failed"] * 8
+
+
+def test_a_gpu_that_keeps_failing_gets_no_more_trials(lp):
+    lib = lp.binary_dir / "t" / "libnvidia-ml.so.1"
+    nvml = lp.dir / "nvml.txt"
+    nvml.write_text("device 0 total 85899345920 used 1000000000\n"
+                    "device 1 total 85899345920 used 2000000000\n")
+    env = {"LEAKPROOF_NVML_LIB": str(lib), "FAKE_NVML_FILE": str(nvml), "CUDA_VISIBLE_DEVICES": None}
+    # a broken device 0: its trials fail after a second; device 1's succeed
+    f = write(lp, "gpu.yaml", """
+command: [/bin/sh, -c, 'if [ "$CUDA_VISIBLE_DEVICES" = 0 ]; then sleep 1; exit 1; fi; sleep 0.3']
+parameters:
+  i: {values: [%s]}
+parallel: 2
+memory: {expect: 10M}
+max_consecutive_failures: 3
+""" % ", ".join(str(i) for i in range(1, 31)))
+    r = sweep(lp, f, lp.store, env=env, timeout=300)
+    assert r.rc == 0, r
+    assert "3 trials in a row ran out of memory or failed on GPU 0: it gets no more trials" in r.err, r
+    trials = report_json(lp, lp.store)["trials"]
+    on0 = [t for t in trials if (t["note"] or "").startswith("GPU 0")]
+    on1 = [t for t in trials if (t["note"] or "").startswith("GPU 1")]
+    assert len(on0) == 3 and all(t["status"] == "failed" for t in on0), trials
+    assert len(on1) == 27 and all(t["status"] == "ok" for t in on1), trials
+    # after the third failure, every trial went to device 1
+    last0 = max(t["trial"] for t in on0)
+    assert "gets no more trials" in next(t for t in on0 if t["trial"] == last0)["note"]
