@@ -655,8 +655,6 @@ void sweep_memory_model_write(const struct sweep_model *m, struct strbuf *sb, bo
 		if (f->n_censored)
 			strbuf_addf(sb, " (%zu ran out of memory: lower bounds)", f->n_censored);
 		strbuf_addf(sb, ": %s + a power law of the parameters; what drives it:%s", base, md ? "\n\n" : "\n");
-		if (md)
-			strbuf_addstr(sb, "| parameter | from | to | fitted | effect | exponent |\n|---|---|---|---|---|---|\n");
 		struct effect e[MEMFIT_MAX_DIMS];
 		size_t ne = effects(m, f, e);
 		for (size_t k = 0; k < ne; k++) {
@@ -667,9 +665,10 @@ void sweep_memory_model_write(const struct sweep_model *m, struct strbuf *sb, bo
 			snprintf(hi, sizeof(hi), "%.6g", e[k].to);
 			double ratio = e[k].at_to / e[k].at_from;
 			if (md) {
-				strbuf_addstr(sb, "| ");
-				render_add_md_cell(sb, m->dims[e[k].d]);
-				strbuf_addf(sb, " | %s | %s | %s → %s | ×%.3g | %.3g |\n", lo, hi, a, b, ratio, f->coef[e[k].d]);
+				/* a list, not a table: the trials' table stays the page's only one */
+				strbuf_addstr(sb, "- ");
+				render_add_md_code(sb, m->dims[e[k].d], false);
+				strbuf_addf(sb, " %s → %s: %s → %s (×%.3g, exponent %.3g)\n", lo, hi, a, b, ratio, f->coef[e[k].d]);
 			} else {
 				strbuf_addstr(sb, "    ");
 				struct strbuf name = STRBUF_INIT;
