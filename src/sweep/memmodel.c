@@ -437,16 +437,15 @@ void memmodel_build(struct memmodel *m, size_t ndims, const struct trial_row *ro
 				continue;
 			double v;
 			bool c = false;
+			/* an OOM'd trial never reached its peak: a lower bound, raised
+			 * to the budget it ran out of (the host's, known here) */
+			c = oom;
 			if (w == MEM_HOST) {
 				v = (double)t->peak_bytes;
-				if (oom && strcmp(t->cause, "cuda-oom")) {
-					c = true;
-					if (budget && (double)budget > v)
-						v = (double)budget;
-				}
+				if (oom && strcmp(t->cause, "cuda-oom") && budget && (double)budget > v)
+					v = (double)budget;
 			} else if (w == MEM_GPU) {
 				v = (double)t->gpu_peak_bytes;
-				c = oom && !strcmp(t->cause, "cuda-oom");
 			} else {
 				v = t->growth_bytes_per_step;
 				if (oom || oom_cause(t->cause))

@@ -96,10 +96,10 @@ struct memmodel {
 /*
  * Fit from rows[0..n) (a sweep's trials, any status; vals[i] the values
  * of row i in the spec's order, NULL to leave the row out). Host: the
- * peaks of trials that ended (ok, failed, oom; an OOM'd trial's peak, or
- * budget_bytes when larger, is a lower bound); GPU: the same of GPU peaks
- * (a cuda-oom is the lower bound); growth: positive per-step growth of
- * trials that did not run out of memory. Only the last max_rows rows with
+ * peaks of trials that ended (ok, failed, oom; an OOM'd trial's peak is a
+ * lower bound, raised to budget_bytes when it ran out of host memory);
+ * GPU: the same of GPU peaks (every OOM a lower bound); growth: positive
+ * per-step growth of trials that did not run out of memory. Only the last max_rows rows with
  * a peak are used (0: all).
  */
 void memmodel_build(struct memmodel *m, size_t ndims, const struct trial_row *rows, char *const *const *vals,
