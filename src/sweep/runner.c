@@ -421,6 +421,12 @@ static int launch(struct runner *r, struct trial *t)
 	add_arg(&argv, &n, &cap, "--trial");
 	add_arg(&argv, &n, &cap, trial_arg);
 	add_arg(&argv, &n, &cap, "--no-status-line");
+	/* a job step: the job stays in SLURM's step cgroup, where SLURM's
+	 * memory enforcement sees (and reports) an OOM kill; in a cgroup of
+	 * its own below it, the kill would be counted there and SLURM would
+	 * say nothing */
+	if (r->step_prefix)
+		add_arg(&argv, &n, &cap, "--no-cgroup");
 	add_run_options(r, &argv, &n, &cap);
 	add_arg(&argv, &n, &cap, "--");
 	for (size_t i = 0; t->argv[i]; i++)
