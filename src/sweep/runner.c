@@ -729,6 +729,13 @@ static void worker_stopping(struct runner *r)
 		struct trial *t = &r->running[i];
 		if (t->lost)
 			continue;
+		size_t len = strlen(t->note);
+		if (r->slurm_job_id > 0)
+			snprintf(t->note + len, sizeof(t->note) - len, "%sits worker was stopped: %s (SLURM job %lld)",
+			         len ? "; " : "", r->stop_cause ? r->stop_cause : "a signal", (long long)r->slurm_job_id);
+		else
+			snprintf(t->note + len, sizeof(t->note) - len, "%sits worker was stopped (SIG%s)", len ? "; " : "",
+			         sigabbrev_np(r->stop_signal));
 		struct trial_row row = {
 			.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
 			.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = "interrupted",

@@ -23,12 +23,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "platform/spawn.h"
 #include "util/util.h"
 
 #define CMD_TIMEOUT_MS 60000
+#define STOP_QUERY_MS 3000       /* told to stop: SLURM SIGKILLs after KillWait */
 #define CMD_OUT_CAP (1u << 20)
 #define LOG_TAIL_BYTES (64 * 1024)   /* slurmstepd writes its line at the end */
 
@@ -53,11 +55,12 @@ void slurm_job_env_read(struct slurm_job_env *e)
 
 /* Run argv (looked up on PATH) to its end; its stdout into out. 0 when it
  * exited 0; else -1 with its stderr (or why it did not run) in why. */
-static int run_cmd(const char *const *argv, const char *const *env, struct strbuf *out, char *why, size_t whysz)
+static int run_cmd(const char *const *argv, const char *const *env, int timeout_ms, struct strbuf *out, char *why,
+                   size_t whysz)
 {
 	struct spawn sp = { .argv = argv, .path_lookup = true, .env = env, .in.how = SPAWN_NULL };
 	struct spawn_capture cap = SPAWN_CAPTURE_INIT;
-	cap.timeout_ms = CMD_TIMEOUT_MS;
+	cap.timeout_ms = timeout_ms;
 	cap.out_cap_bytes = CMD_OUT_CAP;
 	cap.err_tail_bytes = 2048;
 	int rc = spawn_capture(&sp, &cap);
@@ -164,7 +167,7 @@ int slurm_submit_array(const struct slurm_submit *s, int64_t *job)
 	const char *env[] = { strbuf_str(&env_store), NULL };
 	struct strbuf got = STRBUF_INIT;
 	char why[600];
-	int rc = run_cmd(argv, env, &got, why, sizeof(why));
+	int rc = run_cmd(argv, env, CMD_TIMEOUT_MS, &got, why, sizeof(why));
 	free(argv);
 	strbuf_release(&env_store);
 	if (rc < 0) {
@@ -190,7 +193,7 @@ int slurm_job_alive(int64_t job)
 	snprintf(id, sizeof(id), "%lld", (long long)job);
 	const char *argv[] = { "squeue", "-h", "-r", "-j", id, "-o", "%i %t", NULL };
 	struct strbuf out = STRBUF_INIT;
-	int rc = run_cmd(argv, NULL, &out, why, sizeof(why));
+	int rc = run_cmd(argv, NULL, CMD_TIMEOUT_MS, &out, why, sizeof(why));
 	if (rc < 0) {
 		strbuf_release(&out);
 		/* squeue answers "Invalid job id specified" for a job it forgot */
@@ -211,31 +214,66 @@ int slurm_job_alive(int64_t job)
 	return alive;
 }
 
+/* Seconds of a SLURM time limit ("UNLIMITED", "MM:SS", "HH:MM:SS",
+ * "D-HH:MM:SS"), or -1. */
+static double limit_seconds(const char *t)
+{
+	if (!strncmp(t, "UNLIMITED", 9) || !strncmp(t, "INFINITE", 8) || !strncmp(t, "Partition_Limit", 15))
+		return -1;
+	double days = 0, f[3] = { 0, 0, 0 };
+	const char *dash = strchr(t, '-'), *sp = strchr(t, ' ');
+	if (dash && (!sp || dash < sp)) {
+		days = strtod(t, NULL);
+		t = dash + 1;
+	}
+	int n = sscanf(t, "%lf:%lf:%lf", &f[0], &f[1], &f[2]);
+	if (n == 3)
+		return days * 86400 + f[0] * 3600 + f[1] * 60 + f[2];
+	if (n == 2)
+		return days * 86400 + f[0] * 60 + f[1];
+	if (n == 1)
+		return days * 86400 + f[0] * (dash ? 3600 : 60);
+	return -1;
+}
+
 const char *slurm_end_cause(int64_t job)
 {
 	char id[32], why[600];
 	snprintf(id, sizeof(id), "%lld", (long long)job);
 	const char *argv[] = { "scontrol", "-o", "show", "job", id, NULL };
 	struct strbuf out = STRBUF_INIT;
-	if (run_cmd(argv, NULL, &out, why, sizeof(why)) < 0) {
+	if (run_cmd(argv, NULL, STOP_QUERY_MS, &out, why, sizeof(why)) < 0) {
 		strbuf_release(&out);
 		return NULL;
 	}
-	const char *st = strstr(strbuf_str(&out), "JobState=");
-	const char *reason = strstr(strbuf_str(&out), "Reason=");
+	const char *text = strbuf_str(&out);
+	const char *st = strstr(text, "JobState="), *lim = strstr(text, "TimeLimit="), *start = strstr(text, "StartTime=");
 	const char *cause = NULL;
 	if (st) {
+		/* a job being ended shows COMPLETING while its processes are told:
+		 * its time limit is then told by the clock */
 		st += 9;
-		if (!strncmp(st, "TIMEOUT", 7) || (reason && !strncmp(reason + 7, "TimeLimit", 9)))
+		if (!strncmp(st, "TIMEOUT", 7))
 			cause = "time-limit";
 		else if (!strncmp(st, "PREEMPTED", 9))
 			cause = "preempted";
 		else if (!strncmp(st, "NODE_FAIL", 9))
 			cause = "node-fail";
-		else if (!strncmp(st, "CANCELLED", 9))
-			cause = "cancelled";
 		else if (!strncmp(st, "OUT_OF_MEMORY", 13))
 			cause = "oom-kill";
+		else if (!strncmp(st, "CANCELLED", 9) || !strncmp(st, "COMPLETING", 10))
+			cause = "cancelled";
+	}
+	if (cause && !strcmp(cause, "cancelled") && lim && start) {
+		struct tm tm;
+		memset(&tm, 0, sizeof(tm));
+		double limit = limit_seconds(lim + 10);
+		if (limit > 0 && strptime(start + 10, "%Y-%m-%dT%H:%M:%S", &tm)) {
+			tm.tm_isdst = -1;
+			time_t t0 = mktime(&tm);
+			if (t0 > 0 && difftime(time(NULL), t0) >= limit - 5)
+				cause = "time-limit";
+		}
 	}
 	strbuf_release(&out);
 	return cause;
