@@ -72,6 +72,12 @@ $(B)/t/test_%: t/unit/test_%.c $(LIBOBJ) t/unit/tap.h
 	$(call say,TEST)
 	$(Q)$(CC) $(LP_CFLAGS) -It/unit $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
 
+# bench/claim_cost's claimer: the store's claim loop alone (bench/claim_rate.c).
+$(B)/bench/claim_rate: bench/claim_rate.c $(LIBOBJ)
+	@mkdir -p $(dir $@)
+	$(call say,LINK)
+	$(Q)$(CC) $(LP_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
+
 # A stand-in for NVIDIA's library, for machines without a GPU (see t/fake-nvml).
 $(B)/t/libnvidia-ml.so.1: t/fake-nvml/fake_nvml.c
 	@mkdir -p $(dir $@)
