@@ -45,7 +45,7 @@
 #define MAX_PARALLEL 256
 #define RETRIES_MAX 4              /* halvings of one trial after OOMs */
 #define STOP_WAIT_NS (30LL * 1000000000LL)
-#define IDLE_POLL_MS 1000          /* a worker with nothing to run looks again */
+#define IDLE_POLL_MS 500           /* a worker with nothing to run looks again */
 #define CLAIM_PATIENCE_NS (120LL * 1000000000LL)   /* a store refusing claims: how long a worker waits */
 #define VAL_SEP '\x1f'
 
