@@ -612,7 +612,7 @@ static void test_claims(void)
 			struct store *w = store_open(path);
 			struct trial_claimer who = { .worker = name, .slurm_task = -1 };
 			struct trial_row r;
-			int rc;
+			int rc = -1;
 			while (f && w && (rc = store_trial_claim(w, sweep, &who, 1000, 60, &r)) == 0) {
 				fprintf(f, "%lld\n", (long long)r.idx);
 				trial_row_release(&r);
