@@ -1155,8 +1155,7 @@ static int submit_workers(struct runner *r, int64_t left)
  */
 static int follow(struct runner *r, bool may_submit, bool *complete)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, 0 };
-	int sigfd = spawn_signalfd(sigs, NULL);
+	int sigfd = r->sigfd;   /* SIGINT, SIGTERM, SIGHUP; SIGCHLD of sbatch and squeue only wakes it */
 	int64_t shown_finished = -1, shown_running = -1;
 	int status = 0;
 	*complete = false;
@@ -1197,21 +1196,24 @@ static int follow(struct runner *r, bool may_submit, bool *complete)
 				break;
 			}
 		}
-		struct pollfd pfd = { .fd = sigfd, .events = POLLIN };
-		if (sigfd >= 0 && poll(&pfd, 1, 2000) > 0) {
-			struct signalfd_siginfo si;
-			if (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-				fprintf(stderr, "leakproof: no longer following sweep %lld (SIG%s); its workers go on\n",
-				        (long long)r->sweep_id, sigabbrev_np((int)si.ssi_signo));
-				status = 128 + (int)si.ssi_signo;
+		int stop = 0;
+		int64_t until = mono_ns() + 2000000000LL;
+		for (int64_t left; !stop && (left = until - mono_ns()) > 0;) {
+			struct pollfd pfd = { .fd = sigfd, .events = POLLIN };
+			if (poll(&pfd, 1, (int)(left / 1000000) + 1) <= 0)
 				break;
-			}
-		} else if (sigfd < 0) {
-			sleep(2);
+			struct signalfd_siginfo si;
+			while (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				if (si.ssi_signo != SIGCHLD)
+					stop = (int)si.ssi_signo;
+		}
+		if (stop) {
+			fprintf(stderr, "leakproof: no longer following sweep %lld (SIG%s); its workers go on\n",
+			        (long long)r->sweep_id, sigabbrev_np(stop));
+			status = 128 + stop;
+			break;
 		}
 	}
-	if (sigfd >= 0)
-		close(sigfd);
 	return status;
 }
 
@@ -1265,6 +1267,13 @@ static int run_worker(struct runner *r, struct sweep_result *out)
 		error("sweep %lld asks Optuna for its trials: it runs locally, not with workers", (long long)r->sweep_id);
 		return LP_EXIT_USAGE;
 	}
+	/* signals blocked before setup() loads NVML (see sweep_run) */
+	static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, 0 };
+	r->sigfd = spawn_signalfd(sigs, NULL);
+	if (r->sigfd < 0) {
+		error_errno("cannot create signalfd");
+		return LP_EXIT_FAILURE;
+	}
 	if (setup(r) < 0)
 		return LP_EXIT_USAGE;
 	r->parallel = o->parallel ? o->parallel : 1;   /* a worker runs one trial at a time unless told */
@@ -1281,12 +1290,6 @@ static int run_worker(struct runner *r, struct sweep_result *out)
 	r->step_prefix = slurm_step_prefix();
 	if (make_logdir(r) < 0 || reload_rows(r) < 0)
 		return LP_EXIT_FAILURE;
-	static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, 0 };
-	r->sigfd = spawn_signalfd(sigs, NULL);
-	if (r->sigfd < 0) {
-		error_errno("cannot create signalfd");
-		return LP_EXIT_FAILURE;
-	}
 	r->running = xcalloc((size_t)r->parallel, sizeof(*r->running));
 	if (!o->quiet) {
 		char slurm[96] = "";
