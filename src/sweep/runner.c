@@ -755,8 +755,8 @@ static void worker_stopping(struct runner *r)
  * A lease taken over (this worker was thought dead) ends its trial. */
 static void renew_leases(struct runner *r)
 {
-	if (!r->worker || mono_ns() < r->renew_at_ns)
-		return;
+	if (!r->worker || r->stop_signal || mono_ns() < r->renew_at_ns)
+		return;   /* stopping: its trials were given back already */
 	r->renew_at_ns = mono_ns() + (int64_t)(r->lease_s / 3 * 1e9);
 	double until = wall_seconds() + r->lease_s;
 	for (size_t i = 0; i < r->nrunning; i++) {
@@ -1279,6 +1279,7 @@ static int run_worker(struct runner *r, struct sweep_result *out)
 	r->parallel = o->parallel ? o->parallel : 1;   /* a worker runs one trial at a time unless told */
 	r->worker = true;
 	r->lease_s = o->lease_s > 0 ? o->lease_s : LEASE_DEFAULT_S;
+	r->renew_at_ns = mono_ns() + (int64_t)(r->lease_s / 3 * 1e9);
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
 	snprintf(r->worker_name, sizeof(r->worker_name), "%s:%d", host, (int)getpid());

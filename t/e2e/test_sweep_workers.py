@@ -157,3 +157,23 @@ def test_sbatch_failure_and_unknown_sweep_are_said(lp):
     assert r.rc == 124 and "no sweep 99 in the store" in r.err, r
     r = lp.cmd(["sweep", "--worker", "1", "file.yaml", "--store", lp.store], env=env)
     assert r.rc == 124 and "takes no sweep file" in r.err, r
+
+
+def test_a_worker_told_to_stop_gives_its_trial_back_at_once(lp):
+    env = setup_bin(lp)
+    _, r = submit(lp, SLOW.replace("[8, 0.2]", "[30, 0.2]"), env=env)
+    assert r.rc == 0, r
+    first = start_worker(lp, 1, env=env)
+    log = lp.dir / "sweeps" / "1" / "trial-0.0.log"
+    deadline = time.monotonic() + 60
+    while not (log.exists() and "started" in log.read_text()):   # the job runs, its run is recorded
+        assert time.monotonic() < deadline, rows(lp, 1)
+        time.sleep(0.2)
+    first.send_signal(signal.SIGTERM)
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 128 + signal.SIGTERM, err.decode()
+    got = rows(lp, 1)
+    # attempt 0 interrupted, saying why, its run linked; attempt 1 pending
+    assert [(i, a, s) for (i, a, s, _, _, _) in got][:2] == [(0, 0, "interrupted"), (0, 1, "pending")], got
+    assert "its worker was stopped (SIGTERM)" in got[0][4] and got[0][5], (got, err.decode())
+    assert "run again: attempt 0 was interrupted" in got[1][4], got
