@@ -14,6 +14,13 @@
  * memory it is expected to need is available (admit.c,
  * docs/internals/sweeps.md). What the runner's files share is
  * runner-int.h.
+ *
+ * The same loop is a worker's (`sweep --worker ID`): the next trial is
+ * claimed from the store under a lease that the loop renews, instead of
+ * being made here. With executor slurm this process is the controller: it
+ * writes every trial pending, submits the workers as one job array
+ * (slurm.c) and follows the sweep in the store. "Workers and claims" in
+ * docs/internals/sweeps.md.
  */
 #include "sweep/runner.h"
 #include "sweep/runner-int.h"
