@@ -588,6 +588,13 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		return;
 	}
 	int64_t run_id = store_trial_run(r->st, r->sweep_id, t->idx, t->attempt);
+	/* A worker's outcome must reach a shared store that is away for a
+	 * while (a server restarting): else the trial would stay "running"
+	 * until its lease ran out, and run again. It waits, bounded. */
+	for (int64_t end = mono_ns() + CLAIM_PATIENCE_NS; r->worker && run_id < 0 && mono_ns() < end;) {
+		sleep(1);
+		run_id = store_trial_run(r->st, r->sweep_id, t->idx, t->attempt);
+	}
 	struct trial_row row = {
 		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
 		.env = t->env, .argv = t->argv_json, .vals = t->vals, .optuna_number = t->optuna_number,
@@ -650,7 +657,11 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		snprintf(metric_note, sizeof(metric_note), "the trial did not start: see %s", t->log);
 		row.note = metric_note;
 	}
-	store_trial_put(r->st, &row);
+	int put = store_trial_put(r->st, &row);
+	for (int64_t end = mono_ns() + CLAIM_PATIENCE_NS; r->worker && put < 0 && mono_ns() < end;) {
+		sleep(1);
+		put = store_trial_put(r->st, &row);
+	}
 	if (r->worker && r->stop_signal) {
 		char note[160];
 		snprintf(note, sizeof(note), "run again: attempt %lld was %s", (long long)t->attempt,

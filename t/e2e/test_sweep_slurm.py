@@ -11,7 +11,10 @@ own:
   and run again by another worker; the sweep completes;
 - `kill -9` of the controller after submission: the workers finish the
   sweep, and `--resume` from another shell reports it complete without
-  running anything twice.
+  running anything twice;
+- the PostgreSQL server stopped for 8 s while the workers run: every
+  trial still runs exactly once (a worker waits for the store to record
+  its trial's end, rather than leave it `running` until its lease ends).
 
 Needs root and the packages of scripts/install-deps (postgresql,
 slurm-wlm, munge). Every wait is bounded; the services are stopped in
@@ -215,3 +218,29 @@ def test_controller_killed_after_submission_workers_finish_and_resume_reports_co
     assert r.rc == 0, r
     assert "12 of 12 trials ended" in r.err and "submitted" not in r.err and "job array" not in r.err, r
     assert [tuple(map(int, x)) for x in runs_per_trial(sl)] == [(i, 0, 1) for i in range(12)]
+
+
+def test_store_stopped_for_8_s_while_workers_run_each_trial_still_once(sl):
+    r = sl.cmd(["sweep", write(sl, SLEEPY.replace("workers: 2", "workers: 3")), "--store", sl.store, "--no-wait"],
+               env=sl.cenv, timeout=120)
+    assert r.rc == 0, r
+    wait_for("a trial to run", lambda: any(t[2] == "running" for t in trials(sl)), timeout=120)
+    bindir = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))[-1].parent
+    data = sl.cluster.state / "pg" / "data"
+
+    def pg_ctl(*args):
+        subprocess.run(["runuser", "-u", "postgres", "--", str(bindir / "pg_ctl"), "-D", str(data), "-l",
+                        str(sl.cluster.state / "pg" / "log"), "-w", "-t", "60", *args], check=True,
+                       capture_output=True, timeout=90)
+
+    pg_ctl("stop", "-m", "fast")
+    try:
+        time.sleep(8)
+    finally:
+        pg_ctl("start")
+    wait_for("the sweep to complete", lambda: (
+        lambda t: len(t) >= 8 and sum(x[2] == "ok" for x in t) == 8 and not any(x[2] == "running" for x in t))(
+            trials(sl)), timeout=240)
+    got = trials(sl)
+    assert [(int(i), int(a), s) for (i, a, s, *_) in got] == [(i, 0, "ok") for i in range(8)], got
+    assert [tuple(map(int, x)) for x in runs_per_trial(sl)] == [(i, 0, 1) for i in range(8)]
