@@ -37,6 +37,7 @@
 #include <strings.h>
 #include <yaml.h>
 
+#include "core/scan.h"
 #include "util/json.h"
 #include "util/util.h"
 
@@ -875,7 +876,12 @@ static int parse_result_regex(struct ctx *c, const yaml_node_t *v)
 		pcre2_get_error_message(errcode, msg, sizeof(msg));
 		return fail(c, v, "invalid result_regex '%.80s' at offset %zu: %s", text(v), (size_t)erroff, (char *)msg);
 	}
+	uint32_t groups = 0;
+	pcre2_pattern_info(code, PCRE2_INFO_CAPTURECOUNT, &groups);
 	pcre2_code_free(code);
+	if (groups > STEP_REGEX_MAX_GROUPS)
+		return fail(c, v, "invalid result_regex '%.80s': %u capture groups, at most %d (group 1 is the result)",
+		            text(v), (unsigned)groups, STEP_REGEX_MAX_GROUPS);
 	c->s->result_regex = xstrdup(text(v));
 	return 0;
 }

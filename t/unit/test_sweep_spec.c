@@ -458,6 +458,10 @@ static void test_errors_misc(void)
 	parse_bad(CMD "run_options: --interval 50ms\n",
 	          "2:14: run_options must be a list such as [--interval, 50ms], not one string: there is no shell to split it");
 	parse_bad(CMD "run_options: [--interval, {a: 1}]\n", "2:27: the items of run_options must be strings, not a mapping");
+	/* as --result-regex refuses it: each group widens PCRE2's frames (fuzz/corpus/regex/many-groups) */
+	parse_bad(CMD "result_regex: '(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)'\n",
+	          "2:15: invalid result_regex '(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a': "
+	          "33 capture groups, at most 32 (group 1 is the result)");
 }
 
 /* ---- grid -------------------------------------------------------------- */
