@@ -5,6 +5,8 @@
 #                        scripts/install-deps)
 #   make check-layers    no include or call runs up a floor of src/
 #   make asan            the same binary with AddressSanitizer + UBSan, in build-asan/
+#   make fuzz            the fuzz targets (fuzz/) with clang's libFuzzer +
+#                        ASan + UBSan, in build-fuzz/; scripts/fuzz runs them
 #   make install PREFIX=/usr/local
 #   make wheel           a wheel in build-wheel/dist/ (binary, tracer, Python
 #                        client; docs/install.md), built offline by pip
@@ -72,6 +74,12 @@ $(B)/t/test_%: t/unit/test_%.c $(LIBOBJ) t/unit/tap.h
 	$(call say,TEST)
 	$(Q)$(CC) $(LP_CFLAGS) -It/unit $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
 
+# bench/claim_cost's claimer: the store's claim loop alone (bench/claim_rate.c).
+$(B)/bench/claim_rate: bench/claim_rate.c $(LIBOBJ)
+	@mkdir -p $(dir $@)
+	$(call say,LINK)
+	$(Q)$(CC) $(LP_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
+
 # A stand-in for NVIDIA's library, for machines without a GPU (see t/fake-nvml).
 $(B)/t/libnvidia-ml.so.1: t/fake-nvml/fake_nvml.c
 	@mkdir -p $(dir $@)
@@ -118,6 +126,27 @@ check-layers: all
 asan:
 	$(MAKE) B=build-asan CFLAGS='-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all'
 
+# The fuzz targets (fuzz/fuzz_*.c, docs/internals/fuzzing.md): every parser
+# of outside input under libFuzzer, AddressSanitizer and UBSan. clang builds
+# them (and the objects they link) in build-fuzz/; the normal build stays
+# with CC. -Wno-string-concatenation: clang's warning about SQL written as
+# adjacent literals in an array (store/batch.c), which is intended.
+FUZZ_CC     ?= clang
+FUZZ_CFLAGS ?= -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined \
+               -fno-sanitize-recover=all -Wno-string-concatenation
+FUZZ_SRC = $(wildcard fuzz/fuzz_*.c)
+FUZZ_BIN = $(FUZZ_SRC:fuzz/%.c=$(B)/fuzz/%)
+
+fuzz:
+	$(MAKE) B=build-fuzz CC=$(FUZZ_CC) CFLAGS='$(FUZZ_CFLAGS)' fuzz-targets
+
+fuzz-targets: $(FUZZ_BIN)
+
+$(B)/fuzz/%: fuzz/%.c fuzz/fuzz.h $(LIBOBJ)
+	@mkdir -p $(dir $@)
+	$(call say,FUZZ)
+	$(Q)$(CC) $(LP_CFLAGS) -Ifuzz -fsanitize=fuzzer $(LDFLAGS) -o $@ $< $(LIBOBJ) $(LDLIBS)
+
 # The pkg-config file names PREFIX, so it is made again at every install.
 $(B)/leakproof.pc: leakproof.pc.in FORCE
 	@mkdir -p $(dir $@)
@@ -147,8 +176,8 @@ wheel:
 	$(PYTHON) -m pip wheel --no-build-isolation --no-deps --no-cache-dir -w build-wheel/dist .
 
 clean:
-	rm -rf $(B) build-asan build-wheel
+	rm -rf $(B) build-asan build-fuzz build-wheel
 
-.PHONY: all unit check check-layers asan install wheel clean FORCE
+.PHONY: all unit check check-layers asan fuzz fuzz-targets install wheel clean FORCE
 FORCE:
 -include $(OBJ:.o=.d) $(TRACE_OBJ:.o=.d)

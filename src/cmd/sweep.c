@@ -5,6 +5,7 @@
  */
 static const char usage[] =
 "usage: leakproof sweep FILE [options]\n"
+"       leakproof sweep --worker ID [options]\n"
 "\n"
 "Run every trial of the search described in FILE (YAML, W&B sweep style:\n"
 "command, method grid|random|optuna, metric, parameters, env, run_cap,\n"
@@ -19,7 +20,8 @@ static const char usage[] =
 "  -j, --parallel N       trials at a time (default: the file's `parallel`, 1);\n"
 "                         a trial starts only when the memory it is expected\n"
 "                         to need (memory.expect, else the peak of the most\n"
-"                         similar finished trial) is available\n"
+"                         similar finished trial) is available; with\n"
+"                         executor slurm: the number of workers\n"
 "      --resume[=ID]      finish the latest sweep of FILE (or sweep ID) after\n"
 "                         it was stopped or killed: finished trials are kept,\n"
 "                         interrupted ones run again (recorded as such)\n"
@@ -34,6 +36,33 @@ static const char usage[] =
 "                         ./.leakproof/leakproof.db)\n"
 "  -q, --quiet            no line per trial, no table at the end\n"
 "  -h, --help             this help\n"
+"\n"
+"cluster mode (a shared store: --store postgresql://...):\n"
+"      --executor local|slurm  where trials run (default: the file's `executor`,\n"
+"                         else local). slurm: every trial is written to the\n"
+"                         store as pending, and one job array of workers is\n"
+"                         submitted (sbatch --array=0-(N-1), N the file's\n"
+"                         slurm.workers, or -j); each worker claims trials\n"
+"                         from the store until none is left. The sweep then\n"
+"                         waits, printing progress, and shows the table\n"
+"      --no-wait          executor slurm: exit once the workers are submitted;\n"
+"                         --resume (from any shell) follows the sweep, and\n"
+"                         submits new workers when trials are left and none is\n"
+"      --worker ID        be a worker of sweep ID: claim its pending trials one\n"
+"                         at a time (-j N: N at a time) and run each as\n"
+"                         `leakproof run` (inside a SLURM job: as a job step,\n"
+"                         srun), until none is pending nor held by another\n"
+"                         worker. Start as many as you like, anywhere the\n"
+"                         store is reachable\n"
+"      --lease DURATION   a worker's hold on a trial, renewed while it runs\n"
+"                         (default 60s); a worker gone silent that long loses\n"
+"                         its trial, which is recorded interrupted and run again\n"
+"\n"
+"The file's slurm block: workers (array tasks), partition, time (SLURM's\n"
+"syntax), mem (per worker: SLURM enforces it), gpus_per_task, sbatch_args.\n"
+"A trial killed by SLURM's memory enforcement is `oom` (oom-kill, with\n"
+"slurmstepd's words); one whose worker was cancelled, preempted or reached\n"
+"its time limit is `interrupted` (cause cancelled, time-limit) and runs again.\n"
 "\n"
 "method optuna uses Optuna's own samplers (TPE) through the `optuna` command\n"
 "(python3-optuna); its study lives in optuna.db beside the store, named\n"
@@ -96,6 +125,10 @@ int cmd_sweep(int argc, char **argv)
 		{ "store", required_argument, NULL, 's' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "executor", required_argument, NULL, 'E' },
+		{ "no-wait", no_argument, NULL, 'N' },
+		{ "worker", required_argument, NULL, 'W' },
+		{ "lease", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sweep_opts o;
@@ -140,15 +173,49 @@ int cmd_sweep(int argc, char **argv)
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
+		case 'E':
+			if (strcmp(optarg, "local") && strcmp(optarg, "slurm"))
+				return usage_error("--executor must be local or slurm, not '%s'", optarg);
+			o.executor = optarg;
+			break;
+		case 'N':
+			o.no_wait = true;
+			break;
+		case 'W': {
+			long long v;
+			if (cmd_parse_int(optarg, 1, INT64_MAX, &v) < 0)
+				return usage_error("--worker '%s': expected a sweep id", optarg);
+			o.worker_id = v;
+			break;
+		}
+		case 'L': {
+			int64_t ns;
+			if (parse_duration_ns(optarg, &ns) < 0)
+				return LP_EXIT_USAGE;
+			if (ns < 3000000000LL)
+				return usage_error("--lease '%s': at least 3s (it is renewed every third of it)", optarg);
+			o.lease_s = (double)ns / 1e9;
+			break;
+		}
 		case ':':
 			return usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:
 			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind >= argc)
+	if (o.worker_id) {
+		if (o.resume || o.dry_run || o.executor || o.no_wait || o.result_regex)
+			return usage_error("%s", "--worker takes its sweep from the store: no --resume, --dry-run, "
+			                   "--executor, --no-wait nor --result-regex");
+		if (optind < argc)
+			return usage_error("--worker %lld takes no sweep file ('%s')", (long long)o.worker_id, argv[optind]);
+	} else if (optind >= argc) {
 		return usage_error("%s", "no sweep file given: leakproof sweep FILE");
-	o.file = argv[optind++];
+	} else {
+		o.file = argv[optind++];
+	}
+	if (o.lease_s > 0 && !o.worker_id)
+		return usage_error("%s", "--lease is a worker's: leakproof sweep --worker ID --lease DURATION");
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	o.store_path = store_default_path(store_opt);
@@ -157,7 +224,7 @@ int cmd_sweep(int argc, char **argv)
 		return LP_EXIT_USAGE;   /* a store that would lose the run */
 	struct sweep_result res;
 	int status = sweep_run(&o, &res);
-	if (res.ended && !o.quiet)
+	if (res.ended && !o.quiet && !res.worker && !(o.no_wait && res.submitted))
 		print_end(&o, &res);
 	return status;
 }

@@ -6,6 +6,8 @@
  * ^(a+)+$ takes exponential time on lines like "aaa...ab", and the output
  * of the job, its sampling and its signals must not wait for it. A line
  * that reaches the bound does not match; the first one is said once.
+ * Patterns with more than STEP_REGEX_MAX_GROUPS groups are refused: the
+ * bound counts steps, and each step copies a frame as wide as the groups.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "core/scan.h"
@@ -22,6 +24,10 @@
  * times what a step pattern needs on a line of 4 KiB. */
 #define MATCH_LIMIT 100000
 #define DEPTH_LIMIT 10000
+/* The interpreter's backtracking frames (when PCRE2 cannot JIT a pattern,
+ * or it says (*NO_JIT)): ample for DEPTH_LIMIT frames of STEP_REGEX_MAX_GROUPS
+ * groups; PCRE2's own default is 20 GB. */
+#define HEAP_LIMIT_KIB (16 * 1024)
 
 struct step_regex {
 	pcre2_code *code;
@@ -37,7 +43,8 @@ struct step_regex {
 static int match(struct step_regex *re, const char *line, size_t len)
 {
 	int rc = pcre2_match(re->code, (PCRE2_SPTR)line, len, 0, 0, re->md, re->mctx);
-	if ((rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT) && !re->warned) {
+	if ((rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT) &&
+	    !re->warned) {
 		re->warned = true;
 		warning("%s gave up on a line of output after %d backtracking steps: the pattern "
 		        "takes too long on it (nested repeats such as (a+)+?); such lines are not matched",
@@ -60,6 +67,12 @@ struct step_regex *step_regex_new(const char *pattern, const char *what)
 	}
 	uint32_t groups = 0;
 	pcre2_pattern_info(code, PCRE2_INFO_CAPTURECOUNT, &groups);
+	if (groups > STEP_REGEX_MAX_GROUPS) {
+		pcre2_code_free(code);
+		error("invalid %s '%.80s': %u capture groups, at most %d (group 1 is the step or result)", what,
+		      pattern, (unsigned)groups, STEP_REGEX_MAX_GROUPS);
+		return NULL;
+	}
 	struct step_regex *re = xcalloc(1, sizeof(*re));
 	re->code = code;
 	re->md = pcre2_match_data_create_from_pattern(code, NULL);
@@ -77,6 +90,7 @@ struct step_regex *step_regex_new(const char *pattern, const char *what)
 	}
 	pcre2_set_match_limit(re->mctx, MATCH_LIMIT);
 	pcre2_set_depth_limit(re->mctx, DEPTH_LIMIT);
+	pcre2_set_heap_limit(re->mctx, HEAP_LIMIT_KIB);
 	(void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);   /* interpreted when JIT is not there */
 	re->has_group = groups >= 1;
 	re->what = what;

@@ -12,8 +12,14 @@
 
 struct step_regex;
 
+/* The most capture groups a pattern may have (only group 1 is read). Each
+ * group widens PCRE2's backtracking frame, and a pattern of thousands of
+ * them took tens of seconds on one line of 4 KiB, within the match limit. */
+#define STEP_REGEX_MAX_GROUPS 32
+
 /* Compile pattern. NULL with a message naming the option (what, e.g.
- * "--step-regex"), the pattern and the error position on failure. */
+ * "--step-regex"), the pattern and the error position on failure, or the
+ * number of groups when there are more than STEP_REGEX_MAX_GROUPS. */
 struct step_regex *step_regex_new(const char *pattern, const char *what);
 void step_regex_free(struct step_regex *re);
 /* 1 when line matches (with *has_n and *n from group 1), else 0. */

@@ -18,6 +18,7 @@
 #include "model/sites.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,10 +129,29 @@ struct grid {
 	size_t ncols, nsites;
 };
 
+/* The index in rows (sorted by site id, as the store loads them) of site,
+ * or SIZE_MAX when there is none. The store is outside input: its ids need
+ * not be 1..n, and a live row may name a site that is not there. */
+static size_t site_index(const struct trace_site_row *rows, size_t nrows, int64_t site)
+{
+	size_t lo = 0, hi = nrows;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (rows[mid].site < site)
+			lo = mid + 1;
+		else if (rows[mid].site > site)
+			hi = mid;
+		else
+			return mid;
+	}
+	return SIZE_MAX;
+}
+
 /* Carry each site's value forward over the record times (with a step when
- * by_step), keeping at most GRID_MAX of them, evenly spaced. */
-static void build_grid(const struct trace_live_row *live, size_t nlive, size_t nsites, bool by_step,
-                       struct grid *g)
+ * by_step), keeping at most GRID_MAX of them, evenly spaced. Row s of the
+ * grid is rows[s]. */
+static void build_grid(const struct trace_live_row *live, size_t nlive, const struct trace_site_row *rows,
+                       size_t nsites, bool by_step, struct grid *g)
 {
 	size_t times = 0;
 	for (size_t i = 0; i < nlive; i++)
@@ -146,8 +166,9 @@ static void build_grid(const struct trace_live_row *live, size_t nlive, size_t n
 	size_t group = 0;
 	for (size_t i = 0; i < nlive; i++) {
 		const struct trace_live_row *r = &live[i];
-		if (r->site >= 1 && (size_t)r->site <= nsites)
-			cur[r->site - 1] = (double)r->live;
+		size_t k = site_index(rows, nsites, r->site);
+		if (k != SIZE_MAX)
+			cur[k] = (double)r->live;
 		bool last_of_time = i + 1 == nlive || live[i + 1].t != r->t;
 		if (!last_of_time || (by_step && !r->has_step))
 			continue;
@@ -301,10 +322,8 @@ int trace_report_load(struct store *st, int64_t run_id, bool by_step, double unt
 	by_step = by_step && any_step;
 	out->x_unit = by_step ? "step" : "s";
 
-	/* site ids are 1..n in the order first seen */
-	size_t nsites = nrows ? (size_t)rows[nrows - 1].site : 0;
 	struct grid g;
-	build_grid(live, nlive, nsites, by_step, &g);
+	build_grid(live, nlive, rows, nrows, by_step, &g);
 	/* the run's window, from where its warm-up ends, when the sites have
 	 * the run's x (a run without steps is judged over time) */
 	if (by_step != asked_by_step)
@@ -332,7 +351,7 @@ int trace_report_load(struct store *st, int64_t run_id, bool by_step, double unt
 		r->frees = rows[i].frees;
 		parse_frames(r, &rows[i]);
 		parse_python(r, rows[i].python);
-		const double *y = g.y + (size_t)(r->site - 1) * g.ncols;
+		const double *y = g.y + i * g.ncols;
 		r->live = g.ncols ? y[g.ncols - 1] : (double)rows[i].live;
 		judge(g.x + from, y + from, nwin, out->mean_bytes, out->x_unit, run, &r->growth, &r->growth_low,
 		      &r->growth_high, &r->state, &r->growing, r->reason, sizeof(r->reason));
@@ -358,7 +377,7 @@ int trace_report_load(struct store *st, int64_t run_id, bool by_step, double unt
 			const struct trace_site_report *o = &out->sites[j];
 			if (!o->nframes || strcmp(o->frames[o->blame].library, lib))
 				continue;
-			const double *y = g.y + (size_t)(o->site - 1) * g.ncols;
+			const double *y = g.y + j * g.ncols;
 			for (size_t c = 0; c < g.ncols; c++)
 				sum[c] += y[c];
 			l->live += o->live;

@@ -14,9 +14,11 @@
 
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/util.h"
@@ -70,17 +72,29 @@ static struct object *object_of(struct symbolizer *sy, const char *path)
 	struct object *o = &sy->objs[sy->n++];
 	memset(o, 0, sizeof(*o));
 	o->path = xstrdup(path);
-	if (path[0] != '/' || access(path, R_OK) != 0)
+	if (path[0] != '/')
 		return o;
+	/* Only a regular file: the path may come from a store (outside input),
+	 * and opening a FIFO waits for a writer forever, a device reads on. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return o;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return o;
+	}
 	o->dwfl = dwfl_begin(&callbacks);
 	if (o->dwfl) {
-		o->mod = dwfl_report_elf(o->dwfl, path, path, -1, 0, false);
+		o->mod = dwfl_report_elf(o->dwfl, path, path, fd, 0, false);   /* takes fd on success */
 		dwfl_report_end(o->dwfl, NULL, NULL);
 		if (!o->mod) {
 			dwfl_end(o->dwfl);
 			o->dwfl = NULL;
 		}
 	}
+	if (!o->mod)
+		close(fd);
 	return o;
 }
 

@@ -178,7 +178,17 @@ static const char *const migrations[] = {
 	/* 6: who supervises a running run, to tell one whose supervisor died */
 	"ALTER TABLE runs ADD COLUMN supervisor_pid INTEGER;"     /* NULL: unknown */
 	"ALTER TABLE runs ADD COLUMN supervisor_start INTEGER;",  /* its /proc starttime, clock ticks */
-	/* 7: what a sweep's memory model predicted of a trial when it was
+	/* 7: trials claimed by workers (sweeps.c): a pending trial is claimed
+	 * once, under a lease its worker renews; the worker's SLURM array job
+	 * and task; and how a sweep runs its trials */
+	"ALTER TABLE trials ADD COLUMN worker TEXT;"          /* HOST:PID of the worker that claimed it */
+	"ALTER TABLE trials ADD COLUMN lease_until REAL;"     /* claimed until (wall seconds); NULL: none */
+	"ALTER TABLE trials ADD COLUMN slurm_job INTEGER;"    /* the worker's array job id; NULL: not SLURM */
+	"ALTER TABLE trials ADD COLUMN slurm_task INTEGER;"   /* its array task id */
+	"CREATE INDEX trials_status ON trials(sweep_id, status, idx);"
+	"ALTER TABLE sweeps ADD COLUMN executor TEXT;"        /* NULL: local; slurm */
+	"ALTER TABLE sweeps ADD COLUMN slurm_job INTEGER;",   /* the array job last submitted */
+	/* 8: what a sweep's memory model predicted of a trial when it was
 	 * started or skipped (sweep/memmodel.c); bytes, NULL: unknown */
 	"CREATE TABLE trial_predictions ("
 	"  sweep_id INTEGER NOT NULL,"

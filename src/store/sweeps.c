@@ -54,7 +54,7 @@ static double col_num(struct db_stmt *s, int i)
 int64_t store_sweep_begin(struct store *st, const struct sweep_begin *b)
 {
 	struct db_stmt *s = prepare(st, "INSERT INTO sweeps (started_at, file, spec, method, metric, maximize, pid,"
-	                          " optuna_storage, optuna_study) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	                          " optuna_storage, optuna_study, executor) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
 	                          "record the sweep");
 	if (!s)
 		return -1;
@@ -67,6 +67,7 @@ int64_t store_sweep_begin(struct store *st, const struct sweep_begin *b)
 	db_bind_int64(s, 7, b->pid);
 	db_bind_text(s, 8, b->optuna_storage);
 	db_bind_text(s, 9, b->optuna_study);
+	db_bind_text(s, 10, b->executor);
 	if (finish(st, s, "record the sweep") < 0)
 		return -1;
 	return db_last_insert_id(st->db);
@@ -102,9 +103,9 @@ int store_get_sweep(struct store *st, int64_t id, struct sweep_row *out)
 	memset(out, 0, sizeof(*out));
 	struct db_stmt *s = prepare(st, id ?
 	        "SELECT id, started_at, coalesce(ended_at, 0), file, spec, method, metric, status,"
-	        " optuna_storage, optuna_study, maximize, coalesce(pid, 0) FROM sweeps WHERE id = ?1" :
+	        " optuna_storage, optuna_study, maximize, coalesce(pid, 0), executor, coalesce(slurm_job, 0) FROM sweeps WHERE id = ?1" :
 	        "SELECT id, started_at, coalesce(ended_at, 0), file, spec, method, metric, status,"
-	        " optuna_storage, optuna_study, maximize, coalesce(pid, 0) FROM sweeps ORDER BY id DESC LIMIT 1",
+	        " optuna_storage, optuna_study, maximize, coalesce(pid, 0), executor, coalesce(slurm_job, 0) FROM sweeps ORDER BY id DESC LIMIT 1",
 	        "read the sweep");
 	if (!s)
 		return -1;
@@ -124,6 +125,8 @@ int store_get_sweep(struct store *st, int64_t id, struct sweep_row *out)
 		out->optuna_study = col_strdup(s, 9);
 		out->maximize = db_column_int(s, 10) != 0;
 		out->pid = db_column_int(s, 11);
+		out->executor = col_strdup(s, 12);
+		out->slurm_job = db_column_int64(s, 13);
 	} else if (rc == DB_DONE) {
 		ret = 1;
 	} else {
@@ -142,6 +145,7 @@ void sweep_row_release(struct sweep_row *r)
 	free(r->status);
 	free(r->optuna_storage);
 	free(r->optuna_study);
+	free(r->executor);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -177,21 +181,34 @@ int64_t store_trial_run(struct store *st, int64_t sweep_id, int64_t idx, int64_t
 	               " ORDER BY id DESC LIMIT 1", sweep_id, idx, attempt, 3, "find a trial's run");
 }
 
-int store_trial_put(struct store *st, const struct trial_row *t)
+/* A trial's claim into ?i .. ?i+3: worker, lease, SLURM job and task. */
+static void bind_claim(struct db_stmt *s, int i, const struct trial_row *t)
 {
-	struct db_stmt *s = prepare(st, "INSERT OR REPLACE INTO trials (sweep_id, idx, attempt, params, env, argv,"
-	                          " status, run_id, cause, metric, optuna_number, started_at, ended_at, note, vals)"
-	                          " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-	                          "record a trial");
-	if (!s)
-		return -1;
+	db_bind_text(s, i, t->worker && *t->worker ? t->worker : NULL);
+	bind_num(s, i + 1, t->lease_until > 0 ? t->lease_until : NAN);
+	if (t->slurm_job > 0) {
+		db_bind_int64(s, i + 2, t->slurm_job);
+		db_bind_int64(s, i + 3, t->slurm_task);
+	} else {
+		db_bind_null(s, i + 2);
+		db_bind_null(s, i + 3);
+	}
+}
+
+#define TRIAL_PUT_SQL \
+	"INSERT OR REPLACE INTO trials (sweep_id, idx, attempt, params, env, argv, status, run_id, cause," \
+	" metric, optuna_number, started_at, ended_at, note, vals, worker, lease_until, slurm_job, slurm_task)" \
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
+
+static void bind_trial(struct db_stmt *s, const struct trial_row *t, const char *status)
+{
 	db_bind_int64(s, 1, t->sweep_id);
 	db_bind_int64(s, 2, t->idx);
 	db_bind_int64(s, 3, t->attempt);
 	db_bind_text(s, 4, t->params ? t->params : "{}");
 	db_bind_text(s, 5, t->env ? t->env : "{}");
 	db_bind_text(s, 6, t->argv ? t->argv : "[]");
-	db_bind_text(s, 7, t->status ? t->status : "running");
+	db_bind_text(s, 7, t->status ? t->status : status);
 	if (t->run_id > 0)
 		db_bind_int64(s, 8, t->run_id);
 	else
@@ -206,6 +223,15 @@ int store_trial_put(struct store *st, const struct trial_row *t)
 	bind_num(s, 13, t->ended_at > 0 ? t->ended_at : NAN);
 	db_bind_text(s, 14, t->note && *t->note ? t->note : NULL);
 	db_bind_text(s, 15, t->vals ? t->vals : "");
+	bind_claim(s, 16, t);
+}
+
+int store_trial_put(struct store *st, const struct trial_row *t)
+{
+	struct db_stmt *s = prepare(st, TRIAL_PUT_SQL, "record a trial");
+	if (!s)
+		return -1;
+	bind_trial(s, t, "running");
 	return finish(st, s, "record a trial");
 }
 
@@ -215,13 +241,14 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 {
 	*out = NULL;
 	*n = 0;
-	char sql[1024];
+	char sql[2048];
 	snprintf(sql, sizeof(sql), "%s%s ORDER BY t.idx, t.attempt",
 	        "SELECT t.sweep_id, t.idx, t.attempt, t.params, t.env, t.argv, t.status, t.cause, t.note,"
 	        " coalesce(t.run_id, 0), t.metric, coalesce(t.optuna_number, -1), coalesce(t.started_at, 0),"
 	        " coalesce(t.ended_at, 0), r.verdict, r.growth_bytes_per_step, r.step_q0, r.step_q1, r.step_q2,"
 	        " r.step_q3, r.step_q4, r.steps_per_second, coalesce(r.peak_bytes, 0), coalesce(r.steps, 0), t.vals,"
-	        " (SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id)"
+	        " (SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id),"
+	        " t.worker, coalesce(t.lease_until, 0), coalesce(t.slurm_job, 0), coalesce(t.slurm_task, -1)"
 	        " FROM trials t LEFT JOIN runs r ON r.id = t.run_id WHERE t.sweep_id = ?1",
 	        idx >= 0 ? " AND t.idx = ?2 AND t.attempt = ?3" : "");
 	struct db_stmt *s = prepare(st, sql, "read the trials");
@@ -266,6 +293,10 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 		t->steps = db_column_int64(s, 23);
 		t->vals = col_strdup(s, 24);
 		t->gpu_peak_bytes = (uint64_t)db_column_int64(s, 25);
+		t->worker = col_strdup(s, 26);
+		t->lease_until = db_column_double(s, 27);
+		t->slurm_job = db_column_int64(s, 28);
+		t->slurm_task = db_column_int64(s, 29);
 	}
 	if (rc != DB_DONE) {
 		sweep_error(st, "read the trials");
@@ -311,6 +342,7 @@ void trial_row_release(struct trial_row *t)
 	free(t->note);
 	free(t->verdict);
 	free(t->vals);
+	free(t->worker);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -422,4 +454,227 @@ int store_load_trial_predictions(struct store *st, int64_t sweep_id, struct tria
 	*out = v;
 	*n = len;
 	return 0;
+}
+
+/* ---- trials claimed by workers ----------------------------------------------- */
+
+int store_sweep_set_executor(struct store *st, int64_t id, const char *executor, int64_t slurm_job)
+{
+	struct db_stmt *s = prepare(st, "UPDATE sweeps SET executor = ?2, slurm_job = ?3 WHERE id = ?1",
+	                          "update the sweep");
+	if (!s)
+		return -1;
+	db_bind_int64(s, 1, id);
+	db_bind_text(s, 2, executor);
+	if (slurm_job > 0)
+		db_bind_int64(s, 3, slurm_job);
+	else
+		db_bind_null(s, 3);
+	return finish(st, s, "update the sweep");
+}
+
+/* Roll back what a failed transaction did; -1 after the message. */
+static int tx_fail(struct store *st, const char *what)
+{
+	int r = sweep_error(st, what);
+	if (db_in_transaction(st->db))
+		db_rollback(st->db);
+	return r;
+}
+
+int store_trials_put_many(struct store *st, const struct trial_row *rows, size_t n)
+{
+	if (db_begin(st->db, true) != DB_OK)
+		return sweep_error(st, "record the trials");
+	struct db_stmt *s = NULL;
+	if (db_prepare(st->db, TRIAL_PUT_SQL, false, &s) != DB_OK)
+		return tx_fail(st, "record the trials");
+	for (size_t i = 0; i < n; i++) {
+		bind_trial(s, &rows[i], "pending");
+		if (db_step_done(s) != DB_OK) {
+			db_finalize(s);
+			return tx_fail(st, "record the trials");
+		}
+	}
+	db_finalize(s);
+	if (db_commit(st->db) != DB_OK)
+		return tx_fail(st, "record the trials");
+	return 0;
+}
+
+/* The requeue of one attempt, inside the caller's transaction or not. */
+static int requeue(struct store *st, int64_t sweep_id, int64_t idx, int64_t attempt, const char *note)
+{
+	struct db_stmt *s = prepare(st, "INSERT OR IGNORE INTO trials (sweep_id, idx, attempt, params, vals, env,"
+	                          " argv, status, optuna_number, note) SELECT sweep_id, idx, attempt + 1, params,"
+	                          " vals, env, argv, 'pending', optuna_number, ?4 FROM trials"
+	                          " WHERE sweep_id = ?1 AND idx = ?2 AND attempt = ?3", "put a trial back");
+	if (!s)
+		return -1;
+	db_bind_int64(s, 1, sweep_id);
+	db_bind_int64(s, 2, idx);
+	db_bind_int64(s, 3, attempt);
+	db_bind_text(s, 4, note);
+	return finish(st, s, "put a trial back");
+}
+
+int store_trial_requeue(struct store *st, int64_t sweep_id, int64_t idx, int64_t attempt, const char *note)
+{
+	return requeue(st, sweep_id, idx, attempt, note);
+}
+
+/* Expired leases into interrupted attempts and pending successors, inside
+ * the caller's transaction. The number, or -1 (the caller rolls back). */
+static int expire(struct store *st, int64_t sweep_id, double now)
+{
+	struct db_stmt *s = prepare(st, "UPDATE trials SET status = 'interrupted', lease_until = NULL,"
+	                          " ended_at = ?2, note = 'lease expired: worker ' || coalesce(worker, '?') ||"
+	                          " ' stopped renewing it (killed, or its node lost)', run_id = (SELECT max(r.id)"
+	                          " FROM runs r WHERE r.sweep_id = ?1 AND r.trial_idx = trials.idx AND"
+	                          " r.trial_attempt = trials.attempt) WHERE sweep_id = ?1 AND status = 'running'"
+	                          " AND lease_until IS NOT NULL AND lease_until < ?2 RETURNING idx, attempt",
+	                          "end expired leases");
+	if (!s)
+		return -1;
+	db_bind_int64(s, 1, sweep_id);
+	db_bind_double(s, 2, now);
+	int64_t (*v)[2] = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+	while ((rc = db_step(s)) == DB_ROW) {
+		if (n == cap) {
+			cap = cap ? 2 * cap : 8;
+			v = xrealloc(v, cap * sizeof(*v));
+		}
+		v[n][0] = db_column_int64(s, 0);
+		v[n][1] = db_column_int64(s, 1);
+		n++;
+	}
+	db_finalize(s);
+	if (rc != DB_DONE) {
+		free(v);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char note[96];
+		snprintf(note, sizeof(note), "run again: attempt %lld lost its worker", (long long)v[i][1]);
+		if (requeue(st, sweep_id, v[i][0], v[i][1], note) < 0) {
+			free(v);
+			return -1;
+		}
+	}
+	free(v);
+	return (int)n;
+}
+
+int store_trials_expire(struct store *st, int64_t sweep_id, double now)
+{
+	if (db_begin(st->db, true) != DB_OK)
+		return sweep_error(st, "end expired leases");
+	int n = expire(st, sweep_id, now);
+	if (n < 0)
+		return tx_fail(st, "end expired leases");
+	if (db_commit(st->db) != DB_OK)
+		return tx_fail(st, "end expired leases");
+	return n;
+}
+
+int store_trial_claim(struct store *st, int64_t sweep_id, const struct trial_claimer *who, double now,
+                      double lease_s, struct trial_row *out)
+{
+	memset(out, 0, sizeof(*out));
+	/* PostgreSQL: a row another claim holds is skipped, not waited for */
+	bool server = !strcmp(st->db->drv->name, "postgresql");
+	if (db_begin(st->db, true) != DB_OK)
+		return sweep_error(st, "claim a trial");
+	if (expire(st, sweep_id, now) < 0)
+		return tx_fail(st, "claim a trial");
+	struct db_stmt *s = prepare(st, server ?
+	        "SELECT idx, attempt FROM trials WHERE sweep_id = ?1 AND status = 'pending'"
+	        " ORDER BY idx, attempt LIMIT 1 FOR UPDATE SKIP LOCKED" :
+	        "SELECT idx, attempt FROM trials WHERE sweep_id = ?1 AND status = 'pending'"
+	        " ORDER BY idx, attempt LIMIT 1", "claim a trial");
+	if (!s)
+		return tx_fail(st, "claim a trial");
+	db_bind_int64(s, 1, sweep_id);
+	int rc = db_step(s);
+	int64_t idx = db_column_int64(s, 0), attempt = db_column_int64(s, 1);
+	db_finalize(s);
+	if (rc == DB_DONE) {
+		if (db_commit(st->db) != DB_OK)
+			return tx_fail(st, "claim a trial");
+		return 1;
+	}
+	if (rc != DB_ROW)
+		return tx_fail(st, "claim a trial");
+	s = prepare(st, "UPDATE trials SET status = 'running', worker = ?4, lease_until = ?5, started_at = ?6,"
+	            " slurm_job = ?7, slurm_task = ?8 WHERE sweep_id = ?1 AND idx = ?2 AND attempt = ?3"
+	            " AND status = 'pending'", "claim a trial");
+	if (!s)
+		return tx_fail(st, "claim a trial");
+	db_bind_int64(s, 1, sweep_id);
+	db_bind_int64(s, 2, idx);
+	db_bind_int64(s, 3, attempt);
+	db_bind_text(s, 4, who->worker);
+	db_bind_double(s, 5, now + lease_s);
+	db_bind_double(s, 6, now);
+	if (who->slurm_job > 0) {
+		db_bind_int64(s, 7, who->slurm_job);
+		db_bind_int64(s, 8, who->slurm_task);
+	} else {
+		db_bind_null(s, 7);
+		db_bind_null(s, 8);
+	}
+	if (db_step(s) != DB_DONE || db_changes(st->db) != 1) {
+		db_finalize(s);
+		return tx_fail(st, "claim a trial");
+	}
+	db_finalize(s);
+	if (db_commit(st->db) != DB_OK)
+		return tx_fail(st, "claim a trial");
+	rc = store_load_trial(st, sweep_id, idx, attempt, out);
+	return rc == 0 ? 0 : -1;
+}
+
+int store_trial_renew(struct store *st, int64_t sweep_id, int64_t idx, int64_t attempt, const char *worker,
+                      double lease_until)
+{
+	struct db_stmt *s = prepare(st, "UPDATE trials SET lease_until = ?4 WHERE sweep_id = ?1 AND idx = ?2"
+	                          " AND attempt = ?3 AND status = 'running' AND worker = ?5", "renew a lease");
+	if (!s)
+		return -1;
+	db_bind_int64(s, 1, sweep_id);
+	db_bind_int64(s, 2, idx);
+	db_bind_int64(s, 3, attempt);
+	db_bind_double(s, 4, lease_until);
+	db_bind_text(s, 5, worker);
+	if (finish(st, s, "renew a lease") < 0)
+		return -1;
+	return db_changes(st->db) > 0 ? 0 : 1;
+}
+
+int store_trial_counts(struct store *st, int64_t sweep_id, struct trial_counts *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct db_stmt *s = prepare(st, "SELECT t.status, count(*) FROM trials t WHERE t.sweep_id = ?1 AND"
+	                          " t.attempt = (SELECT max(u.attempt) FROM trials u WHERE u.sweep_id = t.sweep_id"
+	                          " AND u.idx = t.idx) GROUP BY t.status", "count the trials");
+	if (!s)
+		return -1;
+	db_bind_int64(s, 1, sweep_id);
+	int rc;
+	while ((rc = db_step(s)) == DB_ROW) {
+		const char *status = db_column_text(s, 0);
+		int64_t n = db_column_int64(s, 1);
+		if (status && !strcmp(status, "pending"))
+			out->pending += n;
+		else if (status && !strcmp(status, "running"))
+			out->running += n;
+		else if (status && !strcmp(status, "interrupted"))
+			out->interrupted += n;
+		else
+			out->finished += n;
+	}
+	db_finalize(s);
+	return rc == DB_DONE ? 0 : sweep_error(st, "count the trials");
 }

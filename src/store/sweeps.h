@@ -21,6 +21,7 @@ struct sweep_begin {
 	bool maximize;
 	int pid;
 	const char *optuna_storage, *optuna_study;   /* NULL unless optuna */
+	const char *executor;                        /* NULL: local; "slurm" */
 };
 /* The new sweep's id (> 0), or -1. */
 int64_t store_sweep_begin(struct store *st, const struct sweep_begin *sb);
@@ -34,6 +35,8 @@ struct sweep_row {
 	char *file, *text, *method, *metric, *status, *optuna_storage, *optuna_study;  /* "" unknown */
 	bool maximize;
 	int pid;
+	char *executor;                   /* "" local, "slurm" */
+	int64_t slurm_job;                /* the array job last submitted; 0 none */
 };
 /* id 0: the latest sweep. 0, 1 when there is none, -1 on error. */
 int store_get_sweep(struct store *st, int64_t id, struct sweep_row *out);
@@ -59,6 +62,10 @@ struct trial_row {
 	uint64_t peak_bytes;
 	uint64_t gpu_peak_bytes;          /* the most GPU memory at one sample; 0 none */
 	int64_t steps;
+	/* claimed by a worker (schema 7) */
+	char *worker;                     /* HOST:PID; "" none (store_trial_put: NULL) */
+	double lease_until;               /* wall seconds; 0 none */
+	int64_t slurm_job, slurm_task;    /* the worker's array job (0 none) and task (-1 none) */
 };
 /* Insert or replace the row (sweep_id, idx, attempt). Strings may be NULL. */
 int store_trial_put(struct store *st, const struct trial_row *t);
@@ -91,5 +98,56 @@ int store_run_set_summary(struct store *st, int64_t run_id, const double q[5], d
 int64_t store_trial_run(struct store *st, int64_t sweep_id, int64_t idx, int64_t attempt);
 /* The newest sample of a run under measure m (bytes), or -1. */
 double store_run_last_memory(struct store *st, int64_t run_id, enum measure m);
+
+/* ---- trials claimed by workers (schema 7) ----------------------------------
+ *
+ * A sweep whose trials are run by workers (SLURM array tasks, or workers
+ * started by hand) has its trials written first with status "pending".
+ * A worker claims the next one: in one transaction, the first pending
+ * trial by index becomes "running" with the worker's name and a lease
+ * (lease_until, wall seconds). On PostgreSQL the pending row is read
+ * FOR UPDATE SKIP LOCKED, so concurrent workers each take a different
+ * row without waiting; on SQLite the transaction is BEGIN IMMEDIATE, so
+ * claims are taken one after another. Either way a trial is claimed once.
+ * The worker renews its lease while the trial runs; a lease that runs out
+ * (its worker died without a word) makes that attempt "interrupted" and a
+ * new attempt pending, done by whoever claims or checks next. Times are
+ * the callers' wall clocks: leases assume clocks agree within seconds.
+ */
+
+/* Who claims: the worker's name (HOST:PID) and its SLURM array job and
+ * task (-1: none). */
+struct trial_claimer {
+	const char *worker;
+	int64_t slurm_job, slurm_task;
+};
+
+/* Write trials (status "pending" unless set) in one transaction. */
+int store_trials_put_many(struct store *st, const struct trial_row *rows, size_t n);
+/* Claim the next pending trial of sweep_id for who, leased until
+ * now + lease_s; expired leases are ended first. 0 and *out (freed with
+ * trial_row_release(); run fields empty), 1 when none is pending, -1. */
+int store_trial_claim(struct store *st, int64_t sweep_id, const struct trial_claimer *who, double now,
+                      double lease_s, struct trial_row *out);
+/* Renew the lease of a trial attempt who holds: 0, 1 when it is no
+ * longer theirs (expired and taken over, or ended), -1. */
+int store_trial_renew(struct store *st, int64_t sweep_id, int64_t idx, int64_t attempt, const char *worker,
+                      double lease_until);
+/* End the leases of sweep_id that ran out before now: each such attempt
+ * becomes "interrupted" (its run linked, note why) and attempt + 1 is
+ * pending. The number ended, or -1. */
+int store_trials_expire(struct store *st, int64_t sweep_id, double now);
+/* Put attempt + 1 of a trial attempt back as pending, with a note; the
+ * attempt's own row is left as it is. 0 or -1. */
+int store_trial_requeue(struct store *st, int64_t sweep_id, int64_t idx, int64_t attempt, const char *note);
+/* Trials of a sweep by the state of each one's latest attempt: pending,
+ * running (claimed), interrupted (to run again), and finished (any other
+ * outcome). 0 or -1. */
+struct trial_counts {
+	int64_t pending, running, interrupted, finished;
+};
+int store_trial_counts(struct store *st, int64_t sweep_id, struct trial_counts *out);
+/* The sweep's executor ("slurm") and the array job last submitted. */
+int store_sweep_set_executor(struct store *st, int64_t id, const char *executor, int64_t slurm_job);
 
 #endif

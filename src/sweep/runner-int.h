@@ -37,6 +37,8 @@ struct trial {
 	char log[PATH_MAX];
 	int gpu;                       /* the device given to it; -1 none */
 	double expected_gpu;           /* GPU bytes it is expected to need; < 0 unknown */
+	double lease_until;            /* worker: its lease (wall seconds) */
+	bool lost;                     /* worker: its lease was taken over; not ours to record */
 	struct trial_prediction pred;  /* what the memory model predicted (NAN unknown) */
 	bool noted_no_skip;            /* its note says it runs despite the model (--no-skip) */
 };
@@ -73,6 +75,20 @@ struct runner {
 	double memory_expect;          /* memory.expect, < 0 learn */
 	int64_t done_count, started_count;
 	struct nvml *nvml;             /* GPUs to place trials on; NULL: none */
+
+	bool slurm;                    /* executor slurm: workers run the trials */
+	int64_t slurm_array;           /* the workers' job array last submitted; 0 none */
+
+	/* a worker (sweep --worker): trials claimed from the store */
+	bool worker;
+	char worker_name[300];         /* HOST:PID */
+	struct trial_claimer claimer;
+	double lease_s;
+	int64_t renew_at_ns;           /* the next heartbeat */
+	int64_t claim_failing_since_ns;   /* the store refused claims since; 0: it does not */
+	const char *const *step_prefix;   /* srun ...: each trial a job step; NULL: none */
+	int64_t slurm_job_id;          /* our own job (SLURM_JOB_ID); 0 none */
+	const char *stop_cause;        /* what SLURM says stopped us: "cancelled", ... */
 
 	struct memmodel model;         /* fitted on the finished trials (admit.c) */
 	bool model_stale;              /* a trial finished since the fit */

@@ -16,6 +16,13 @@
  * not fit is recorded as skipped instead (memmodel.c,
  * docs/internals/memory-model.md). What the runner's files share is
  * runner-int.h.
+ *
+ * The same loop is a worker's (`sweep --worker ID`): the next trial is
+ * claimed from the store under a lease that the loop renews, instead of
+ * being made here. With executor slurm this process is the controller: it
+ * writes every trial pending, submits the workers as one job array
+ * (slurm.c) and follows the sweep in the store. "Workers and claims" in
+ * docs/internals/sweeps.md.
  */
 #include "sweep/runner.h"
 #include "sweep/runner-int.h"
@@ -40,12 +47,15 @@
 #include "store/store.h"
 #include "store/sweeps.h"
 #include "sweep/optuna.h"
+#include "sweep/slurm.h"
 #include "sweep/spec.h"
 #include "util/util.h"
 
 #define MAX_PARALLEL 256
 #define RETRIES_MAX 4              /* halvings of one trial after OOMs */
 #define STOP_WAIT_NS (30LL * 1000000000LL)
+#define IDLE_POLL_MS 500           /* a worker with nothing to run looks again */
+#define CLAIM_PATIENCE_NS (120LL * 1000000000LL)   /* a store refusing claims: how long a worker waits */
 #define VAL_SEP '\x1f'
 
 /* ---- trials -------------------------------------------------------------- */
@@ -275,13 +285,59 @@ static int fresh_trial(struct runner *r, struct trial *t)
 	}
 }
 
+/* Worker: the next pending trial, claimed from the store. 0, 1 when none
+ * is pending, -1 on error. */
+static int claim_next(struct runner *r, struct trial *t)
+{
+	for (;;) {
+		struct trial_row row;
+		int rc = store_trial_claim(r->st, r->sweep_id, &r->claimer, wall_seconds(), r->lease_s, &row);
+		if (rc)
+			return rc;
+		char **v = values_from_row(r, row.vals);
+		if (!v) {   /* cannot be with the sweep's own text; said, not run */
+			row.status = "failed";
+			row.note = "its values do not fit the sweep's file";
+			row.ended_at = wall_seconds();
+			store_trial_put(r->st, &row);
+			trial_row_release(&row);
+			continue;
+		}
+		memset(t, 0, sizeof(*t));
+		t->idx = row.idx;
+		t->attempt = row.attempt;
+		t->values = v;
+		t->optuna_number = row.optuna_number;
+		t->lease_until = row.lease_until;
+		snprintf(t->note, sizeof(t->note), "%s", row.note);
+		trial_derive(r, t);
+		trial_row_release(&row);
+		return 0;
+	}
+}
+
 /* The next trial to run into r->next: queued re-runs first. 0, 1 none, -1. */
 static int make_next(struct runner *r)
 {
 	if (r->next)
 		return 0;
 	struct trial t;
-	if (r->nqueue) {
+	if (r->worker) {
+		int rc = claim_next(r, &t);
+		if (rc < 0) {
+			/* the store is away (a server restarting): wait, bounded */
+			int64_t now = mono_ns();
+			if (!r->claim_failing_since_ns)
+				r->claim_failing_since_ns = now;
+			if (now - r->claim_failing_since_ns < CLAIM_PATIENCE_NS)
+				return 1;
+			return error("worker: the store refused claims for %lld s: giving up",
+			             (long long)(CLAIM_PATIENCE_NS / 1000000000LL));
+		}
+		r->claim_failing_since_ns = 0;
+		if (rc)
+			return rc;
+	} else if (r->nqueue) {
 		t = r->queue[0];
 		memmove(r->queue, r->queue + 1, (r->nqueue - 1) * sizeof(*r->queue));
 		r->nqueue--;
@@ -365,6 +421,8 @@ static int launch(struct runner *r, struct trial *t)
 	         (long long)t->attempt);
 	char **argv = NULL;
 	size_t n = 0, cap = 0;
+	for (size_t i = 0; r->step_prefix && r->step_prefix[i]; i++)
+		add_arg(&argv, &n, &cap, r->step_prefix[i]);   /* srun: the trial is a job step */
 	add_arg(&argv, &n, &cap, r->exe);
 	add_arg(&argv, &n, &cap, "run");
 	add_arg(&argv, &n, &cap, "--store");
@@ -372,6 +430,12 @@ static int launch(struct runner *r, struct trial *t)
 	add_arg(&argv, &n, &cap, "--trial");
 	add_arg(&argv, &n, &cap, trial_arg);
 	add_arg(&argv, &n, &cap, "--no-status-line");
+	/* a job step: the job stays in SLURM's step cgroup, where SLURM's
+	 * memory enforcement sees (and reports) an OOM kill; in a cgroup of
+	 * its own below it, the kill would be counted there and SLURM would
+	 * say nothing */
+	if (r->step_prefix)
+		add_arg(&argv, &n, &cap, "--no-cgroup");
 	add_run_options(r, &argv, &n, &cap);
 	add_arg(&argv, &n, &cap, "--");
 	for (size_t i = 0; t->argv[i]; i++)
@@ -409,6 +473,12 @@ static int launch(struct runner *r, struct trial *t)
 		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = "running",
 		.optuna_number = t->optuna_number, .started_at = t->started_at, .note = t->note,
 	};
+	if (r->worker) {
+		row.worker = r->worker_name;
+		row.lease_until = t->lease_until;
+		row.slurm_job = r->claimer.slurm_job;
+		row.slurm_task = r->claimer.slurm_task;
+	}
 	int rc = store_trial_put(r->st, &row);
 	predict_trial(r, t);
 	if (rc == 0 && (isfinite(t->pred.peak[0]) || isfinite(t->pred.gpu[0])))
@@ -416,6 +486,7 @@ static int launch(struct runner *r, struct trial *t)
 	struct spawn sp = {
 		.argv = (const char *const *)argv, .env = (const char *const *)env, .in.how = SPAWN_NULL,
 		.death_signal = SIGTERM,   /* the trial dies with the sweep */
+		.path_lookup = r->step_prefix != NULL,
 	};
 	if (logfd >= 0)
 		sp.out = sp.err = (struct spawn_fd){ SPAWN_FD, logfd };
@@ -511,9 +582,33 @@ static bool make_retry(struct runner *r, const struct trial *t, const char *caus
 	return true;
 }
 
+/* Worker: write t's retry as a pending trial, for any worker to claim. */
+static void put_pending(struct runner *r, struct trial *t)
+{
+	struct trial_row row = {
+		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
+		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = "pending",
+		.optuna_number = t->optuna_number, .note = t->note,
+	};
+	store_trial_put(r->st, &row);
+}
+
 static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 {
+	if (t->lost) {   /* another worker runs it again: its row is not ours */
+		if (!r->o->quiet)
+			fprintf(stderr, "leakproof: trial %lld.%lld: its lease was lost; not recorded here\n",
+			        (long long)t->idx + 1, (long long)t->attempt);
+		return;
+	}
 	int64_t run_id = store_trial_run(r->st, r->sweep_id, t->idx, t->attempt);
+	/* A worker's outcome must reach a shared store that is away for a
+	 * while (a server restarting): else the trial would stay "running"
+	 * until its lease ran out, and run again. It waits, bounded. */
+	for (int64_t end = mono_ns() + CLAIM_PATIENCE_NS; r->worker && run_id < 0 && mono_ns() < end;) {
+		sleep(1);
+		run_id = store_trial_run(r->st, r->sweep_id, t->idx, t->attempt);
+	}
 	struct trial_row row = {
 		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
 		.env = t->env, .argv = t->argv_json, .vals = t->vals, .optuna_number = t->optuna_number,
@@ -528,6 +623,22 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		snprintf(cause, sizeof(cause), "%s", segs[nsegs - 1].cause);
 	segment_rows_free(segs, nsegs);
 	row.cause = cause;
+	char slurm_note[1400] = "";
+	if (r->worker) {
+		row.worker = r->worker_name;
+		row.slurm_job = r->claimer.slurm_job;
+		row.slurm_task = r->claimer.slurm_task;
+		/* SLURM's memory enforcement: slurmstepd's line in the step's output */
+		char ev[1000];
+		if (r->step_prefix && slurm_oom_evidence(t->log, ev, sizeof(ev))) {
+			if (!oom_cause(cause))
+				snprintf(cause, sizeof(cause), "oom-kill");
+			snprintf(slurm_note, sizeof(slurm_note), "%.200s%sSLURM: %s", t->note, t->note[0] ? "; " : "", ev);
+			row.note = slurm_note;
+		} else if (r->stop_signal && r->stop_cause) {
+			snprintf(cause, sizeof(cause), "%s", r->stop_cause);
+		}
+	}
 
 	const char *metric = r->spec.metric_name ? r->spec.metric_name :
 	                     (r->o->result_regex || r->spec.result_regex) ? "result" : NULL;
@@ -565,7 +676,17 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		snprintf(full_note, sizeof(full_note), "%s%s%s", row.note, row.note[0] ? "; " : "", streak);
 		row.note = full_note;
 	}
-	store_trial_put(r->st, &row);
+	int put = store_trial_put(r->st, &row);
+	for (int64_t end = mono_ns() + CLAIM_PATIENCE_NS; r->worker && put < 0 && mono_ns() < end;) {
+		sleep(1);
+		put = store_trial_put(r->st, &row);
+	}
+	if (r->worker && r->stop_signal) {
+		char note[160];
+		snprintf(note, sizeof(note), "run again: attempt %lld was %s", (long long)t->attempt,
+		         r->stop_cause ? r->stop_cause : "interrupted");
+		store_trial_requeue(r->st, r->sweep_id, t->idx, t->attempt, note);
+	}
 	refresh_row(r, t->idx, t->attempt);
 	r->model_stale = true;
 
@@ -608,7 +729,12 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	if (!strcmp(row.status, "oom") && !r->stop_signal && make_retry(r, t, cause, &retry)) {
 		if (!r->o->quiet)
 			fprintf(stderr, "leakproof: trial %lld will run again: %s\n", (long long)t->idx + 1, retry.note);
-		queue_push(r, &retry);
+		if (r->worker) {   /* for whichever worker claims it */
+			put_pending(r, &retry);
+			trial_free(&retry);
+		} else {
+			queue_push(r, &retry);
+		}
 	}
 }
 
@@ -631,6 +757,67 @@ static void reap_trials(struct runner *r)
 	}
 }
 
+/* A worker told to stop (SLURM's scancel, time limit or preemption, or a
+ * user): say why in its trials and give them back at once, before SLURM's
+ * SIGKILL after KillWait may end this process; the trials' own ends are
+ * recorded when their supervisors have stopped them. */
+static void worker_stopping(struct runner *r)
+{
+	if (r->slurm_job_id > 0)
+		r->stop_cause = slurm_end_cause(r->slurm_job_id);
+	for (size_t i = 0; i < r->nrunning; i++) {
+		struct trial *t = &r->running[i];
+		if (t->lost)
+			continue;
+		size_t len = strlen(t->note);
+		if (r->slurm_job_id > 0)
+			snprintf(t->note + len, sizeof(t->note) - len, "%sits worker was stopped: %s (SLURM job %lld)",
+			         len ? "; " : "", r->stop_cause ? r->stop_cause : "a signal", (long long)r->slurm_job_id);
+		else
+			snprintf(t->note + len, sizeof(t->note) - len, "%sits worker was stopped (SIG%s)", len ? "; " : "",
+			         sigabbrev_np(r->stop_signal));
+		struct trial_row row = {
+			.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
+			.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = "interrupted",
+			.optuna_number = t->optuna_number, .started_at = t->started_at, .ended_at = wall_seconds(),
+			.note = t->note, .cause = (char *)r->stop_cause, .worker = r->worker_name,
+			.slurm_job = r->claimer.slurm_job, .slurm_task = r->claimer.slurm_task,
+		};
+		store_trial_put(r->st, &row);
+		char note[160];
+		snprintf(note, sizeof(note), "run again: attempt %lld was %s", (long long)t->attempt,
+		         r->stop_cause ? r->stop_cause : "interrupted");
+		store_trial_requeue(r->st, r->sweep_id, t->idx, t->attempt, note);
+	}
+}
+
+/* Worker: renew the leases of the trials it holds (every third of a lease).
+ * A lease taken over (this worker was thought dead) ends its trial. */
+static void renew_leases(struct runner *r)
+{
+	if (!r->worker || r->stop_signal || mono_ns() < r->renew_at_ns)
+		return;   /* stopping: its trials were given back already */
+	r->renew_at_ns = mono_ns() + (int64_t)(r->lease_s / 3 * 1e9);
+	double until = wall_seconds() + r->lease_s;
+	for (size_t i = 0; i < r->nrunning; i++) {
+		struct trial *t = &r->running[i];
+		if (t->lost)
+			continue;
+		int rc = store_trial_renew(r->st, r->sweep_id, t->idx, t->attempt, r->worker_name, until);
+		if (rc == 0) {
+			t->lease_until = until;
+		} else if (rc > 0) {
+			t->lost = true;
+			warning("trial %lld.%lld: its lease ran out and another worker took it over: ending it here",
+			        (long long)t->idx + 1, (long long)t->attempt);
+			kill(t->pid, SIGTERM);
+		}
+	}
+	if (r->next && store_trial_renew(r->st, r->sweep_id, r->next->idx, r->next->attempt, r->worker_name,
+	                                 until) == 0)
+		r->next->lease_until = until;
+}
+
 /* Wait for a signal (or timeout_ms); handle what came. */
 static void wait_events(struct runner *r, int timeout_ms)
 {
@@ -643,10 +830,13 @@ static void wait_events(struct runner *r, int timeout_ms)
 			continue;
 		if (!r->stop_signal) {
 			r->stop_signal = (int)si.ssi_signo;
-			fprintf(stderr, "leakproof: stopping the sweep (SIG%s): ending %zu running trial%s\n",
-			        sigabbrev_np((int)si.ssi_signo), r->nrunning, r->nrunning == 1 ? "" : "s");
+			fprintf(stderr, "leakproof: stopping the %s (SIG%s): ending %zu running trial%s\n",
+			        r->worker ? "worker" : "sweep", sigabbrev_np((int)si.ssi_signo), r->nrunning,
+			        r->nrunning == 1 ? "" : "s");
 			for (size_t i = 0; i < r->nrunning; i++)
 				kill(r->running[i].pid, SIGTERM);
+			if (r->worker)
+				worker_stopping(r);
 		}
 	}
 	reap_trials(r);
@@ -818,7 +1008,18 @@ static int open_sweep(struct runner *r, char *text)
 			free(abs);
 			return -1;
 		}
-		if (!strcmp(sw.status, "running") && sw.pid > 0 && sw.pid != getpid() && kill(sw.pid, 0) == 0) {
+		bool slurm = !strcmp(sw.executor, "slurm");
+		if (o->executor && slurm != !strcmp(o->executor, "slurm")) {
+			error("sweep %lld ran with executor %s: resume it with the same", (long long)sw.id,
+			      slurm ? "slurm" : "local");
+			sweep_row_release(&sw);
+			free(abs);
+			return -1;
+		}
+		r->slurm = slurm;
+		r->slurm_array = sw.slurm_job;
+		/* a cluster sweep's controller may be followed from any shell */
+		if (!slurm && !strcmp(sw.status, "running") && sw.pid > 0 && sw.pid != getpid() && kill(sw.pid, 0) == 0) {
 			error("sweep %lld is still running (pid %d)", (long long)sw.id, sw.pid);
 			sweep_row_release(&sw);
 			free(abs);
@@ -834,12 +1035,15 @@ static int open_sweep(struct runner *r, char *text)
 		}
 		sweep_row_release(&sw);
 		free(abs);
+		if (r->slurm)
+			return 0;   /* its status is the workers' to end */
 		return store_sweep_set_status(r->st, r->sweep_id, "running", 0, getpid());
 	}
 	struct sweep_begin b = {
 		.started_at = wall_seconds(), .file = abs ? abs : o->file, .text = text,
 		.method = r->spec.method == SWEEP_GRID ? "grid" : r->spec.method == SWEEP_RANDOM ? "random" : "optuna",
 		.metric = r->spec.metric_name, .maximize = r->spec.maximize, .pid = getpid(),
+		.executor = r->slurm ? "slurm" : NULL,
 	};
 	if (r->optuna_on)
 		r->optuna.storage = optuna_default_storage(o->store_path);
@@ -895,6 +1099,336 @@ static void list_trials(struct runner *r)
 	}
 }
 
+/* The trials' logs: DIR/sweeps/ID beside a SQLite store, ./sweeps/ID for
+ * a server's (a cluster's workers start in the directory the sweep was
+ * submitted from), made absolute. */
+static int make_logdir(struct runner *r)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", r->o->store_path);
+	char *slash = strrchr(dir, '/');
+	if (slash && !strstr(dir, "://"))   /* a server's URI: the working directory */
+		*slash = '\0';
+	else
+		strcpy(dir, ".");
+	char *abs = realpath(dir, NULL);
+	snprintf(r->logdir, sizeof(r->logdir), "%.3900s/sweeps", abs ? abs : dir);
+	free(abs);
+	mkdir(r->logdir, 0755);
+	snprintf(r->logdir + strlen(r->logdir), sizeof(r->logdir) - strlen(r->logdir), "/%lld",
+	         (long long)r->sweep_id);
+	if (mkdir(r->logdir, 0755) < 0 && errno != EEXIST)
+		return error_errno("cannot make '%s'", r->logdir);
+	return 0;
+}
+
+/* Start trials while they may start, then wait for what comes, until
+ * there is nothing left or a signal stops us. false when it failed. */
+static bool run_loop(struct runner *r)
+{
+	bool failed = false;
+	while (!r->stop_signal) {
+		/* start what may start */
+		while ((int)r->nrunning < r->parallel && !r->host_stopped) {
+			int rc = make_next(r);
+			if (rc < 0) {
+				failed = true;
+				break;
+			}
+			if (rc == 0 && skip_next(r))
+				continue;
+			if (rc > 0 || !admit(r, r->next))
+				break;
+			struct trial *t = r->next;
+			r->next = NULL;
+			int started = launch(r, t);
+			if (started != 0) {
+				trial_free(t);
+				free(t);
+				if (started > 0)
+					continue;   /* it ended at once */
+				failed = true;
+				break;
+			}
+			r->running[r->nrunning++] = *t;
+			free(t);
+		}
+		if (failed || (!r->nrunning && r->host_stopped))
+			break;
+		if (!r->nrunning && !r->next && !r->nqueue) {
+			if (!r->worker)
+				break;
+			/* a worker with nothing to run: done when no trial is pending
+			 * nor held by another worker (whose trial may yet come back) */
+			struct trial_counts c;
+			if (!r->claim_failing_since_ns && store_trial_counts(r->st, r->sweep_id, &c) == 0 &&
+			    !c.pending && !c.running)
+				break;
+		}
+		wait_events(r, r->worker ? IDLE_POLL_MS : r->next ? 500 : -1);
+		renew_leases(r);
+	}
+	if (r->stop_signal || failed) {
+		if (!r->stop_signal)
+			for (size_t i = 0; i < r->nrunning; i++)
+				kill(r->running[i].pid, SIGTERM);
+		drain(r);
+	}
+	return !failed;
+}
+
+/* ---- a cluster sweep's controller ------------------------------------------ */
+
+/* Every trial of a new cluster sweep, written pending (a transaction per
+ * thousand). */
+static int write_pending(struct runner *r)
+{
+	enum { CHUNK = 1000 };
+	struct trial *ts = xcalloc(CHUNK, sizeof(*ts));
+	struct trial_row *rows = xcalloc(CHUNK, sizeof(*rows));
+	int rc = 0;
+	for (;;) {
+		size_t n = 0;
+		while (n < CHUNK && fresh_trial(r, &ts[n]) == 0)
+			n++;
+		for (size_t i = 0; i < n; i++)
+			rows[i] = (struct trial_row){
+				.sweep_id = r->sweep_id, .idx = ts[i].idx, .attempt = 0, .params = ts[i].params,
+				.env = ts[i].env, .argv = ts[i].argv_json, .vals = ts[i].vals, .status = "pending",
+				.optuna_number = -1,
+			};
+		if (n && store_trials_put_many(r->st, rows, n) < 0)
+			rc = -1;
+		for (size_t i = 0; i < n; i++)
+			trial_free(&ts[i]);
+		if (rc < 0 || n < CHUNK)
+			break;
+	}
+	free(ts);
+	free(rows);
+	return rc;
+}
+
+static int submit_workers(struct runner *r, int64_t left)
+{
+	const struct sweep_slurm *sl = &r->spec.slurm;
+	int workers = r->o->parallel ? r->o->parallel : sl->workers ? sl->workers :
+	              r->spec.parallel > 1 ? r->spec.parallel : 4;
+	if (left > 0 && workers > left)
+		workers = (int)left;
+	/* a SQLite store by its absolute path: the workers may start elsewhere */
+	char *abs = strstr(r->o->store_path, "://") ? NULL : realpath(r->o->store_path, NULL);
+	struct slurm_submit sub = {
+		.slurm = sl, .workers = workers, .exe = r->exe, .store = abs ? abs : r->o->store_path,
+		.sweep_id = r->sweep_id, .dir = r->logdir,
+	};
+	int64_t job;
+	int rc = slurm_submit_array(&sub, &job);
+	free(abs);
+	if (rc < 0)
+		return -1;
+	r->slurm_array = job;
+	store_sweep_set_executor(r->st, r->sweep_id, "slurm", job);
+	fprintf(stderr, "leakproof: sweep %lld: %lld trial%s for %d SLURM worker%s: job array %lld"
+	        " (output in %s/worker-%lld_N.out)\n", (long long)r->sweep_id, (long long)left, left == 1 ? "" : "s",
+	        workers, workers == 1 ? "" : "s", (long long)job, r->logdir, (long long)job);
+	return 0;
+}
+
+/*
+ * Follow a cluster sweep in the store until every trial has ended: leases
+ * that ran out are ended (their trials pending again), and when trials
+ * are pending but no worker of the sweep's job array is left, a resume
+ * (may_submit) submits new workers once. Returns the exit status.
+ */
+static int follow(struct runner *r, bool may_submit, bool *complete)
+{
+	int sigfd = r->sigfd;   /* SIGINT, SIGTERM, SIGHUP; SIGCHLD of sbatch and squeue only wakes it */
+	int64_t shown_finished = -1, shown_running = -1;
+	int status = 0;
+	*complete = false;
+	for (;;) {
+		struct trial_counts c;
+		if (store_trials_expire(r->st, r->sweep_id, wall_seconds()) < 0 ||
+		    store_trial_counts(r->st, r->sweep_id, &c) < 0) {
+			status = 1;
+			break;
+		}
+		if (!r->o->quiet && (c.finished != shown_finished || c.running != shown_running)) {
+			fprintf(stderr, "leakproof: sweep %lld: %lld of %lld trials ended, %lld running, %lld pending\n",
+			        (long long)r->sweep_id, (long long)c.finished,
+			        (long long)(c.finished + c.running + c.pending + c.interrupted), (long long)c.running,
+			        (long long)c.pending);
+			shown_finished = c.finished;
+			shown_running = c.running;
+		}
+		if (!c.pending && !c.running) {
+			*complete = true;
+			store_sweep_set_status(r->st, r->sweep_id, "done", wall_seconds(), 0);
+			break;
+		}
+		if (c.pending && !c.running) {
+			int alive = r->slurm_array > 0 ? slurm_job_alive(r->slurm_array) : 0;
+			if (alive == 0 && may_submit) {
+				may_submit = false;
+				if (submit_workers(r, c.pending) < 0) {
+					status = 1;
+					break;
+				}
+			} else if (alive == 0) {
+				error("sweep %lld: the workers of job %lld ended with %lld trial%s pending; "
+				      "submit new ones with: leakproof sweep %s --resume=%lld", (long long)r->sweep_id,
+				      (long long)r->slurm_array, (long long)c.pending, c.pending == 1 ? "" : "s",
+				      r->o->file ? r->o->file : "FILE", (long long)r->sweep_id);
+				status = 1;
+				break;
+			}
+		}
+		int stop = 0;
+		int64_t until = mono_ns() + 2000000000LL;
+		for (int64_t left; !stop && (left = until - mono_ns()) > 0;) {
+			struct pollfd pfd = { .fd = sigfd, .events = POLLIN };
+			if (poll(&pfd, 1, (int)(left / 1000000) + 1) <= 0)
+				break;
+			struct signalfd_siginfo si;
+			while (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				if (si.ssi_signo != SIGCHLD)
+					stop = (int)si.ssi_signo;
+		}
+		if (stop) {
+			fprintf(stderr, "leakproof: no longer following sweep %lld (SIG%s); its workers go on\n",
+			        (long long)r->sweep_id, sigabbrev_np(stop));
+			status = 128 + stop;
+			break;
+		}
+	}
+	return status;
+}
+
+/* executor slurm: a new sweep's trials written pending and its workers
+ * submitted, or a resumed one followed (and new workers submitted when
+ * trials are left and none is); then followed to its end unless no_wait. */
+static int run_controller(struct runner *r, struct sweep_result *out)
+{
+	if (!r->o->resume) {
+		int64_t total = (int64_t)r->total;
+		if (store_sweep_set_executor(r->st, r->sweep_id, "slurm", 0) < 0 || write_pending(r) < 0 ||
+		    submit_workers(r, total) < 0)
+			return 1;
+	}
+	out->sweep_id = r->sweep_id;
+	out->ended = true;
+	out->submitted = r->slurm_array;
+	if (r->o->no_wait) {
+		fprintf(stderr, "leakproof: follow it with: leakproof sweep %s --resume=%lld (or leakproof report sweep:%lld)\n",
+		        r->o->file, (long long)r->sweep_id, (long long)r->sweep_id);
+		return 0;
+	}
+	bool complete;
+	int status = follow(r, r->o->resume, &complete);
+	out->complete = complete;
+	return status;
+}
+
+/* ---- a worker ------------------------------------------------------------ */
+
+/* Join sweep o->worker_id: its spec from the store (the text it began
+ * with), trials claimed one after another until none is left. */
+static int run_worker(struct runner *r, struct sweep_result *out)
+{
+	const struct sweep_opts *o = r->o;
+	struct sweep_row sw;
+	int rc = store_get_sweep(r->st, o->worker_id, &sw);
+	if (rc) {
+		if (rc > 0)
+			error("no sweep %lld in the store", (long long)o->worker_id);
+		return rc > 0 ? LP_EXIT_USAGE : LP_EXIT_FAILURE;
+	}
+	r->sweep_id = sw.id;
+	int status = LP_EXIT_FAILURE;
+	if (sweep_spec_parse(sw.text, strlen(sw.text), sw.file, &r->spec) < 0) {
+		sweep_row_release(&sw);
+		return LP_EXIT_USAGE;
+	}
+	sweep_row_release(&sw);
+	if (r->spec.method == SWEEP_OPTUNA) {
+		error("sweep %lld asks Optuna for its trials: it runs locally, not with workers", (long long)r->sweep_id);
+		return LP_EXIT_USAGE;
+	}
+	/* signals blocked before setup() loads NVML (see sweep_run) */
+	static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, 0 };
+	r->sigfd = spawn_signalfd(sigs, NULL);
+	if (r->sigfd < 0) {
+		error_errno("cannot create signalfd");
+		return LP_EXIT_FAILURE;
+	}
+	if (setup(r) < 0)
+		return LP_EXIT_USAGE;
+	r->parallel = o->parallel ? o->parallel : 1;   /* a worker runs one trial at a time unless told */
+	r->worker = true;
+	r->lease_s = o->lease_s > 0 ? o->lease_s : LEASE_DEFAULT_S;
+	r->renew_at_ns = mono_ns() + (int64_t)(r->lease_s / 3 * 1e9);
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	snprintf(r->worker_name, sizeof(r->worker_name), "%s:%d", host, (int)getpid());
+	struct slurm_job_env job;
+	slurm_job_env_read(&job);
+	r->slurm_job_id = job.job_id;
+	r->claimer = (struct trial_claimer){ .worker = r->worker_name, .slurm_job = job.in_job ? job.array_job : 0,
+	                                     .slurm_task = job.array_task };
+	r->step_prefix = slurm_step_prefix();
+	if (make_logdir(r) < 0 || reload_rows(r) < 0)
+		return LP_EXIT_FAILURE;
+	r->running = xcalloc((size_t)r->parallel, sizeof(*r->running));
+	if (!o->quiet) {
+		char slurm[96] = "";
+		if (job.in_job)
+			snprintf(slurm, sizeof(slurm), " (SLURM job %lld, array task %lld)", (long long)job.array_job,
+			         (long long)job.array_task);
+		fprintf(stderr, "leakproof: worker %s of sweep %lld%s: claiming trials\n", r->worker_name,
+		        (long long)r->sweep_id, slurm);
+	}
+	bool ok = run_loop(r);
+	struct trial_counts c;
+	bool complete = ok && !r->stop_signal && store_trial_counts(r->st, r->sweep_id, &c) == 0 && !c.pending &&
+	                !c.running;
+	if (complete)
+		store_sweep_set_status(r->st, r->sweep_id, "done", wall_seconds(), 0);
+	if (!o->quiet)
+		fprintf(stderr, "leakproof: worker %s: %lld trial%s run%s\n", r->worker_name, (long long)r->done_count,
+		        r->done_count == 1 ? "" : "s", r->stop_signal ? "; stopped" : complete ? "; the sweep is done" : "");
+	out->sweep_id = r->sweep_id;
+	out->ended = true;
+	out->complete = complete;
+	out->worker = true;
+	status = r->stop_signal ? 128 + r->stop_signal : ok && !r->host_stopped ? 0 : 1;
+	return status;
+}
+
+static void runner_release(struct runner *r)
+{
+	if (r->next) {
+		trial_free(r->next);
+		free(r->next);
+	}
+	for (size_t i = 0; i < r->nqueue; i++)
+		trial_free(&r->queue[i]);
+	free(r->queue);
+	free(r->running);
+	clear_rows(r);
+	admit_release(r);
+	nvml_close(r->nvml);
+	if (r->sigfd >= 0)
+		close(r->sigfd);
+	if (r->st)
+		store_close(r->st);
+	if (r->optuna_on) {
+		free((char *)r->optuna.storage);
+		free((char *)r->optuna.name);
+	}
+	sweep_spec_free(&r->spec);
+}
+
 int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 {
 	struct runner r;
@@ -904,6 +1438,13 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 	r.sigfd = -1;
 	int status = LP_EXIT_FAILURE;
 	char *text = NULL;
+
+	if (o->worker_id > 0) {
+		r.st = store_open(o->store_path);
+		status = r.st ? run_worker(&r, out) : LP_EXIT_FAILURE;
+		runner_release(&r);
+		return status;
+	}
 
 	char buf[1 << 16];
 	ssize_t len = read_file_buf(o->file, buf, sizeof(buf));
@@ -918,11 +1459,17 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		return LP_EXIT_USAGE;
 	}
 	text = xstrdup(buf);
+	r.slurm = o->executor ? !strcmp(o->executor, "slurm") : r.spec.executor == SWEEP_SLURM;
 	r.optuna_on = r.spec.method == SWEEP_OPTUNA;
 	r.optuna.optuna = "optuna";
 	r.optuna.sampler = "TPESampler";
 	r.optuna.seed = r.spec.seed;
 	r.optuna.maximize = r.spec.maximize;
+	if (r.slurm && r.optuna_on) {
+		error("%s: executor slurm runs grid and random sweeps; method optuna runs locally", o->file);
+		status = LP_EXIT_USAGE;
+		goto out;
+	}
 	/* Signals blocked before setup() loads NVML: a thread it starts keeps
 	 * the mask it was born with and would take SIGCHLD from the signalfd. */
 	static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, 0 };
@@ -946,26 +1493,14 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		goto out;
 	if (open_sweep(&r, text) < 0)
 		goto out;
+	if (make_logdir(&r) < 0)
+		goto out;
+	if (r.slurm) {
+		status = run_controller(&r, out);
+		goto out;
+	}
 	if (r.optuna_on && optuna_create(&r.optuna) < 0)
 		goto out;
-	/* logs beside the store: DIR/sweeps/ID/trial-IDX.ATTEMPT.log */
-	{
-		char dir[PATH_MAX];
-		snprintf(dir, sizeof(dir), "%s", o->store_path);
-		char *slash = strrchr(dir, '/');
-		if (slash && !strstr(dir, "://"))   /* a server's URI: the working directory */
-			*slash = '\0';
-		else
-			strcpy(dir, ".");
-		snprintf(r.logdir, sizeof(r.logdir), "%.3900s/sweeps", dir);
-		mkdir(r.logdir, 0755);
-		snprintf(r.logdir + strlen(r.logdir), sizeof(r.logdir) - strlen(r.logdir), "/%lld",
-		         (long long)r.sweep_id);
-		if (mkdir(r.logdir, 0755) < 0 && errno != EEXIST) {
-			error_errno("cannot make '%s'", r.logdir);
-			goto out;
-		}
-	}
 	if (reload_rows(&r) < 0)
 		goto out;
 	requeue_interrupted(&r);
@@ -976,70 +1511,15 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		        (unsigned long long)r.total, r.total == 1 ? "" : "s", r.parallel,
 		        o->resume ? " (resumed)" : "");
 
-	bool failed = false;
-	while (!r.stop_signal) {
-		/* start what may start */
-		while ((int)r.nrunning < r.parallel && !r.host_stopped) {
-			int rc = make_next(&r);
-			if (rc < 0) {
-				failed = true;
-				break;
-			}
-			if (rc == 0 && skip_next(&r))
-				continue;
-			if (rc > 0 || !admit(&r, r.next))
-				break;
-			struct trial *t = r.next;
-			r.next = NULL;
-			int started = launch(&r, t);
-			if (started != 0) {
-				trial_free(t);
-				free(t);
-				if (started > 0)
-					continue;   /* it ended at once */
-				failed = true;
-				break;
-			}
-			r.running[r.nrunning++] = *t;
-			free(t);
-		}
-		if (failed || (!r.nrunning && (r.host_stopped || (!r.next && !r.nqueue))))
-			break;
-		wait_events(&r, r.next ? 500 : -1);
-	}
-	if (r.stop_signal || failed) {
-		if (!r.stop_signal)
-			for (size_t i = 0; i < r.nrunning; i++)
-				kill(r.running[i].pid, SIGTERM);
-		drain(&r);
-	}
-	bool complete = !r.stop_signal && !failed && !r.host_stopped;
+	bool ok = run_loop(&r);
+	bool complete = !r.stop_signal && ok && !r.host_stopped;
 	store_sweep_set_status(r.st, r.sweep_id, complete ? "done" : "interrupted", wall_seconds(), 0);
 	out->sweep_id = r.sweep_id;
 	out->ended = true;
 	out->complete = complete;
-	status = r.stop_signal ? 128 + r.stop_signal : failed || r.host_stopped ? 1 : 0;
+	status = r.stop_signal ? 128 + r.stop_signal : ok && !r.host_stopped ? 0 : 1;
 out:
-	if (r.next) {
-		trial_free(r.next);
-		free(r.next);
-	}
-	for (size_t i = 0; i < r.nqueue; i++)
-		trial_free(&r.queue[i]);
-	free(r.queue);
-	free(r.running);
-	clear_rows(&r);
-	admit_release(&r);
-	nvml_close(r.nvml);
-	if (r.sigfd >= 0)
-		close(r.sigfd);
-	if (r.st)
-		store_close(r.st);
-	if (r.optuna_on) {
-		free((char *)r.optuna.storage);
-		free((char *)r.optuna.name);
-	}
-	sweep_spec_free(&r.spec);
+	runner_release(&r);
 	free(text);
 	return status;
 }

@@ -27,7 +27,17 @@ struct sweep_opts {
 	 * fault in *bad. NULL: not checked. (The command sets it: the run
 	 * options are the run command's.) */
 	int (*check_run_options)(char *const *opts, size_t n, size_t first, size_t *bad, char *why, size_t whysz);
+	/* Cluster mode (docs/internals/sweeps.md, "Workers and claims"). */
+	const char *executor;      /* "local" or "slurm": overrides the file's; NULL: the file's */
+	bool no_wait;              /* executor slurm: exit once the workers are submitted */
+	int64_t worker_id;         /* > 0: be a worker of this sweep (file unused): claim
+	                            * its pending trials from the store and run them
+	                            * until none is left */
+	double lease_s;            /* a worker's lease on a trial, renewed while it
+	                            * runs; 0: LEASE_DEFAULT_S */
 };
+
+#define LEASE_DEFAULT_S 60.0
 
 /* How a sweep ended, for the command to tell (the table, or how to resume). */
 struct sweep_result {
@@ -35,6 +45,8 @@ struct sweep_result {
 	bool ended;                /* the sweep ran to its end, complete or stopped;
 	                            * false: it failed before (a message was printed) */
 	bool complete;             /* every trial ran; false: stopped, to resume */
+	bool worker;               /* it was a worker (sweep --worker) */
+	int64_t submitted;         /* executor slurm: the workers' job array; 0 none */
 };
 
 /* Run (or with dry_run, list) the sweep. Fills *out; prints a line per

@@ -37,6 +37,7 @@
 #include <strings.h>
 #include <yaml.h>
 
+#include "core/scan.h"
 #include "util/json.h"
 #include "util/util.h"
 
@@ -56,6 +57,7 @@ struct ctx {
 	yaml_node_t *command;       /* checked against the parameters at the end */
 	yaml_node_t *method;        /* where the method was written, if it was */
 	yaml_node_t *retry_with;    /* on_oom.retry_with, names checked at the end */
+	yaml_node_t *executor;      /* where executor: was written, if it was */
 };
 
 /* ---- messages ---------------------------------------------------------- */
@@ -376,6 +378,130 @@ static int parse_method(struct ctx *c, yaml_node_t *v)
 	else
 		return fail(c, v, "method must be grid, random or optuna, not %s", SHOWN(v));
 	c->method = v;
+	return 0;
+}
+
+static int parse_executor(struct ctx *c, yaml_node_t *v)
+{
+	char shown_buf[100];
+	const char *t = v->type == YAML_SCALAR_NODE ? text(v) : "";
+	if (v->type == YAML_SCALAR_NODE && !strcmp(t, "local"))
+		c->s->executor = SWEEP_LOCAL;
+	else if (v->type == YAML_SCALAR_NODE && !strcmp(t, "slurm"))
+		c->s->executor = SWEEP_SLURM;
+	else
+		return fail(c, v, "executor must be local or slurm, not %s", SHOWN(v));
+	c->executor = v;
+	return 0;
+}
+
+static bool all_digits(const char *p, const char *end, size_t max)
+{
+	if (p >= end || (size_t)(end - p) > max)
+		return false;
+	for (; p < end; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+bool sweep_slurm_time_ok(const char *t)
+{
+	if (!strcasecmp(t, "INFINITE") || !strcasecmp(t, "UNLIMITED"))
+		return true;
+	const char *dash = strchr(t, '-'), *p = t;
+	if (dash) {
+		if (!all_digits(t, dash, 5))
+			return false;
+		p = dash + 1;
+	}
+	/* up to three colon-separated fields of digits */
+	int fields = 0;
+	while (*p) {
+		const char *e = strchr(p, ':');
+		if (!e)
+			e = p + strlen(p);
+		if (!all_digits(p, e, 9) || ++fields > 3)
+			return false;
+		p = *e ? e + 1 : e;
+		if (*e && !*p)
+			return false;
+	}
+	return fields > 0;
+}
+
+const char *sweep_slurm_owned_arg(const char *arg)
+{
+	static const char *const owned[] = { "--array", "-a", "--output", "-o", "--error", "-e", "--wrap",
+	                                     "--parsable", "--wait", "-W", "--chdir", "-D", "--export", NULL };
+	for (size_t i = 0; owned[i]; i++) {
+		size_t n = strlen(owned[i]);
+		if (!strncmp(arg, owned[i], n) && (arg[n] == '\0' || arg[n] == '=' || (owned[i][1] != '-' && arg[n])))
+			return owned[i];
+	}
+	return NULL;
+}
+
+/* slurm: {workers, partition, time, mem, gpus_per_task, sbatch_args} */
+static int parse_slurm(struct ctx *c, const yaml_node_t *v)
+{
+	static const char *const keys[] = { "workers", "partition", "time", "mem", "gpus_per_task", "sbatch_args" };
+	const yaml_node_t *seen[6] = { NULL };
+	struct sweep_slurm *sl = &c->s->slurm;
+	char shown_buf[100];
+	long long n;
+	if (is_null(v))
+		return 0;
+	if (v->type != YAML_MAPPING_NODE)
+		return fail(c, v, "slurm must be a mapping {workers: N, partition: NAME, time: TIME, mem: SIZE, "
+		            "gpus_per_task: N, sbatch_args: [...]}, not %s", SHOWN(v));
+	for_each_pair(v, p) {
+		const yaml_node_t *val = node(c, p->value);
+		switch (key_index(c, node(c, p->key), keys, 6, " in slurm", seen)) {
+		case 0:
+			if (!parse_whole(val, 1, 100000, &n))
+				return fail(c, val, "slurm.workers must be a whole number from 1 to 100000, not %s", SHOWN(val));
+			sl->workers = (int)n;
+			break;
+		case 1:
+			if (val->type != YAML_SCALAR_NODE || !*text(val) || strpbrk(text(val), " \t\n"))
+				return fail(c, val, "slurm.partition must be a partition name, not %s", SHOWN(val));
+			sl->partition = xstrdup(text(val));
+			break;
+		case 2:
+			if (val->type != YAML_SCALAR_NODE || !sweep_slurm_time_ok(text(val)))
+				return fail(c, val, "slurm.time must be a SLURM time limit such as \"04:00:00\", \"90\" (minutes) "
+				            "or \"1-12:00:00\", not %s", SHOWN(val));
+			sl->time = xstrdup(text(val));
+			break;
+		case 3:
+			if (check_size(c, val, "slurm.mem", false, SIZE_BUDGET_MIN) != 0)
+				return -1;
+			if (parse_size(text(val), 0, &sl->mem_bytes) < 0)
+				return -1;
+			break;
+		case 4:
+			if (!parse_whole(val, 0, 1024, &n))
+				return fail(c, val, "slurm.gpus_per_task must be a whole number from 0 to 1024, not %s", SHOWN(val));
+			sl->gpus_per_task = (int)n;
+			break;
+		case 5:
+			if (string_list(c, val, "slurm.sbatch_args", "[\"--account=ml\"]", &sl->sbatch_args,
+			                &sl->nsbatch_args) != 0)
+				return -1;
+			for_each_item(val, it) {
+				const yaml_node_t *a = node(c, *it);
+				const char *owned = sweep_slurm_owned_arg(text(a));
+				if (text(a)[0] != '-')
+					return fail(c, a, "slurm.sbatch_args: '%.80s' is not an option (they start with -)", text(a));
+				if (owned)
+					return fail(c, a, "slurm.sbatch_args: %s is set by the sweep itself", owned);
+			}
+			break;
+		default:
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -751,7 +877,12 @@ static int parse_result_regex(struct ctx *c, const yaml_node_t *v)
 		pcre2_get_error_message(errcode, msg, sizeof(msg));
 		return fail(c, v, "invalid result_regex '%.80s' at offset %zu: %s", text(v), (size_t)erroff, (char *)msg);
 	}
+	uint32_t groups = 0;
+	pcre2_pattern_info(code, PCRE2_INFO_CAPTURECOUNT, &groups);
 	pcre2_code_free(code);
+	if (groups > STEP_REGEX_MAX_GROUPS)
+		return fail(c, v, "invalid result_regex '%.80s': %u capture groups, at most %d (group 1 is the result)",
+		            text(v), (unsigned)groups, STEP_REGEX_MAX_GROUPS);
 	c->s->result_regex = xstrdup(text(v));
 	return 0;
 }
@@ -831,6 +962,8 @@ static int check_whole(struct ctx *c)
 	} else if (!s->run_cap) {
 		return fail(c, c->method, "run_cap is required with method %s", method);
 	}
+	if (s->executor == SWEEP_SLURM && s->method == SWEEP_OPTUNA)
+		return fail(c, c->executor, "executor slurm runs grid and random sweeps; method optuna runs locally");
 	if (c->retry_with) {
 		size_t r = 0;
 		for_each_pair(c->retry_with, p) {
@@ -865,10 +998,10 @@ static void order_dims(struct sweep_spec *s)
 /* ---- loading ------------------------------------------------------------ */
 
 enum { K_COMMAND, K_METHOD, K_METRIC, K_PARAMETERS, K_ENV, K_RUN_CAP, K_PARALLEL, K_SEED, K_MEMORY, K_ON_OOM,
-       K_RESULT_REGEX, K_RUN_OPTIONS, K_MAX_FAILURES, K_N };
+       K_RESULT_REGEX, K_RUN_OPTIONS, K_EXECUTOR, K_SLURM, K_MAX_FAILURES, K_N };
 static const char *const top_keys[K_N] = { "command", "method", "metric", "parameters", "env", "run_cap",
                                            "parallel", "seed", "memory", "on_oom", "result_regex", "run_options",
-                                           "max_consecutive_failures" };
+                                           "executor", "slurm", "max_consecutive_failures" };
 
 static int parse_top(struct ctx *c)
 {
@@ -933,6 +1066,8 @@ static int parse_top(struct ctx *c)
 			if (!is_null(v))
 				rc = parse_run_options(c, v);
 			break;
+		case K_EXECUTOR: rc = parse_executor(c, v); break;
+		case K_SLURM: rc = parse_slurm(c, v); break;
 		default:
 			return -1;
 		}
@@ -1068,5 +1203,8 @@ void sweep_spec_free(struct sweep_spec *s)
 	free_strv(s->run_options, s->nrun_options);
 	free(s->run_option_line);
 	free(s->run_option_col);
+	free(s->slurm.partition);
+	free(s->slurm.time);
+	free_strv(s->slurm.sbatch_args, s->slurm.nsbatch_args);
 	memset(s, 0, sizeof(*s));
 }

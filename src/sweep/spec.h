@@ -23,6 +23,9 @@
  *   max_consecutive_failures: 5              # then no more trials to that place; 0 never
  *   result_regex: '^val_loss=(\S+)'          # else the client's result()
  *   run_options: [--interval, 50ms]          # more `leakproof run` options
+ *   executor: slurm                          # local (default) | slurm
+ *   slurm: {workers: 8, partition: gpu, time: "04:00:00", mem: 16G,
+ *           gpus_per_task: 1, sbatch_args: ["--account=ml"]}
  *
  * Everything here is pure: no I/O besides reading the file, no globals.
  */
@@ -34,6 +37,19 @@
 #include <stdint.h>
 
 enum sweep_method { SWEEP_GRID, SWEEP_RANDOM, SWEEP_OPTUNA };
+enum sweep_executor { SWEEP_LOCAL, SWEEP_SLURM };
+
+/* The slurm: block: how the workers of executor slurm are submitted (one
+ * job array; docs/internals/sweeps.md). Unset fields leave SLURM's. */
+struct sweep_slurm {
+	int workers;                /* array tasks; 0: the default (parallel, else 4) */
+	char *partition;            /* NULL: the cluster's default */
+	char *time;                 /* SLURM's time syntax ("04:00:00", "90", "1-00"); NULL */
+	uint64_t mem_bytes;         /* per worker; 0: SLURM's default */
+	int gpus_per_task;          /* 0: none asked */
+	char **sbatch_args;         /* more sbatch options, NULL-terminated */
+	size_t nsbatch_args;
+};
 
 /* A value of a dimension: the text as written, and whether it is a number. */
 struct sweep_value {
@@ -84,11 +100,20 @@ struct sweep_spec {
 	size_t nrun_options;
 	size_t *run_option_line;    /* where each is in the file (1-based), */
 	size_t *run_option_col;     /* for messages about it */
+	enum sweep_executor executor;   /* executor: (default local) */
+	struct sweep_slurm slurm;
 	int max_consecutive_failures;   /* OOMs or failures in a row on one place
 	                                 * (this machine, a GPU) before it gets no
 	                                 * more trials; 0: never */
 };
 #define SWEEP_MAX_FAILURES_DEFAULT 5
+
+/* Whether t is a time limit in SLURM's syntax: minutes, MM:SS, HH:MM:SS,
+ * D-HH, D-HH:MM, D-HH:MM:SS, or INFINITE / UNLIMITED. */
+bool sweep_slurm_time_ok(const char *t);
+/* An sbatch option the sweep owns (the array, output, script, ...), or
+ * NULL: what a slurm.sbatch_args item may not set. */
+const char *sweep_slurm_owned_arg(const char *arg);
 
 /*
  * Parse and check path. Returns 0, or -1 after printing one message of the

@@ -230,17 +230,18 @@ static void *driver_thread(void *arg)
 	return NULL;
 }
 
+/* The thread lives from the first nvmlInit_v2 to the last nvmlShutdown,
+ * so that dlclose() never unmaps code it runs. */
+static pthread_t driver;
+static int driver_started;
+
 nvmlReturn_t nvmlInit_v2(void)
 {
-	static int started;
 	load();
 	if (st.fail_init)
 		return NVML_ERROR_DRIVER_NOT_LOADED;
-	pthread_t t;
-	if (!started && pthread_create(&t, NULL, driver_thread, NULL) == 0) {
-		pthread_detach(t);
-		started = 1;
-	}
+	if (!driver_started && pthread_create(&driver, NULL, driver_thread, NULL) == 0)
+		driver_started = 1;
 	init_depth++;
 	return NVML_SUCCESS;
 }
@@ -254,7 +255,11 @@ nvmlReturn_t nvmlShutdown(void)
 {
 	if (init_depth == 0)
 		return NVML_ERROR_UNINITIALIZED;
-	init_depth--;
+	if (--init_depth == 0 && driver_started) {
+		pthread_cancel(driver);   /* pause() is a cancellation point */
+		pthread_join(driver, NULL);
+		driver_started = 0;
+	}
 	return NVML_SUCCESS;
 }
 

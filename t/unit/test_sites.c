@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "model/sites.h"
@@ -203,6 +204,95 @@ static void test_short_run_in_the_store(void)
 	store_close(st);
 }
 
+/* A store is outside input: site ids that are not 1..n (a crafted or
+ * damaged store; fuzz/corpus/store/site-*) are sites like any other, not
+ * indices. Before, id 0 read before the grid and id 2^40 asked for
+ * terabytes. */
+static void test_site_ids_from_a_crafted_store(void)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/crafted.db", tmpdir);
+	struct store *st = store_open(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	struct run_begin rb;
+	memset(&rb, 0, sizeof(rb));
+	rb.started_at = 1700000000;
+	rb.command_json = "[\"python3\"]";
+	rb.cwd = "/tmp";
+	rb.hostname = "box";
+	rb.measure = MEASURE_USS;
+	rb.interval_ns = 100000000;
+	rb.cgroup_mode = "none";
+	int64_t run = store_run_begin(st, &rb);
+	CHECK(run > 0);
+	CHECK_EQ_INT(store_trace_begin(st, run, MEAN), 0);
+	static const int64_t ids[] = { 0, INT64_C(1) << 40, -3 };
+	static char *frames[] = { "/lib/a.so\t0x1\tzero\n", "/lib/b.so\t0x2\thuge\n", "/lib/c.so\t0x3\tnegative\n" };
+	struct trace_site sites[3], *ptr[3];
+	for (size_t s = 0; s < 3; s++) {
+		memset(&sites[s], 0, sizeof(sites[s]));
+		sites[s].id = ids[s];
+		sites[s].kind = 'm';
+		sites[s].frames = frames[s];
+		sites[s].live = 1 << 20;
+		ptr[s] = &sites[s];
+	}
+	for (int k = 1; k <= 50; k++) {
+		sites[1].live = (int64_t)k << 20;     /* "huge" grows 1 MiB a step */
+		CHECK_EQ_INT(store_trace_write(st, run, 0.1 * k, true, k, ptr, 3), 0);
+	}
+	struct trace_report r;
+	CHECK_EQ_INT(trace_report_load(st, run, true, 0, NULL, &r), 0);
+	CHECK_EQ_INT(r.nsites, 3);
+	const struct trace_site_report *zero = find(&r, "zero"), *huge = find(&r, "huge"), *neg = find(&r, "negative");
+	CHECK(zero && huge && neg);
+	if (zero && huge && neg) {
+		CHECK(huge->growing && huge->site == (INT64_C(1) << 40));
+		CHECK(!zero->growing && zero->live == (double)(1 << 20));
+		CHECK(!neg->growing && neg->live == (double)(1 << 20));
+	}
+	trace_report_release(&r);
+	store_close(st);
+}
+
+/* A store names the files its frames are in; `report --trace` opens
+ * those not yet named. A FIFO there waited for a writer forever: only
+ * regular files are opened (the alarm fails the test instead of hanging). */
+static void test_frames_in_a_fifo(void)
+{
+	char path[128], fifo[128], frames[256];
+	snprintf(path, sizeof(path), "%s/fifo.db", tmpdir);
+	snprintf(fifo, sizeof(fifo), "%s/lib.so", tmpdir);
+	CHECK_EQ_INT(mkfifo(fifo, 0600), 0);
+	snprintf(frames, sizeof(frames), "%s\t0x10\tf\n", fifo);
+	struct store *st = store_open(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	struct run_begin rb;
+	memset(&rb, 0, sizeof(rb));
+	rb.started_at = 1700000000;
+	rb.command_json = "[\"python3\"]";
+	rb.cwd = "/tmp";
+	rb.hostname = "box";
+	rb.measure = MEASURE_USS;
+	rb.interval_ns = 100000000;
+	rb.cgroup_mode = "none";
+	int64_t run = store_run_begin(st, &rb);
+	CHECK_EQ_INT(store_trace_begin(st, run, MEAN), 0);
+	struct trace_site site = { .id = 1, .kind = 'm', .frames = frames, .live = 1 << 20 }, *ptr = &site;
+	CHECK_EQ_INT(store_trace_write(st, run, 0.1, true, 1, &ptr, 1), 0);
+	alarm(60);
+	struct trace_report r;
+	CHECK_EQ_INT(trace_report_load(st, run, true, 0, NULL, &r), 0);
+	alarm(0);
+	CHECK_EQ_INT(r.nsites, 1);
+	trace_report_release(&r);
+	store_close(st);
+}
+
 static void cleanup(void)
 {
 	char cmd[128];
@@ -226,4 +316,6 @@ __attribute__((constructor)) static void setup(void)
 TEST_MAIN("sites",
 	TEST(test_few_records_carry_the_run),
 	TEST(test_short_lived_and_flat_stay_not_growing),
-	TEST(test_short_run_in_the_store))
+	TEST(test_short_run_in_the_store),
+	TEST(test_site_ids_from_a_crafted_store),
+	TEST(test_frames_in_a_fifo))

@@ -15,9 +15,10 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "store/sweeps.h"
 #include "store/trace.h"
 
-#define CURRENT_SCHEMA 7   /* the schema version this leakproof writes (store/schema.c) */
+#define CURRENT_SCHEMA 8   /* the schema version this leakproof writes (store/schema.c) */
 #include "util/util.h"
 #include "tap.h"
 
@@ -559,6 +560,116 @@ static void test_concurrent_create(void)
 	}
 }
 
+/* Claims (schema 7): pending trials are claimed in order, each once, by
+ * several processes at once; a lease renewed stays; one that runs out makes
+ * the attempt interrupted and the next pending, claimed by another. */
+static void test_claims(void)
+{
+	enum { TRIALS = 40, CLAIMERS = 4 };
+	const char *path = tmp_path("claims.db");
+	struct store *st = store_open(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	struct sweep_begin b = { .started_at = 1, .file = "s.yaml", .text = "", .method = "grid", .executor = "slurm" };
+	int64_t sweep = store_sweep_begin(st, &b);
+	CHECK(sweep > 0);
+	struct trial_row rows[TRIALS];
+	memset(rows, 0, sizeof(rows));
+	for (int i = 0; i < TRIALS; i++) {
+		rows[i] = (struct trial_row){ .sweep_id = sweep, .idx = i, .status = "pending", .optuna_number = -1,
+		                              .vals = "v" };
+	}
+	CHECK_EQ_INT(store_trials_put_many(st, rows, TRIALS), 0);
+	struct trial_claimer me = { .worker = "here:1", .slurm_job = 77, .slurm_task = 3 };
+	struct trial_row t;
+	CHECK_EQ_INT(store_trial_claim(st, sweep, &me, 1000, 60, &t), 0);
+	CHECK_EQ_INT(t.idx, 0);
+	CHECK_STR(t.status, "running");
+	CHECK_STR(t.worker, "here:1");
+	CHECK_EQ_INT(t.slurm_job, 77);
+	CHECK_EQ_INT(t.slurm_task, 3);
+	CHECK_NEAR(t.lease_until, 1060, 1e-6);
+	trial_row_release(&t);
+	CHECK_EQ_INT(store_trial_renew(st, sweep, 0, 0, "here:1", 1100), 0);
+	CHECK_EQ_INT(store_trial_renew(st, sweep, 0, 0, "there:2", 1100), 1);   /* not theirs */
+	store_close(st);
+
+	/* the other 39, by four processes at once: each exactly once */
+	int go[2];
+	CHECK_EQ_INT(pipe(go), 0);
+	pid_t pids[CLAIMERS];
+	for (int k = 0; k < CLAIMERS; k++) {
+		pids[k] = fork();
+		if (pids[k] == 0) {
+			char c, name[32], out[300];
+			close(go[1]);
+			if (read(go[0], &c, 1) < 0)
+				_exit(2);
+			snprintf(name, sizeof(name), "w:%d", k);
+			snprintf(out, sizeof(out), "%s.%d", path, k);
+			FILE *f = fopen(out, "w");
+			struct store *w = store_open(path);
+			struct trial_claimer who = { .worker = name, .slurm_task = -1 };
+			struct trial_row r;
+			int rc = -1;
+			while (f && w && (rc = store_trial_claim(w, sweep, &who, 1000, 60, &r)) == 0) {
+				fprintf(f, "%lld\n", (long long)r.idx);
+				trial_row_release(&r);
+			}
+			store_close(w);
+			_exit(f && fclose(f) == 0 && rc == 1 ? 0 : 1);
+		}
+	}
+	close(go[0]);
+	close(go[1]);
+	int seen[TRIALS] = { 0 }, failed = 0;
+	for (int k = 0; k < CLAIMERS; k++) {
+		int status = 0;
+		waitpid(pids[k], &status, 0);
+		failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+		char out[300];
+		snprintf(out, sizeof(out), "%s.%d", path, k);
+		FILE *f = fopen(out, "r");
+		long long idx;
+		while (f && fscanf(f, "%lld", &idx) == 1)
+			if (idx >= 0 && idx < TRIALS)
+				seen[idx]++;
+		if (f)
+			fclose(f);
+	}
+	CHECK_EQ_INT(failed, 0);
+	int once = 0;
+	for (int i = 1; i < TRIALS; i++)
+		once += seen[i] == 1;
+	CHECK_EQ_INT(once, TRIALS - 1);
+	CHECK_EQ_INT(seen[0], 0);
+
+	/* every trial running: at 1200 the lease of trial 0 (renewed to 1100)
+	 * and those of the others (1060) have run out */
+	st = store_open(path);
+	struct trial_counts c;
+	CHECK_EQ_INT(store_trial_counts(st, sweep, &c), 0);
+	CHECK_EQ_INT(c.running, TRIALS);
+	CHECK_EQ_INT(c.pending, 0);
+	CHECK_EQ_INT(store_trial_claim(st, sweep, &me, 1050, 60, &t), 1);   /* none yet */
+	CHECK_EQ_INT(store_trial_claim(st, sweep, &me, 1200, 60, &t), 0);
+	CHECK_EQ_INT(t.idx, 0);
+	CHECK_EQ_INT(t.attempt, 1);
+	CHECK(strstr(t.note, "lost its worker") != NULL);
+	trial_row_release(&t);
+	struct trial_row *all = NULL;
+	size_t n = 0;
+	CHECK_EQ_INT(store_load_trials(st, sweep, &all, &n), 0);
+	CHECK_EQ_INT(n, 2 * TRIALS);
+	CHECK_STR(all[0].status, "interrupted");
+	CHECK(strstr(all[0].note, "lease expired: worker here:1") != NULL);
+	trial_rows_free(all, n);
+	CHECK_EQ_INT(store_trial_renew(st, sweep, 0, 0, "here:1", 1300), 1);   /* taken over */
+	CHECK_EQ_INT(store_trials_expire(st, sweep, 1200), 0);                  /* once only */
+	store_close(st);
+}
+
 /* The store remembers which sites of a run it wrote: each run gets its own
  * sites (ids start at 1 again), a site is written once however often it
  * comes back, and the caller's sites are left as they were. */
@@ -785,6 +896,7 @@ TEST_MAIN("store",
 	TEST(test_migrate_empty_file),
 	TEST(test_unopenable),
 	TEST(test_concurrent_create),
+	TEST(test_claims),
 	TEST(test_crafted_version),
 	TEST(test_trace_sites),
 	TEST(test_backend_by_uri),

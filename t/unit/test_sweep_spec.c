@@ -254,11 +254,13 @@ static void test_errors_keys(void)
 {
 	parse_bad(CMD "method: grid\nparameters:\n  lr: {values: [1]}\nparamters: {}\n",
 	          "5:1: unknown key 'paramters' (known: command, method, metric, parameters, env, run_cap, "
-	          "parallel, seed, memory, on_oom, result_regex, run_options, max_consecutive_failures)");
+	          "parallel, seed, memory, on_oom, result_regex, run_options, executor, slurm, "
+	          "max_consecutive_failures)");
 	parse_bad(CMD "method: grid\nmethod: random\n", "3:1: duplicate key 'method' (first at 2:1)");
 	parse_bad(CMD "[a]: 1\n", "2:1: keys must be strings, not a list");
 	parse_bad(CMD "\"a\\nb\\tc\\x01\": 1\n", "2:1: unknown key 'a\\nb\\tc\\x01' (known: command, method, metric, "
-	          "parameters, env, run_cap, parallel, seed, memory, on_oom, result_regex, run_options, max_consecutive_failures)");
+	          "parameters, env, run_cap, parallel, seed, memory, on_oom, result_regex, run_options, executor, slurm, "
+	          "max_consecutive_failures)");
 	parse_bad("", "1:1: the file is empty: expected command, parameters and the other keys of a sweep");
 	parse_bad("# only a comment\n", "1:1: the file is empty: expected command, parameters and the other keys of a sweep");
 	parse_bad("- command\n", "1:1: expected a mapping of keys (command, method, parameters, ...), not a list");
@@ -471,6 +473,10 @@ static void test_errors_misc(void)
 	parse_bad(CMD "run_options: --interval 50ms\n",
 	          "2:14: run_options must be a list such as [--interval, 50ms], not one string: there is no shell to split it");
 	parse_bad(CMD "run_options: [--interval, {a: 1}]\n", "2:27: the items of run_options must be strings, not a mapping");
+	/* as --result-regex refuses it: each group widens PCRE2's frames (fuzz/corpus/regex/many-groups) */
+	parse_bad(CMD "result_regex: '(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)'\n",
+	          "2:15: invalid result_regex '(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a': "
+	          "33 capture groups, at most 32 (group 1 is the result)");
 }
 
 /* ---- grid -------------------------------------------------------------- */
@@ -661,6 +667,48 @@ static void test_random_bounds(void)
 
 /* ---- argv and JSON ----------------------------------------------------- */
 
+/* executor and the slurm: block */
+static void test_slurm_block(void)
+{
+	struct sweep_spec s;
+	const char *ok = CMD "parameters:\n  lr: {values: [1, 2]}\nexecutor: slurm\nslurm:\n  workers: 8\n"
+	                 "  partition: gpu\n  time: \"04:00:00\"\n  mem: 16G\n  gpus_per_task: 1\n"
+	                 "  sbatch_args: [\"--account=ml\", --qos=low]\n";
+	CHECK_EQ_INT(sweep_spec_parse(ok, strlen(ok), "sweep.yaml", &s), 0);
+	CHECK_EQ_INT(s.executor, SWEEP_SLURM);
+	CHECK_EQ_INT(s.slurm.workers, 8);
+	CHECK_STR(s.slurm.partition, "gpu");
+	CHECK_STR(s.slurm.time, "04:00:00");
+	CHECK(s.slurm.mem_bytes == (UINT64_C(16) << 30));
+	CHECK_EQ_INT(s.slurm.gpus_per_task, 1);
+	CHECK_EQ_INT((int)s.slurm.nsbatch_args, 2);
+	CHECK_STR(s.slurm.sbatch_args[1], "--qos=low");
+	sweep_spec_free(&s);
+
+	parse_bad(CMD "executor: k8s\n", "2:11: executor must be local or slurm, not 'k8s'");
+	parse_bad(CMD "slurm: {workers: 0}\n", "2:18: slurm.workers must be a whole number from 1 to 100000, not '0'");
+	parse_bad(CMD "slurm: {time: \"4h\"}\n", "2:15: slurm.time must be a SLURM time limit such as \"04:00:00\", "
+	          "\"90\" (minutes) or \"1-12:00:00\", not '4h'");
+	parse_bad(CMD "slurm: {mem: lots}\n", "2:14: slurm.mem: invalid size 'lots': expected a number with an optional "
+	          "unit, such as 512M or 12G");
+	parse_bad(CMD "slurm: {sbatch_args: [--array=0-9]}\n", "2:23: slurm.sbatch_args: --array is set by the sweep itself");
+	parse_bad(CMD "slurm: {sbatch_args: [account]}\n", "2:23: slurm.sbatch_args: 'account' is not an option (they start with -)");
+	parse_bad(CMD "slurm: {sbatch_args: \"--account=ml\"}\n", "2:22: slurm.sbatch_args must be a list such as "
+	          "[\"--account=ml\"], not one string: there is no shell to split it");
+	parse_bad(CMD "slurm: {nodes: 2}\n", "2:9: unknown key 'nodes' in slurm (known: workers, partition, time, mem, "
+	          "gpus_per_task, sbatch_args)");
+	parse_bad(CMD "method: optuna\nrun_cap: 3\nparameters:\n  lr: {min: 0.1, max: 1}\nexecutor: slurm\n",
+	          "6:11: executor slurm runs grid and random sweeps; method optuna runs locally");
+
+	CHECK(sweep_slurm_time_ok("90") && sweep_slurm_time_ok("90:30") && sweep_slurm_time_ok("1-12") &&
+	      sweep_slurm_time_ok("1-12:00") && sweep_slurm_time_ok("1-12:00:00") && sweep_slurm_time_ok("UNLIMITED"));
+	CHECK(!sweep_slurm_time_ok("") && !sweep_slurm_time_ok("1:2:3:4") && !sweep_slurm_time_ok("-1") &&
+	      !sweep_slurm_time_ok("1-") && !sweep_slurm_time_ok("12:") && !sweep_slurm_time_ok("4h"));
+	CHECK(sweep_slurm_owned_arg("-a3") && sweep_slurm_owned_arg("--output=x") && sweep_slurm_owned_arg("--export=NONE"));
+	CHECK(!sweep_slurm_owned_arg("--account=ml") && !sweep_slurm_owned_arg("--exclusive") &&
+	      !sweep_slurm_owned_arg("--array-limit"));
+}
+
 static void test_argv(void)
 {
 	struct sweep_spec s;
@@ -814,4 +862,4 @@ TEST_MAIN("sweep_spec", TEST(test_example_file), TEST(test_example_as_grid), TES
           TEST(test_errors_command), TEST(test_errors_placeholders), TEST(test_errors_method),
           TEST(test_errors_numbers), TEST(test_errors_metric), TEST(test_errors_dims), TEST(test_errors_memory),
           TEST(test_errors_on_oom), TEST(test_errors_misc), TEST(test_grid), TEST(test_random_reproducible),
-          TEST(test_random_bounds), TEST(test_argv), TEST(test_json))
+          TEST(test_random_bounds), TEST(test_argv), TEST(test_json), TEST(test_slurm_block))

@@ -1,0 +1,246 @@
+"""
+Sweeps with `executor: slurm` against the real engines, started by the
+repo's own script (`scripts/cluster start`: PostgreSQL, munged, slurmctld,
+slurmd with cgroup memory enforcement), each test in a database of its
+own:
+
+- 16 trials, 4 workers as one job array, some configurations too large
+  for `slurm.mem`: every trial exactly once, the too-large ones `oom`
+  (oom-kill) with slurmstepd's own line, each with its job and array task;
+- `scancel` of one worker mid-trial: its trial is interrupted (cancelled)
+  and run again by another worker; the sweep completes;
+- `kill -9` of the controller after submission: the workers finish the
+  sweep, and `--resume` from another shell reports it complete without
+  running anything twice;
+- the PostgreSQL server stopped for 8 s while the workers run: every
+  trial still runs exactly once (a worker waits for the store to record
+  its trial's end, rather than leave it `running` until its lease ends).
+
+Needs root and the packages of scripts/install-deps (postgresql,
+slurm-wlm, munge). Every wait is bounded; the services are stopped in
+the fixture's teardown whatever happens.
+"""
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "cluster"
+OOM_LINE = re.compile(r"slurmstepd(-[\w.-]+)?: error: Detected \d+ oom-kill event")
+
+
+def wait_for(what, check, timeout=120.0, every=0.3):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}", pytrace=False)
+        time.sleep(every)
+
+
+class Cluster:
+    def __init__(self, state):
+        self.state = state
+        self.env = dict(os.environ, LEAKPROOF_CLUSTER_DIR=str(state))
+        self.env.pop("SLURM_CONF", None)
+
+    def script(self, *args, timeout=180):
+        return subprocess.run([str(SCRIPT), *args], env=self.env, capture_output=True, text=True,
+                              timeout=timeout)
+
+    def load_env(self):
+        r = self.script("env")
+        assert r.returncode == 0, r.stderr
+        for line in r.stdout.splitlines():
+            m = re.fullmatch(r"export (\w+)=(.*)", line)
+            assert m, f"not an export line: {line!r}"
+            self.env[m.group(1)] = shlex.split(m.group(2))[0]
+
+    def psql(self, sql, db="leakproof"):
+        r = subprocess.run(["psql", "-X", "-q", "-t", "-A", "-F", "|", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
+                           env=self.env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return [line.split("|") for line in r.stdout.splitlines() if line]
+
+    def squeue(self, job):
+        r = subprocess.run(["squeue", "-h", "-r", "-j", str(job), "-o", "%i %t"], env=self.env,
+                           capture_output=True, text=True, timeout=60)
+        return r.stdout.split("\n") if r.returncode == 0 else []
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if os.geteuid() != 0:
+        pytest.fail("scripts/cluster needs root", pytrace=False)
+    state = Path(tempfile.mkdtemp(prefix="lp-slurm-sweep-", dir="/tmp"))
+    os.chmod(state, 0o755)
+    c = Cluster(state)
+    try:
+        r = c.script("start")
+        assert r.returncode == 0, f"scripts/cluster start failed:\n{r.stderr}"
+        c.load_env()
+        yield c
+    finally:
+        c.script("stop")
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture
+def sl(lp, cluster):
+    """lp with a fresh PostgreSQL database as its store and the cluster's
+    environment (SLURM_CONF) for every command."""
+    db = "lp_" + uuid.uuid4().hex[:12]
+    cluster.psql(f"CREATE DATABASE {db}", db="postgres")
+    lp.store = f"postgresql://leakproof@127.0.0.1:{cluster.env['PGPORT']}/{db}"
+    lp.db = db
+    lp.cluster = cluster
+    lp.cenv = {k: v for k, v in cluster.env.items() if k in ("SLURM_CONF", "PGHOST", "PGPORT", "PGUSER")}
+    lp.cenv.update(SLURM_JOB_ID=None, SLURM_ARRAY_JOB_ID=None, SLURM_ARRAY_TASK_ID=None)
+    return lp
+
+
+def write(lp, text):
+    path = lp.dir / "sweep.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def trials(lp, sweep_id=1):
+    return lp.cluster.psql("SELECT idx, attempt, status, coalesce(cause, ''), coalesce(note, ''), "
+                           "coalesce(slurm_job, 0), coalesce(slurm_task, -1) FROM trials "
+                           f"WHERE sweep_id = {sweep_id} ORDER BY idx, attempt", db=lp.db)
+
+
+def runs_per_trial(lp, sweep_id=1):
+    return lp.cluster.psql(f"SELECT trial_idx, trial_attempt, count(*) FROM runs WHERE sweep_id = {sweep_id} "
+                           "GROUP BY trial_idx, trial_attempt ORDER BY 1, 2", db=lp.db)
+
+
+# 16 trials; mb 400 is too large for mem 200M (SLURM kills it)
+MIXED = """command: [/usr/bin/python3, -c, "import sys; b = bytearray(int(sys.argv[1]) << 20); print('val=' + sys.argv[1])", "{mb}"]
+parameters:
+  mb: {values: [8, 16, 400, 24]}
+  rep: {values: [1, 2, 3, 4]}
+result_regex: '^val=(\\S+)'
+executor: slurm
+slurm: {workers: 4, mem: 200M, time: "10"}
+"""
+
+
+def test_sixteen_trials_on_four_workers_each_once_too_large_ones_oom_killed_by_slurm(sl):
+    r = sl.cmd(["sweep", write(sl, MIXED), "--store", sl.store], env=sl.cenv, timeout=240)
+    assert r.rc == 0, r
+    assert "for 4 SLURM workers: job array" in r.err and "16 of 16 trials ended" in r.err, r
+    got = trials(sl)
+    assert [(int(i), int(a)) for (i, a, *_) in got] == [(i, 0) for i in range(16)], got
+    assert [tuple(map(int, x)) for x in runs_per_trial(sl)] == [(i, 0, 1) for i in range(16)]
+    job = int(got[0][5])
+    assert job > 0 and {int(t[5]) for t in got} == {job}, got
+    assert {int(t[6]) for t in got} <= {0, 1, 2, 3}, got
+    for idx, _, status, cause, note, _, _ in got:
+        big = int(idx) // 4 == 2
+        if big:
+            assert (status, cause) == ("oom", "oom-kill"), (idx, status, cause, note)
+            assert OOM_LINE.search(note) and "memory cgroup" in note, note
+        else:
+            assert status == "ok", (idx, status, cause, note)
+    # the table from the shared store, from anywhere
+    r = sl.cmd(["report", "sweep:1", "--format", "json", "--store", sl.store], env=sl.cenv)
+    assert r.rc == 0, r
+    table = json.loads(r.stdout)
+    assert table["sweep"]["status"] == "done" and len(table["trials"]) == 16, table
+
+
+SLEEPY = """command: [/bin/sh, -c, "echo started $1; sleep $1", sh, "{s}"]
+parameters:
+  s: {values: [6, 6.1, 6.2, 6.3, 1, 1.1, 1.2, 1.3]}
+executor: slurm
+slurm: {workers: 2, mem: 100M}
+"""
+
+
+def test_scancel_of_a_worker_interrupts_its_trial_and_another_runs_it_again(sl):
+    r = sl.cmd(["sweep", write(sl, SLEEPY), "--store", sl.store, "--no-wait"], env=sl.cenv, timeout=120)
+    assert r.rc == 0, r
+    job = int(re.search(r"job array (\d+)", r.err).group(1))
+    # worker 0 mid-trial: a trial of its task is running
+    wait_for("array task 0 to hold a running trial",
+             lambda: any(t[2] == "running" and t[6] == "0" for t in trials(sl)), timeout=120)
+    subprocess.run(["scancel", f"{job}_0"], env=sl.cluster.env, check=True, timeout=60)
+    wait_for("the sweep to complete", lambda: (
+        lambda t: t and all(x[2] in ("ok", "interrupted") for x in t) and
+        sum(x[2] == "ok" for x in t) == 8)(trials(sl)), timeout=180)
+    got = trials(sl)
+    cut = [t for t in got if t[2] == "interrupted"]
+    assert len(cut) == 1, got
+    idx, attempt, _, cause, note, _, task = cut[0]
+    assert (cause, task) == ("cancelled", "0"), cut
+    assert "cancelled (SLURM job" in note, note
+    again = [t for t in got if t[0] == idx and int(t[1]) == int(attempt) + 1]
+    assert again and again[0][2] == "ok" and again[0][6] == "1", (again, got)
+    assert "was cancelled" in again[0][4], again
+
+
+QUICK = """command: [/bin/sh, -c, "sleep 0.5; echo val=$1", sh, "{x}"]
+parameters:
+  x: {values: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]}
+result_regex: '^val=(\\S+)'
+executor: slurm
+slurm: {workers: 4, mem: 100M}
+"""
+
+
+def test_controller_killed_after_submission_workers_finish_and_resume_reports_complete(sl):
+    file = write(sl, QUICK)
+    proc = subprocess.Popen([sl.binary, "sweep", file, "--store", sl.store], cwd=sl.dir, env=sl.env(sl.cenv),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    sl._started.append(proc)
+    sl.read_until(proc.stderr, b"job array", timeout=120)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    wait_for("the workers to finish the sweep", lambda: (
+        lambda t: len(t) == 12 and all(x[2] == "ok" for x in t))(trials(sl)), timeout=180)
+    r = sl.cmd(["sweep", file, "--store", sl.store, "--resume"], env=sl.cenv, timeout=120)
+    assert r.rc == 0, r
+    assert "12 of 12 trials ended" in r.err and "submitted" not in r.err and "job array" not in r.err, r
+    assert [tuple(map(int, x)) for x in runs_per_trial(sl)] == [(i, 0, 1) for i in range(12)]
+
+
+def test_store_stopped_for_8_s_while_workers_run_each_trial_still_once(sl):
+    r = sl.cmd(["sweep", write(sl, SLEEPY.replace("workers: 2", "workers: 3")), "--store", sl.store, "--no-wait"],
+               env=sl.cenv, timeout=120)
+    assert r.rc == 0, r
+    wait_for("a trial to run", lambda: any(t[2] == "running" for t in trials(sl)), timeout=120)
+    bindir = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))[-1].parent
+    data = sl.cluster.state / "pg" / "data"
+
+    def pg_ctl(*args):
+        subprocess.run(["runuser", "-u", "postgres", "--", str(bindir / "pg_ctl"), "-D", str(data), "-l",
+                        str(sl.cluster.state / "pg" / "log"), "-w", "-t", "60", *args], check=True,
+                       capture_output=True, timeout=90)
+
+    pg_ctl("stop", "-m", "fast")
+    try:
+        time.sleep(8)
+    finally:
+        pg_ctl("start")
+    wait_for("the sweep to complete", lambda: (
+        lambda t: len(t) >= 8 and sum(x[2] == "ok" for x in t) == 8 and not any(x[2] == "running" for x in t))(
+            trials(sl)), timeout=240)
+    got = trials(sl)
+    assert [(int(i), int(a), s) for (i, a, s, *_) in got] == [(i, 0, "ok") for i in range(8)], got
+    assert [tuple(map(int, x)) for x in runs_per_trial(sl)] == [(i, 0, 1) for i in range(8)]
