@@ -1396,7 +1396,8 @@ static int run_worker(struct runner *r, struct sweep_result *out)
 		store_sweep_set_status(r->st, r->sweep_id, "done", wall_seconds(), 0);
 	if (!o->quiet)
 		fprintf(stderr, "leakproof: worker %s: %lld trial%s run%s\n", r->worker_name, (long long)r->done_count,
-		        r->done_count == 1 ? "" : "s", r->stop_signal ? "; stopped" : complete ? "; the sweep is done" : "");
+		        r->done_count == 1 ? "" : "s", r->stop_signal ? "; stopped" :
+		        r->host_stopped ? "; this machine gets no more trials" : complete ? "; the sweep is done" : "");
 	out->sweep_id = r->sweep_id;
 	out->ended = true;
 	out->complete = complete;
