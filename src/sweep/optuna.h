@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "sweep/spec.h"
 
@@ -31,7 +32,10 @@ struct optuna_study {
 	const char *sampler;    /* a class of optuna.samplers; NULL: "TPESampler" */
 	uint64_t seed;          /* the sweep's seed (see optuna_ask) */
 	bool maximize;          /* direction; false: minimize */
-	int timeout_ms;         /* per optuna command; 0: 120000 */
+	int timeout_ms;         /* per optuna command or reply; 0: 120000 */
+	const char *sampler_kwargs; /* JSON object or NULL (the Optuna process only) */
+	const char *pruner;     /* a class of optuna.pruners or NULL (the Optuna process only) */
+	const char *pruner_kwargs;  /* JSON object or NULL */
 };
 /* All pointers are the caller's and must outlive the calls. */
 
@@ -71,6 +75,51 @@ int optuna_ask(const struct optuna_study *st, const struct sweep_spec *spec,
  * or -1 after printing a message.
  */
 int optuna_tell(const struct optuna_study *st, int64_t number, bool ok, double value);
+
+/*
+ * The Optuna process: one long-lived Python process per sweep that runs
+ * Optuna's own API (create_study(load_if_exists), ask, tell) behind one
+ * JSON request per line on a socket that is its stdin and stdout
+ * (docs/internals/optuna.md). The interpreter is the one of the `optuna`
+ * program on PATH (its "#!" line), so the Optuna that `optuna trials`
+ * runs is the one asked; the process is in its own process group and gets
+ * SIGTERM when we die.
+ *
+ * optuna_proc_open() starts it and opens the study: created if new, the
+ * sampler st->sampler with st->sampler_kwargs (seeded from st->seed and
+ * seq, the asks the sweep made before, unless the kwargs give a seed), the
+ * pruner st->pruner, the direction checked as optuna_create() does. NULL
+ * after a message. The study and its storage are Optuna's, as with the
+ * commands, so `optuna trials` and the dashboard see the same study.
+ *
+ * optuna_proc_ask() asks for a trial in spec's space (results as
+ * optuna_ask()); it waits for the reply (a few milliseconds). 0 or -1.
+ * optuna_proc_tell() does not wait: the request is sent and its reply read
+ * before the next ask's (an error then is a warning); told as
+ * optuna_tell() does (NaN or !ok: fail). Always 0 for a valid number.
+ *
+ * When the process dies, the next reply that is awaited finds it: it is
+ * started again (the study re-opened from its storage, the sampler
+ * reseeded) and every unanswered request sent again, at most 3 times in a
+ * row; a reply not there within st->timeout_ms is an error (the process is
+ * killed).
+ *
+ * The caller reaping children with waitpid(-1) passes each pid to
+ * optuna_proc_reaped(), which says whether it was the Optuna process (then
+ * it is not waited for again). optuna_proc_close() reads the replies still
+ * due, ends the process (end of input, 5 s, SIGKILL) and frees p; it
+ * returns -1 when a due reply could not be had. p and st's strings must
+ * outlive the calls; st is copied.
+ */
+struct optuna_proc;
+struct optuna_proc *optuna_proc_open(const struct optuna_study *st, const struct sweep_spec *spec,
+                                     uint64_t seq);
+int optuna_proc_ask(struct optuna_proc *p, const struct sweep_spec *spec, int64_t *number /* out */,
+                    struct sweep_assign *out /* out */);
+int optuna_proc_tell(struct optuna_proc *p, int64_t number, bool ok, double value);
+bool optuna_proc_reaped(struct optuna_proc *p, pid_t pid, int wait_status);
+pid_t optuna_proc_pid(const struct optuna_proc *p);
+int optuna_proc_close(struct optuna_proc *p);
 
 /*
  * The default storage for a leakproof store path:

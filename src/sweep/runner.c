@@ -274,7 +274,7 @@ static int fresh_trial(struct runner *r, struct trial *t)
 		} else if (r->spec.method == SWEEP_RANDOM) {
 			sweep_random_trial(&r->spec, idx, &a);
 		} else {
-			if (optuna_ask(&r->optuna, &r->spec, idx, &t->optuna_number, &a) < 0)
+			if (optuna_proc_ask(r->oproc, &r->spec, &t->optuna_number, &a) < 0)
 				return -1;
 		}
 		t->values = own_values(r, &a);
@@ -671,7 +671,7 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	refresh_row(r, t->idx, t->attempt);
 
 	if (r->optuna_on && t->optuna_number >= 0 && !r->stop_signal)
-		optuna_tell(&r->optuna, t->optuna_number, !strcmp(row.status, "ok") && row.has_metric, row.metric);
+		optuna_proc_tell(r->oproc, t->optuna_number, !strcmp(row.status, "ok") && row.has_metric, row.metric);
 	if (!r->stop_signal)
 		r->done_count++;
 
@@ -724,6 +724,8 @@ static void reap_trials(struct runner *r)
 		pid_t pid = waitpid(-1, &status, WNOHANG);
 		if (pid <= 0)
 			return;
+		if (optuna_proc_reaped(r->oproc, pid, status))
+			continue;
 		for (size_t i = 0; i < r->nrunning; i++) {
 			if (r->running[i].pid != pid)
 				continue;
@@ -1351,6 +1353,7 @@ static void runner_release(struct runner *r)
 		close(r->sigfd);
 	if (r->st)
 		store_close(r->st);
+	optuna_proc_close(r->oproc);
 	if (r->optuna_on) {
 		free((char *)r->optuna.storage);
 		free((char *)r->optuna.name);
@@ -1399,6 +1402,11 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		status = LP_EXIT_USAGE;
 		goto out;
 	}
+	if (r.spec.optuna_sampler)
+		r.optuna.sampler = r.spec.optuna_sampler;
+	r.optuna.sampler_kwargs = r.spec.optuna_sampler_kwargs;
+	r.optuna.pruner = r.spec.optuna_pruner;
+	r.optuna.pruner_kwargs = r.spec.optuna_pruner_kwargs;
 	/* Signals blocked before setup() loads NVML: a thread it starts keeps
 	 * the mask it was born with and would take SIGCHLD from the signalfd. */
 	static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, 0 };
@@ -1428,11 +1436,11 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		status = run_controller(&r, out);
 		goto out;
 	}
-	if (r.optuna_on && optuna_create(&r.optuna) < 0)
-		goto out;
 	if (reload_rows(&r) < 0)
 		goto out;
 	requeue_interrupted(&r);
+	if (r.optuna_on && !(r.oproc = optuna_proc_open(&r.optuna, &r.spec, (uint64_t)r.nrows)))
+		goto out;
 
 	r.running = xcalloc((size_t)r.parallel, sizeof(*r.running));
 	if (!o->quiet)
@@ -1441,6 +1449,10 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		        o->resume ? " (resumed)" : "");
 
 	bool ok = run_loop(&r);
+	/* the tells still due are answered before the sweep is done */
+	if (r.oproc && optuna_proc_close(r.oproc) < 0)
+		ok = false;
+	r.oproc = NULL;
 	bool complete = !r.stop_signal && ok;
 	store_sweep_set_status(r.st, r.sweep_id, complete ? "done" : "interrupted", wall_seconds(), 0);
 	out->sweep_id = r.sweep_id;
