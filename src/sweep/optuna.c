@@ -1021,7 +1021,7 @@ static int proc_start(struct optuna_proc *p)
 		if (err) {
 			int status;
 			proc_kill(p, &status);
-			rc = error("optuna: cannot open study '%s' in '%s': %s", p->st.name, p->st.storage, err);
+			rc = error("optuna: %s", err);
 			free(err);
 		}
 	}
