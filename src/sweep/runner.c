@@ -45,6 +45,7 @@
 #include "store/store.h"
 #include "store/sweeps.h"
 #include "sweep/optuna.h"
+#include "sweep/prefork.h"
 #include "sweep/slurm.h"
 #include "sweep/spec.h"
 #include "util/util.h"
@@ -55,6 +56,7 @@
 #define IDLE_POLL_MS 500           /* a worker with nothing to run looks again */
 #define CLAIM_PATIENCE_NS (120LL * 1000000000LL)   /* a store refusing claims: how long a worker waits */
 #define VAL_SEP '\x1f'
+#define PREFORK_READY_MS 600000    /* importing torch from a network file system */
 
 /* ---- trials -------------------------------------------------------------- */
 
@@ -436,8 +438,11 @@ static int launch(struct runner *r, struct trial *t)
 		add_arg(&argv, &n, &cap, "--no-cgroup");
 	add_run_options(r, &argv, &n, &cap);
 	add_arg(&argv, &n, &cap, "--");
-	for (size_t i = 0; t->argv[i]; i++)
-		add_arg(&argv, &n, &cap, t->argv[i]);
+	char **job = r->prefork ? prefork_argv(r->prefork, t->argv) : t->argv;
+	for (size_t i = 0; job[i]; i++)
+		add_arg(&argv, &n, &cap, job[i]);
+	if (job != t->argv)
+		free(job);
 
 	/* the environment: ours, overlaid with the env dimensions */
 	char **env = xcalloc(r->spec.ndims + 2, sizeof(char *));
@@ -726,6 +731,12 @@ static void reap_trials(struct runner *r)
 			return;
 		if (optuna_proc_reaped(r->oproc, pid, status))
 			continue;
+		if (prefork_reaped(r->prefork, pid, status)) {
+			warning("prefork: the template ended; trials start cold from now on");
+			prefork_stop(r->prefork);
+			r->prefork = NULL;
+			continue;
+		}
 		for (size_t i = 0; i < r->nrunning; i++) {
 			if (r->running[i].pid != pid)
 				continue;
@@ -1354,11 +1365,39 @@ static void runner_release(struct runner *r)
 	if (r->st)
 		store_close(r->st);
 	optuna_proc_close(r->oproc);
+	prefork_stop(r->prefork);
 	if (r->optuna_on) {
 		free((char *)r->optuna.storage);
 		free((char *)r->optuna.name);
 	}
 	sweep_spec_free(&r->spec);
+}
+
+/* The template of warm starts, when the file or --prefork asks for one;
+ * where it cannot be, a warning says why and trials start cold. */
+static void start_prefork(struct runner *r)
+{
+	char **mods = r->spec.prefork, **own = NULL;
+	if (r->o->prefork) {
+		size_t n = 0;
+		char *list = xstrdup(r->o->prefork), *save = NULL;
+		own = xcalloc(strlen(list) + 2, sizeof(char *));
+		for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+			own[n++] = xstrdup(tok);
+		free(list);
+		mods = own;
+	}
+	if (mods && mods[0]) {
+		char why[512] = "";
+		r->prefork = prefork_start(r->spec.command[0], mods, PREFORK_READY_MS, why, sizeof(why));
+		if (!r->prefork)
+			warning("prefork: %s: trials start cold", why);
+		else if (!r->o->quiet)
+			fprintf(stderr, "leakproof: prefork: %s imported once; trials are forked from it\n", mods[0]);
+	}
+	for (size_t i = 0; own && own[i]; i++)
+		free(own[i]);
+	free(own);
 }
 
 int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
@@ -1441,6 +1480,7 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 	requeue_interrupted(&r);
 	if (r.optuna_on && !(r.oproc = optuna_proc_open(&r.optuna, &r.spec, (uint64_t)r.nrows)))
 		goto out;
+	start_prefork(&r);
 
 	r.running = xcalloc((size_t)r.parallel, sizeof(*r.running));
 	if (!o->quiet)
