@@ -11,6 +11,7 @@
  */
 #include "sweep/optuna.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@
 #include "util/util.h"
 
 #define OPTUNA_TIMEOUT_MS 120000
+#define OPTUNA_PG_SCHEMA "optuna"     /* Optuna's tables in a PostgreSQL store's database */
 #define OUT_CAP_BYTES (4 << 20)        /* stdout of one command */
 #define ERR_KEEP_BYTES 16384           /* the tail of stderr kept for messages */
 #define MAX_INT_BOUND 9007199254740992.0 /* 2^53: integers a double holds exactly */
@@ -638,8 +640,75 @@ int optuna_tell(const struct optuna_study *st, int64_t number, bool ok, double v
 	return rc;
 }
 
+/* The scheme's length when uri is a PostgreSQL URI ("postgresql://",
+ * "postgres://"), else 0. */
+static size_t pg_scheme(const char *uri)
+{
+	if (!strncmp(uri, "postgresql://", 13))
+		return 13;
+	if (!strncmp(uri, "postgres://", 11))
+		return 11;
+	return 0;
+}
+
+/* The end of the userinfo of a URI's authority (its '@'), or NULL. */
+static const char *userinfo_end(const char *auth)
+{
+	const char *end = auth + strcspn(auth, "/?#");
+	const char *at = memchr(auth, '@', (size_t)(end - auth));
+	while (at) {       /* the last '@' before the host */
+		const char *next = memchr(at + 1, '@', (size_t)(end - at - 1));
+		if (!next)
+			break;
+		at = next;
+	}
+	return at;
+}
+
+char *optuna_storage_password(const char *store_path)
+{
+	size_t k = pg_scheme(store_path);
+	if (!k)
+		return NULL;
+	const char *auth = store_path + k, *at = userinfo_end(auth);
+	const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+	if (!colon)
+		return NULL;
+	struct strbuf sb = STRBUF_INIT;
+	for (const char *q = colon + 1; q < at; q++) {
+		if (*q == '%' && q + 2 < at && isxdigit((unsigned char)q[1]) && isxdigit((unsigned char)q[2])) {
+			char hex[3] = { q[1], q[2], '\0' };
+			strbuf_addch(&sb, (char)strtol(hex, NULL, 16));
+			q += 2;
+		} else {
+			strbuf_addch(&sb, *q);
+		}
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
 char *optuna_default_storage(const char *store_path)
 {
+	size_t k = pg_scheme(store_path);
+	if (k) {
+		/* the same server and database through SQLAlchemy and psycopg2,
+		 * the password left out (optuna_storage_password()) */
+		struct strbuf sb = STRBUF_INIT;
+		const char *auth = store_path + k, *at = userinfo_end(auth);
+		const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+		strbuf_addstr(&sb, "postgresql+psycopg2://");
+		if (colon) {
+			strbuf_add(&sb, auth, (size_t)(colon - auth));
+			strbuf_addstr(&sb, at);
+		} else {
+			strbuf_addstr(&sb, auth);
+		}
+		/* Optuna's tables (trials, studies, ...) in a schema of their
+		 * own: the store has a "trials" table too */
+		strbuf_addstr(&sb, strchr(auth, '?') ? "&" : "?");
+		strbuf_addstr(&sb, "options=-csearch_path%3D" OPTUNA_PG_SCHEMA);
+		return strbuf_detach(&sb, NULL);
+	}
 	struct strbuf dir = STRBUF_INIT, url = STRBUF_INIT;
 	const char *slash = strrchr(store_path, '/');
 	if (!slash)
@@ -728,7 +797,20 @@ static const char coproc_script[] =
 	"            pruner = None\n"
 	"            if req.get('pruner'):\n"
 	"                pruner = make(optuna.pruners, 'pruner', req['pruner'], req.get('pruner_kwargs'), None)\n"
-	"            study = optuna.create_study(storage=req['storage'], study_name=req['study'],\n"
+	"            storage = req['storage']\n"
+	"            if req.get('password') is not None:\n"
+	"                import sqlalchemy.engine\n"
+	"                url = sqlalchemy.engine.make_url(storage).set(password=req['password'])\n"
+	"                storage = url.render_as_string(hide_password=False)\n"
+	"            if storage.startswith('postgresql'):\n"
+	"                import re, sqlalchemy\n"
+	"                m = re.search('search_path%3D([A-Za-z_][A-Za-z0-9_]*)', req['storage'])\n"
+	"                if m:\n"
+	"                    engine = sqlalchemy.create_engine(storage)\n"
+	"                    with engine.begin() as c:\n"
+	"                        c.execute(sqlalchemy.text('CREATE SCHEMA IF NOT EXISTS ' + m.group(1)))\n"
+	"                    engine.dispose()\n"
+	"            study = optuna.create_study(storage=storage, study_name=req['study'],\n"
 	"                                        direction=req['direction'], sampler=sampler, pruner=pruner,\n"
 	"                                        load_if_exists=True)\n"
 	"            dirs = study.directions\n"
@@ -778,6 +860,7 @@ struct optuna_proc {
 	size_t npend, cappend;
 	int starts;                    /* how many times it was started */
 	char *argv0, *argv1;           /* its interpreter (and the shebang's argument) */
+	char *password;                /* st.password, owned */
 };
 
 /* The interpreter of the optuna program on PATH ("#!/usr/bin/python3",
@@ -995,6 +1078,10 @@ static int proc_start(struct optuna_proc *p)
 		strbuf_add_json_str(&req, p->st.pruner);
 	else
 		strbuf_addstr(&req, "null");
+	if (p->st.password) {
+		strbuf_addstr(&req, ", \"password\": ");
+		strbuf_add_json_str(&req, p->st.password);
+	}
 	strbuf_addf(&req, ", \"pruner_kwargs\": %s, \"seed\": %u, \"space\": %s}\n",
 	            p->st.pruner_kwargs ? p->st.pruner_kwargs : "null",
 	            (unsigned)optuna_ask_seed(p->st.seed, p->seq + (uint64_t)(p->starts - 1) * 1000003),
@@ -1113,6 +1200,8 @@ struct optuna_proc *optuna_proc_open(const struct optuna_study *st, const struct
 		return NULL;
 	struct optuna_proc *p = xcalloc(1, sizeof(*p));
 	p->st = *st;
+	p->password = st->password ? xstrdup(st->password) : NULL;
+	p->st.password = p->password;
 	p->space = space;
 	p->seq = seq;
 	p->fd = -1;
@@ -1202,6 +1291,9 @@ int optuna_proc_close(struct optuna_proc *p)
 	free(p->space);
 	free(p->argv0);
 	free(p->argv1);
+	if (p->password)
+		memset(p->password, 0, strlen(p->password));
+	free(p->password);
 	free(p);
 	return rc;
 }

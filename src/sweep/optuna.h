@@ -36,6 +36,8 @@ struct optuna_study {
 	const char *sampler_kwargs; /* JSON object or NULL (the Optuna process only) */
 	const char *pruner;     /* a class of optuna.pruners or NULL (the Optuna process only) */
 	const char *pruner_kwargs;  /* JSON object or NULL */
+	const char *password;   /* for the storage URL, which leaves it out; NULL: none
+	                           (the Optuna process only, never on a command line) */
 };
 /* All pointers are the caller's and must outlive the calls. */
 
@@ -122,7 +124,20 @@ pid_t optuna_proc_pid(const struct optuna_proc *p);
 int optuna_proc_close(struct optuna_proc *p);
 
 /*
- * The default storage for a leakproof store path:
+ * The password of a PostgreSQL store URI (percent-decoded), or NULL when
+ * store_path is not one or has none. The caller frees.
+ */
+char *optuna_storage_password(const char *store_path);
+
+/*
+ * The default storage for a leakproof store path. A PostgreSQL store
+ * ("postgresql://USER:PASSWORD@HOST:PORT/DB?..." or "postgres://"): the
+ * same server and database through Optuna's RDB storage,
+ * "postgresql+psycopg2://USER@HOST:PORT/DB?...&options=-csearch_path%3Doptuna"
+ * (Optuna's tables in the schema "optuna", made when missing: the store
+ * has a table "trials" of its own; the password left out: the
+ * storage URL is stored and shown; optuna_storage_password() gives it to
+ * the Optuna process; libpq's PGPASSWORD and ~/.pgpass work too). Else
  * "sqlite:///" + the absolute directory of store_path + "/optuna.db"
  * (so four slashes). The directory need not exist. Returns a string the
  * caller frees with free(), or NULL after printing a message (no working

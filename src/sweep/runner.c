@@ -1478,8 +1478,15 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 	if (reload_rows(&r) < 0)
 		goto out;
 	requeue_interrupted(&r);
-	if (r.optuna_on && !(r.oproc = optuna_proc_open(&r.optuna, &r.spec, (uint64_t)r.nrows)))
-		goto out;
+	if (r.optuna_on) {
+		char *pw = optuna_storage_password(o->store_path);
+		r.optuna.password = pw;
+		r.oproc = optuna_proc_open(&r.optuna, &r.spec, (uint64_t)r.nrows);
+		free(pw);            /* optuna_proc_open() sent it */
+		r.optuna.password = NULL;
+		if (!r.oproc)
+			goto out;
+	}
 	start_prefork(&r);
 
 	r.running = xcalloc((size_t)r.parallel, sizeof(*r.running));

@@ -176,6 +176,38 @@ parameters:
     assert all(t["status"] == "ok" for t in trials), trials
 
 
+def test_an_optuna_sweep_keeps_its_study_in_the_same_server(pg):
+    f = pg.dir / "opt.yaml"
+    f.write_text(f"""
+command: [{pg.py}, -c, "import sys; print('loss=' + sys.argv[1])", "{{x}}"]
+method: optuna
+metric: {{name: loss}}
+result_regex: '^loss=(\\S+)'
+parameters:
+  x: {{min: 0.0, max: 1.0}}
+run_cap: 4
+""")
+    r = pg.cmd(["sweep", str(f), "--store", pg.store], timeout=300)
+    assert r.rc == 0, r
+    assert "s3cret" not in r.out + r.err
+    rep = json.loads(pg.cmd(["report", "--format", "json", "--store", pg.store]).stdout)
+    storage = rep["sweep"]["optuna_storage"]
+    assert storage.startswith("postgresql+psycopg2://leakproof@127.0.0.1:") and "s3cret" not in storage
+    assert storage.endswith("/" + pg.db + "?options=-csearch_path%3Doptuna")
+    # Optuna's own tables, in the same database (schema optuna: the store
+    # has a trials table of its own), with every trial told
+    states = pg.server.psql("SELECT state FROM optuna.trials ORDER BY number", db=pg.db).split()
+    assert states == ["COMPLETE"] * 4, states
+    # and `optuna trials` reads them through the stored URL (the server
+    # trusts local clients; else PGPASSWORD or ~/.pgpass give the password)
+    out = subprocess.run(["optuna", "trials", "--storage", storage, "--study-name", rep["sweep"]["optuna_study"],
+                          "-f", "json"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert out.returncode == 0, out.stderr
+    assert len(json.loads(out.stdout)) == 4
+    assert all(t["status"] == "ok" for t in rep["trials"]), rep["trials"]
+
+
 @pytest.mark.slow
 def test_a_traced_run(pg):
     r = pg.run([pg.py, pg.workload("torch_keep_loss.py"), "--steps", "80"], "--trace", timeout=240)

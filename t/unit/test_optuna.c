@@ -410,6 +410,22 @@ static void test_default_storage(void)
 	CHECK_STR(s, "sqlite:////optuna.db");
 	free(s);
 
+	/* a PostgreSQL store: the same database, the password left out */
+	s = optuna_default_storage("postgresql://lp:s%40cr%3At@127.0.0.1:5433/db1?sslmode=disable");
+	CHECK_STR(s, "postgresql+psycopg2://lp@127.0.0.1:5433/db1?sslmode=disable&options=-csearch_path%3Doptuna");
+	free(s);
+	s = optuna_storage_password("postgresql://lp:s%40cr%3At@127.0.0.1:5433/db1?sslmode=disable");
+	CHECK_STR(s, "s@cr:t");
+	free(s);
+	s = optuna_default_storage("postgres://lp@host/db");
+	CHECK_STR(s, "postgresql+psycopg2://lp@host/db?options=-csearch_path%3Doptuna");
+	free(s);
+	CHECK(optuna_storage_password("postgres://lp@host/db") == NULL);
+	CHECK(optuna_storage_password("/a/b.db") == NULL);
+	s = optuna_default_storage("postgresql:///db?host=/run/postgresql");
+	CHECK_STR(s, "postgresql+psycopg2:///db?host=/run/postgresql&options=-csearch_path%3Doptuna");
+	free(s);
+
 	make_tmpdir();
 	char path[256];
 	snprintf(path, sizeof(path), "%s/./leakproof.db", tmpdir);
