@@ -1130,15 +1130,25 @@ static void proc_send(struct optuna_proc *p, char *line, int64_t number)
 	}
 }
 
+/* Whether an ask is among the requests not yet answered. */
+static bool ask_pending(const struct optuna_proc *p)
+{
+	for (size_t i = 0; i < p->npend; i++)
+		if (p->pend[i].number < 0)
+			return true;
+	return false;
+}
+
 /*
- * Read the replies to every request sent; the last one's goes to *last
- * (when not NULL). Replies to tells with an error are warnings. When the
- * process died, it is started again (the study re-opened from its storage)
- * and everything not yet answered is sent again: tells are idempotent
- * (skip_if_finished), an ask lost with the process leaves at most one
- * RUNNING trial in the study. 0, or -1 after a message.
+ * Read replies in order: with ask, until the first ask's (into *ask), else
+ * until every request is answered. Replies to tells with an error are
+ * warnings. When the process died, it is started again (the study
+ * re-opened from its storage) and everything not yet answered is sent
+ * again: tells are idempotent (skip_if_finished), an ask lost with the
+ * process leaves at most one RUNNING trial in the study. 0, or -1 after a
+ * message.
  */
-static int settle(struct optuna_proc *p, struct strbuf *last)
+static int settle(struct optuna_proc *p, struct strbuf *ask)
 {
 	int deaths = 0;
 	struct strbuf line = STRBUF_INIT;
@@ -1176,16 +1186,28 @@ static int settle(struct optuna_proc *p, struct strbuf *last)
 		struct pending done = p->pend[0];
 		memmove(p->pend, p->pend + 1, (p->npend - 1) * sizeof(*p->pend));
 		p->npend--;
+		free(done.line);
 		if (done.number >= 0) {
 			char *err = reply_error(strbuf_str(&line));
 			if (err)
 				warning("optuna: telling trial %lld: %s", (long long)done.number, err);
 			free(err);
-		} else if (last) {
-			strbuf_reset(last);
-			strbuf_add(last, strbuf_str(&line), line.len);
+		} else if (ask) {
+			strbuf_reset(ask);
+			strbuf_add(ask, strbuf_str(&line), line.len);
+			break;
+		} else {
+			/* an ask asked ahead and not wanted: its trial is failed */
+			struct jval v;
+			const char *err;
+			size_t at;
+			if (jval_parse(strbuf_str(&line), &v, &err, &at) == 0) {
+				const struct jval *n = jval_get(&v, "number");
+				if (n && n->type == J_NUM && n->is_int && n->num >= 0)
+					optuna_proc_tell(p, (int64_t)n->num, false, 0);
+				jval_release(&v);
+			}
 		}
-		free(done.line);
 	}
 	strbuf_release(&line);
 	return 0;
@@ -1218,7 +1240,8 @@ int optuna_proc_ask(struct optuna_proc *p, const struct sweep_spec *spec, int64_
                     struct sweep_assign *out)
 {
 	out->values = NULL;
-	proc_send(p, xstrdup("{\"op\": \"ask\"}\n"), -1);
+	if (!ask_pending(p))
+		proc_send(p, xstrdup("{\"op\": \"ask\"}\n"), -1);
 	struct strbuf reply = STRBUF_INIT;
 	int rc = settle(p, &reply);
 	if (rc == 0) {
@@ -1231,6 +1254,12 @@ int optuna_proc_ask(struct optuna_proc *p, const struct sweep_spec *spec, int64_
 	}
 	strbuf_release(&reply);
 	return rc;
+}
+
+void optuna_proc_ask_ahead(struct optuna_proc *p)
+{
+	if (p && !ask_pending(p))
+		proc_send(p, xstrdup("{\"op\": \"ask\"}\n"), -1);
 }
 
 int optuna_proc_tell(struct optuna_proc *p, int64_t number, bool ok, double value)

@@ -95,7 +95,11 @@ int optuna_tell(const struct optuna_study *st, int64_t number, bool ok, double v
  * commands, so `optuna trials` and the dashboard see the same study.
  *
  * optuna_proc_ask() asks for a trial in spec's space (results as
- * optuna_ask()); it waits for the reply (a few milliseconds). 0 or -1.
+ * optuna_ask()); it waits for the reply, unless optuna_proc_ask_ahead()
+ * sent the ask before (then the reply is usually there already). 0 or -1.
+ * optuna_proc_ask_ahead() sends an ask now (none when one is already due)
+ * for the caller's next optuna_proc_ask(); an ask ahead never taken is
+ * told `fail` at optuna_proc_close().
  * optuna_proc_tell() does not wait: the request is sent and its reply read
  * before the next ask's (an error then is a warning); told as
  * optuna_tell() does (NaN or !ok: fail). Always 0 for a valid number.
@@ -118,6 +122,7 @@ struct optuna_proc *optuna_proc_open(const struct optuna_study *st, const struct
                                      uint64_t seq);
 int optuna_proc_ask(struct optuna_proc *p, const struct sweep_spec *spec, int64_t *number /* out */,
                     struct sweep_assign *out /* out */);
+void optuna_proc_ask_ahead(struct optuna_proc *p);
 int optuna_proc_tell(struct optuna_proc *p, int64_t number, bool ok, double value);
 bool optuna_proc_reaped(struct optuna_proc *p, pid_t pid, int wait_status);
 pid_t optuna_proc_pid(const struct optuna_proc *p);

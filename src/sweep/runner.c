@@ -1095,6 +1095,9 @@ static bool run_loop(struct runner *r)
 			}
 			r->running[r->nrunning++] = *t;
 			free(t);
+			/* Optuna's answer for the next trial comes while this one runs */
+			if (r->oproc && r->next_idx < r->total)
+				optuna_proc_ask_ahead(r->oproc);
 		}
 		if (failed)
 			break;
