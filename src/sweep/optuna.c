@@ -1,13 +1,14 @@
 /*
- * optuna.c — `leakproof sweep` method optuna, through Optuna's command line.
+ * optuna.c — `leakproof sweep` method optuna, through one long-lived
+ * Optuna process.
  *
- * Three parts: a runner that starts one `optuna` command (fork/execvpe, no
- * shell, stdin from /dev/null, stdout and stderr through pipes read by one
- * poll loop, a time limit, PYTHONWARNINGS=ignore to silence Optuna's
- * ExperimentalWarning); a small strict JSON reader for what those commands
- * print; and the mapping between a sweep spec's dimensions and Optuna's
- * distributions. See optuna.h for the API and docs/internals/optuna.md for
- * the commands and the measured costs (about 1.3 s per command).
+ * Four parts: a small strict JSON reader for what Optuna answers; the
+ * mapping between a sweep spec's dimensions and Optuna's distributions;
+ * the study's storage (an SQLite file beside the store, or a PostgreSQL
+ * store's own database); and the Optuna process, a Python script on
+ * Optuna's API behind JSON lines on a socketpair, restarted when it dies.
+ * See optuna.h for the API and docs/internals/optuna.md for the protocol
+ * and the measured costs.
  */
 #include "sweep/optuna.h"
 
@@ -31,8 +32,6 @@
 
 #define OPTUNA_TIMEOUT_MS 120000
 #define OPTUNA_PG_SCHEMA "optuna"     /* Optuna's tables in a PostgreSQL store's database */
-#define OUT_CAP_BYTES (4 << 20)        /* stdout of one command */
-#define ERR_KEEP_BYTES 16384           /* the tail of stderr kept for messages */
 #define MAX_INT_BOUND 9007199254740992.0 /* 2^53: integers a double holds exactly */
 
 /* ------------------------------------------------------------------ */
@@ -49,159 +48,11 @@ static void fmt_shortest(char *buf, size_t n, double v)
 }
 
 /* ------------------------------------------------------------------ */
-/* Running one optuna command */
+/* The optuna program */
 
 static const char *optuna_prog(const struct optuna_study *st)
 {
 	return st->optuna && *st->optuna ? st->optuna : "optuna";
-}
-
-/*
- * The line of stderr that says what went wrong, escape sequences (colours)
- * removed, at most 1000 bytes; "" when there is none. The caller frees.
- * After a Python traceback that is the exception's line, the first
- * unindented one after the last "Traceback (most recent call last):" (the
- * last line can be SQLAlchemy's "(Background on this error at: URL)" or the
- * "[SQL: ...]" of a long message); otherwise (argparse's "optuna tell:
- * error: ...", a traceback cut off by the tail) the last non-empty line.
- */
-static char *error_line(const struct strbuf *err)
-{
-	static const char tb[] = "Traceback (most recent call last):";
-	struct strbuf clean = STRBUF_INIT;
-	const char *s = strbuf_str(err);
-	for (size_t i = 0; i < err->len; i++) {
-		if (s[i] == '\033' && i + 1 < err->len && s[i + 1] == '[') {
-			i += 2;
-			while (i < err->len && !(s[i] >= '@' && s[i] <= '~'))
-				i++;
-			continue;
-		}
-		strbuf_addch(&clean, s[i]);
-	}
-	const char *c = strbuf_str(&clean), *last = NULL, *exc = NULL;
-	size_t last_len = 0, exc_len = 0;
-	bool in_tb = false;
-	for (const char *line = c; *line; ) {
-		const char *nl = strchr(line, '\n');
-		size_t len = nl ? (size_t)(nl - line) : strlen(line);
-		while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ' ||
-				   line[len - 1] == '\t'))
-			len--;
-		if (len == sizeof(tb) - 1 && !memcmp(line, tb, len)) {
-			in_tb = true;
-			exc = NULL;
-		} else if (len > 0 && in_tb && line[0] != ' ' && line[0] != '\t') {
-			in_tb = false;
-			exc = line;
-			exc_len = len;
-		}
-		if (len > 0) {
-			last = line;
-			last_len = len;
-		}
-		if (!nl)
-			break;
-		line = nl + 1;
-	}
-	const char *pick = exc ? exc : last;
-	size_t pick_len = exc ? exc_len : last_len;
-	if (pick_len > 1000)
-		pick_len = 1000;
-	char *out = xmalloc(pick_len + 1);
-	if (pick_len)
-		memcpy(out, pick, pick_len);
-	out[pick_len] = '\0';
-	strbuf_release(&clean);
-	return out;
-}
-
-/* The optuna command line: prog, then args (NULL-terminated). The caller
- * frees the array (not its strings). */
-static const char **optuna_argv(const char *prog, const char *const *args)
-{
-	size_t nargs = 0;
-	while (args[nargs])
-		nargs++;
-	const char **argv = xcalloc(nargs + 2, sizeof(*argv));
-	argv[0] = prog;
-	for (size_t i = 0; i < nargs; i++)
-		argv[i + 1] = args[i];
-	return argv;
-}
-
-/* Say why prog did not run (rc from spawn_capture(), errno its cause). */
-static void report_not_run(const char *prog, const char *what, int rc, const struct spawn *sp)
-{
-	if (rc == SPAWN_NOT_FOUND)
-		error("cannot run '%s': %s (is Optuna installed? Debian and Ubuntu: "
-		      "apt install python3-optuna; else pip install optuna)",
-		      prog, strerror(errno));
-	else if (rc == SPAWN_CANNOT_EXEC)
-		error_errno("cannot run '%s'", prog);
-	else if (sp->pid > 0)
-		error_errno("'%s': %s", what, sp->why);   /* waiting for it failed */
-	else
-		error_errno("cannot run '%s': %s", prog, sp->why);
-}
-
-/* 0 when the command ran and exited 0; else -1 after saying how it ended. */
-static int judge_end(const char *what, int timeout_ms, const struct spawn_capture *cap)
-{
-	if (cap->timed_out) {
-		error("'%s' did not finish within %d s (killed)", what, (timeout_ms + 999) / 1000);
-		return -1;
-	}
-	if (cap->too_big) {
-		error("'%s' printed more than %d MiB (killed)", what, OUT_CAP_BYTES >> 20);
-		return -1;
-	}
-	int status = cap->wait_status;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;
-	char *line = error_line(&cap->err);
-	char how[64];
-	if (WIFEXITED(status))
-		snprintf(how, sizeof(how), "exit status %d", WEXITSTATUS(status));
-	else
-		snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(status));
-	error("'%s' failed (%s): %s", what, how, *line ? line : "no message on stderr");
-	free(line);
-	return -1;
-}
-
-/*
- * Run `optuna ARGS...` (args NULL-terminated; what names the command in
- * messages, "optuna ask") through platform/spawn.h: no shell, stdin from
- * /dev/null, Python's default signal actions, PYTHONWARNINGS=ignore to
- * silence Optuna's ExperimentalWarning, a time limit. Its stdout goes to
- * *out; it must exit 0. Returns 0, or -1 after printing a message.
- */
-static int run_optuna(const struct optuna_study *st, const char *what,
-		      const char *const *args, struct strbuf *out)
-{
-	static const char *const env[] = { "PYTHONWARNINGS=ignore", NULL };
-	const char *prog = optuna_prog(st);
-	int timeout_ms = st->timeout_ms > 0 ? st->timeout_ms : OPTUNA_TIMEOUT_MS;
-	const char **argv = optuna_argv(prog, args);
-	struct spawn sp = {
-		.argv = argv, .path_lookup = true, .env = env, .in.how = SPAWN_NULL, .reset_signals = true,
-	};
-	struct spawn_capture cap = SPAWN_CAPTURE_INIT;
-	cap.timeout_ms = timeout_ms;
-	cap.out_cap_bytes = OUT_CAP_BYTES;
-	cap.err_tail_bytes = ERR_KEEP_BYTES;
-
-	int rc = spawn_capture(&sp, &cap);
-	if (rc)
-		report_not_run(prog, what, rc, &sp);
-	else
-		rc = judge_end(what, timeout_ms, &cap);
-	strbuf_release(out);
-	*out = cap.out;   /* what it printed, also on failure */
-	strbuf_release(&cap.err);
-	free(argv);
-	return rc ? -1 : 0;
 }
 
 /* A short printable excerpt of text for messages; the caller frees. */
@@ -504,7 +355,7 @@ fail:
 }
 
 /* ------------------------------------------------------------------ */
-/* The commands */
+/* Seeds, studies and storage */
 
 uint32_t optuna_ask_seed(uint64_t seed, uint64_t seq)
 {
@@ -515,129 +366,11 @@ uint32_t optuna_ask_seed(uint64_t seed, uint64_t seq)
 	return (uint32_t)(z >> 32);
 }
 
-/* "--NAME=VALUE" as one argument (the caller frees). The '=' form keeps
- * argparse from taking a value that starts with '-' ("-1e-05", "-inf") for
- * an option. */
-static char *opt(const char *name, const char *value)
-{
-	struct strbuf sb = STRBUF_INIT;
-	strbuf_addf(&sb, "--%s=%s", name, value);
-	return strbuf_detach(&sb, NULL);
-}
-
 static int check_study(const struct optuna_study *st)
 {
 	if (!st->storage || !*st->storage || !st->name || !*st->name)
 		return error("optuna: no storage or study name");
 	return 0;
-}
-
-int optuna_create(const struct optuna_study *st)
-{
-	if (check_study(st))
-		return -1;
-	const char *dir = st->maximize ? "maximize" : "minimize";
-	char *storage = opt("storage", st->storage), *name = opt("study-name", st->name);
-	char *direction = opt("direction", dir);
-	const char *create[] = { "create-study", "-q", storage, name, direction,
-				 "--skip-if-exists", NULL };
-	const char *studies[] = { "studies", "-q", storage, "-f", "json", NULL };
-	struct strbuf out = STRBUF_INIT;
-	struct jval root = { 0 };
-	int rc = -1;
-
-	if (run_optuna(st, "optuna create-study", create, &out) ||
-	    run_optuna(st, "optuna studies", studies, &out) ||
-	    json_parse(strbuf_str(&out), "optuna studies", &root))
-		goto done;
-	if (root.type != J_ARR) {
-		error("unexpected output from 'optuna studies': not a list");
-		goto done;
-	}
-	for (size_t i = 0; i < root.n; i++) {
-		const struct jval *s = &root.items[i], *n = jval_get(s, "name"), *d = jval_get(s, "direction");
-		if (!n || n->type != J_STR || strcmp(n->s, st->name))
-			continue;
-		/* ["MINIMIZE"] in 3.1; a bare string is taken too. */
-		if (d && d->type == J_ARR && d->n == 1)
-			d = &d->items[0];
-		if (!d || d->type != J_STR) {
-			error("study '%s' in '%s' has %zu objectives; a leakproof sweep has one",
-			      st->name, st->storage, d && d->type == J_ARR ? d->n : (size_t)0);
-			goto done;
-		}
-		if (strcasecmp(d->s, dir)) {
-			error("study '%s' in '%s' is to %s, but the sweep's goal is to %s "
-			      "(give the sweep another study name or storage)",
-			      st->name, st->storage, st->maximize ? "minimize" : "maximize", dir);
-			goto done;
-		}
-		rc = 0;
-		goto done;
-	}
-	error("study '%s' is not in '%s' after 'optuna create-study'", st->name, st->storage);
-done:
-	jval_release(&root);
-	strbuf_release(&out);
-	free(storage);
-	free(name);
-	free(direction);
-	return rc;
-}
-
-int optuna_ask(const struct optuna_study *st, const struct sweep_spec *spec,
-	       uint64_t seq, int64_t *number, struct sweep_assign *out)
-{
-	out->values = NULL;
-	if (check_study(st))
-		return -1;
-	char *space = optuna_search_space_json(spec);
-	if (!space)
-		return -1;
-	char kwargs[64];
-	snprintf(kwargs, sizeof(kwargs), "{\"seed\": %u}", (unsigned)optuna_ask_seed(st->seed, seq));
-	char *storage = opt("storage", st->storage), *name = opt("study-name", st->name);
-	char *sampler = opt("sampler", st->sampler && *st->sampler ? st->sampler : "TPESampler");
-	char *skw = opt("sampler-kwargs", kwargs), *ss = opt("search-space", space);
-	const char *args[] = { "ask", "-q", storage, name, sampler, skw, ss, "-f", "json", NULL };
-	struct strbuf outb = STRBUF_INIT;
-	int rc = -1;
-	if (run_optuna(st, "optuna ask", args, &outb) == 0)
-		rc = optuna_parse_ask(strbuf_str(&outb), spec, number, out);
-	strbuf_release(&outb);
-	free(space);
-	free(storage);
-	free(name);
-	free(sampler);
-	free(skw);
-	free(ss);
-	return rc;
-}
-
-int optuna_tell(const struct optuna_study *st, int64_t number, bool ok, double value)
-{
-	if (check_study(st))
-		return -1;
-	if (number < 0)
-		return error("optuna tell: bad trial number %lld", (long long)number);
-	char buf[40];
-	bool complete = ok && !isnan(value);
-	char *storage = opt("storage", st->storage), *name = opt("study-name", st->name);
-	snprintf(buf, sizeof(buf), "%lld", (long long)number);
-	char *trial = opt("trial-number", buf);
-	fmt_shortest(buf, sizeof(buf), value);
-	char *values = complete ? opt("values", buf) : NULL;
-	const char *args[] = { "tell", "-q", storage, name, trial,
-			       complete ? "--state=complete" : "--state=fail",
-			       "--skip-if-finished", values, NULL };
-	struct strbuf out = STRBUF_INIT;
-	int rc = run_optuna(st, "optuna tell", args, &out);
-	strbuf_release(&out);
-	free(storage);
-	free(name);
-	free(trial);
-	free(values);
-	return rc;
 }
 
 /* The scheme's length when uri is a PostgreSQL URI ("postgresql://",

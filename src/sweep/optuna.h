@@ -1,20 +1,17 @@
 /*
  * optuna.h — the bridge between `leakproof sweep` (method: optuna) and
- * Optuna, through Optuna's own command line (`optuna create-study`, `ask`,
- * `tell`, `studies`), never by embedding Python: each call is one short
- * `optuna` process run with fork/execvpe, no shell, its stdout and stderr
- * read through pipes, under a time limit (docs/internals/optuna.md).
+ * Optuna: one long-lived Optuna process per sweep (Python running Optuna's
+ * own API, started with platform/spawn.h, no shell), asked and told
+ * through one JSON request per line on a socket (docs/internals/optuna.md).
+ * Python is never embedded.
  *
  * The study lives in Optuna's storage (by default an SQLite file next to the
- * leakproof store); leakproof keeps only the trial numbers Optuna gives.
+ * leakproof store; with a PostgreSQL store, the same database); leakproof
+ * keeps only the trial numbers Optuna gives.
  *
- * Every call starts a Python interpreter and imports Optuna: about 1.3 s of
- * wall time on the development machine, so a trial costs two of them (ask
- * and tell). The calls block the caller.
- *
- * Errors follow util.h: -1 after printing one message; a failing optuna
- * command is reported with the last line of what it wrote on stderr (for
- * Optuna, the exception's message).
+ * Errors follow util.h: -1 (or NULL) after printing one message; a request
+ * the Optuna process refused is reported with its exception's type and
+ * message.
  */
 #ifndef LP_SWEEP_OPTUNA_H
 #define LP_SWEEP_OPTUNA_H
@@ -26,57 +23,35 @@
 #include "sweep/spec.h"
 
 struct optuna_study {
-	const char *optuna;     /* the command; NULL: "optuna", found on PATH */
+	const char *optuna;     /* the optuna program, whose "#!" names the Python to run;
+	                           NULL: "optuna", found on PATH */
 	const char *storage;    /* Optuna storage URL, "sqlite:////abs/optuna.db" */
 	const char *name;       /* the study name */
 	const char *sampler;    /* a class of optuna.samplers; NULL: "TPESampler" */
-	uint64_t seed;          /* the sweep's seed (see optuna_ask) */
+	uint64_t seed;          /* the sweep's seed (see optuna_ask_seed) */
 	bool maximize;          /* direction; false: minimize */
-	int timeout_ms;         /* per optuna command or reply; 0: 120000 */
-	const char *sampler_kwargs; /* JSON object or NULL (the Optuna process only) */
-	const char *pruner;     /* a class of optuna.pruners or NULL (the Optuna process only) */
+	int timeout_ms;         /* per reply of the Optuna process; 0: 120000 */
+	const char *sampler_kwargs; /* JSON object or NULL */
+	const char *pruner;     /* a class of optuna.pruners or NULL */
 	const char *pruner_kwargs;  /* JSON object or NULL */
 	const char *password;   /* for the storage URL, which leaves it out; NULL: none
-	                           (the Optuna process only, never on a command line) */
+	                           (never on a command line) */
 };
 /* All pointers are the caller's and must outlive the calls. */
 
 /*
- * Create the study if it does not exist (`create-study --skip-if-exists`),
- * then check (`studies -f json`) that the study, new or old, has one
- * objective in the direction st->maximize says: a resumed sweep whose goal
- * changed is refused instead of optimising the wrong way. Two optuna
- * commands. Returns 0, or -1 after printing a message.
- */
-int optuna_create(const struct optuna_study *st);
-
-/*
- * Ask Optuna for a new trial (`ask --search-space JSON -f json`). The search
- * space is spec->dims (optuna_search_space_json()); *number gets Optuna's
- * trial number, out->values one newly allocated string per dimension in
- * spec->dims order: the value's own text for a choice (DIM_VALUES,
- * DIM_CONST), an integer for an integer range, the shortest text that reads
- * back to the same double for a float range. The caller frees out with
+ * The values a trial is asked with: *number gets Optuna's trial number,
+ * out->values one newly allocated string per dimension in spec->dims
+ * order: the value's own text for a choice (DIM_VALUES, DIM_CONST), an
+ * integer for an integer range, the shortest text that reads back to the
+ * same double for a float range. The caller frees out with
  * sweep_assign_free(out, spec->ndims).
  *
- * seq is the 0-based count of asks this sweep made before (on resume: the
- * trials it already has). Each ask is a fresh process, so a fixed sampler
- * seed would draw the same point every time; the sampler is seeded with
- * optuna_ask_seed(st->seed, seq) instead, which keeps a sweep reproducible.
- *
- * Returns 0, or -1 after printing a message (out->values is then NULL).
+ * A tell: ok with a finite or infinite value → state complete with that
+ * value; !ok, or a NaN value (which Optuna refuses) → state fail, no
+ * value. Telling a trial that is already finished is not an error (a
+ * resumed sweep may tell twice).
  */
-int optuna_ask(const struct optuna_study *st, const struct sweep_spec *spec,
-	       uint64_t seq, int64_t *number /* out */, struct sweep_assign *out /* out */);
-
-/*
- * Finish trial number: ok with a finite or infinite value → state
- * complete with that value; !ok, or a NaN value (which Optuna refuses) →
- * state fail, no value. Telling a trial that is already finished is not an
- * error (`--skip-if-finished`: a resumed sweep may tell twice). Returns 0,
- * or -1 after printing a message.
- */
-int optuna_tell(const struct optuna_study *st, int64_t number, bool ok, double value);
 
 /*
  * The Optuna process: one long-lived Python process per sweep that runs
@@ -90,19 +65,21 @@ int optuna_tell(const struct optuna_study *st, int64_t number, bool ok, double v
  * optuna_proc_open() starts it and opens the study: created if new, the
  * sampler st->sampler with st->sampler_kwargs (seeded from st->seed and
  * seq, the asks the sweep made before, unless the kwargs give a seed), the
- * pruner st->pruner, the direction checked as optuna_create() does. NULL
- * after a message. The study and its storage are Optuna's, as with the
- * commands, so `optuna trials` and the dashboard see the same study.
+ * pruner st->pruner; a study that exists is loaded, and refused when it
+ * has more than one objective or another direction than st->maximize
+ * (a resumed sweep whose goal changed would optimise the wrong way). NULL
+ * after a message. The study and its storage are Optuna's, so `optuna
+ * trials` and the dashboard see the same study.
  *
  * optuna_proc_ask() asks for a trial in spec's space (results as
- * optuna_ask()); it waits for the reply, unless optuna_proc_ask_ahead()
+ * above); it waits for the reply, unless optuna_proc_ask_ahead()
  * sent the ask before (then the reply is usually there already). 0 or -1.
  * optuna_proc_ask_ahead() sends an ask now (none when one is already due)
  * for the caller's next optuna_proc_ask(); an ask ahead never taken is
  * told `fail` at optuna_proc_close().
  * optuna_proc_tell() does not wait: the request is sent and its reply read
  * before the next ask's (an error then is a warning); told as
- * optuna_tell() does (NaN or !ok: fail). Always 0 for a valid number.
+ * above (NaN or !ok: fail). Always 0 for a valid number.
  *
  * When the process dies, the next reply that is awaited finds it: it is
  * started again (the study re-opened from its storage, the sampler
@@ -153,7 +130,8 @@ char *optuna_default_storage(const char *store_path);
 /*
  * Pure parts, exposed for tests and messages.
  *
- * The search space as Optuna's --search-space JSON: an object mapping each
+ * The search space as JSON (the "space" of the open request, in the form
+ * of Optuna's --search-space): an object mapping each
  * dimension's name ("env:NAME" for an env dimension) to
  * optuna.distributions.distribution_to_json() of its distribution:
  *   DIM_RANGE, integer  → IntDistribution {low, high, log, step: 1}
@@ -168,10 +146,10 @@ char *optuna_default_storage(const char *store_path);
 char *optuna_search_space_json(const struct sweep_spec *spec);
 
 /*
- * Parse what `optuna ask -f json` printed — exactly one object
+ * Parse the Optuna process's answer to an ask — exactly one object
  * {"number": N, "params": {NAME: VALUE, ...}} with one entry per dimension
  * and nothing else — and map each value back into spec's space as
- * optuna_ask() describes. Returns 0, or -1 after printing a message that
+ * described above. Returns 0, or -1 after printing a message that
  * starts "unexpected output from 'optuna ask'" (out->values is then NULL).
  */
 int optuna_parse_ask(const char *text, const struct sweep_spec *spec,
