@@ -89,6 +89,7 @@ setup(
         ("bin", [C_BUILD + "/leakproof"]),
         ("lib/leakproof", [C_BUILD + "/libleakproof-trace.so"]),
         ("lib/leakproof/python/leakproof", CLIENT),
+        ("lib/leakproof/python/leakproof/hook", ["python/leakproof/hook/sitecustomize.py"]),
         ("share/man/man1", ["man/leakproof.1"]),
         ("share/bash-completion/completions", [C_BUILD + "/completion/leakproof"]),
     ],
