@@ -9,6 +9,7 @@ the binary's own directory):
     <prefix>/lib/leakproof/libleakproof-trace.so      the tracer (wheel data)
     <prefix>/lib/leakproof/python/leakproof/*.py      the client, for jobs'
                                                       PYTHONPATH (wheel data)
+    <prefix>/lib/leakproof/python/leakproof/hook/     the startup hook of `run --census`
     <site-packages>/leakproof/*.py                    the client, for
                                                       `import leakproof`
     <prefix>/share/man/man1/leakproof.1, bash completion
