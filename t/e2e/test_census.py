@@ -11,9 +11,6 @@ run (LEAKPROOF_CENSUS_BUDGET), so that a job of a few seconds on a loaded
 machine still gets the points a judgment needs; the defaults (5 s, 1%) are
 measured by bench/census_cost.
 """
-import json
-import os
-
 import pytest
 
 FAST = {"LEAKPROOF_CENSUS_BUDGET": "0.25"}
