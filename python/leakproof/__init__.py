@@ -38,6 +38,14 @@ the program installed earlier; forked children get the previous handling
 back. Without leakproof, or without LEAKPROOF_STOP_SIGNAL, stop_requested()
 is always False and on_stop() registers nothing.
 
+Who holds it: under a supervisor that sets LEAKPROOF_CENSUS, importing this
+module starts the object census (leakproof/census.py,
+docs/internals/census.md): step() counts the live objects by type when one
+is due (every 30 s by default, at most 1 % of the job's time) and names what
+holds a type that keeps growing; `leakproof run --census` starts it without
+an import, through a startup hook (leakproof/hook/sitecustomize.py). step()
+also sends PyTorch's CUDA allocator figures when CUDA is initialised.
+
 Pure Python, standard library only: the supervisor puts this package on the
 job's PYTHONPATH, nothing needs installing. Without the supervisor
 (LEAKPROOF_FD unset or not a usable pipe) every call does nothing, and no call
