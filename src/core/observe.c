@@ -136,6 +136,35 @@ static void on_step(struct sv *sv, bool has_n, int64_t n, enum step_source src)
 	}
 }
 
+/* One line of an object census (docs/internals/census.md): stored with
+ * the last step marked, for model/census.c to judge. */
+static void on_census(struct sv *sv, double t, const struct chan_msg *m)
+{
+	struct census_row r;
+	char holder[CHANNEL_LINE_MAX + 1];
+	memset(&r, 0, sizeof(r));
+	r.t = t;
+	r.step = sv->steps > 0 ? sv->last_step : -1;
+	r.seq = m->n;
+	snprintf(r.type, sizeof(r.type), "%s", m->census_type);
+	r.count = m->count;
+	r.bytes = m->bytes;
+	r.cost_us = -1;
+	if (!strcmp(m->census_type, "*")) {
+		for (int i = 0; i < m->nkv; i++) {
+			if (!strcmp(m->kv[i].name, "objects"))
+				r.count = (int64_t)m->kv[i].value;
+			else if (!strcmp(m->kv[i].name, "cost_us"))
+				r.cost_us = (int64_t)m->kv[i].value;
+		}
+	} else if (m->text_len) {
+		memcpy(holder, m->text, m->text_len);
+		holder[m->text_len] = '\0';
+		r.holder = holder;
+	}
+	store_add_census(sv->st, sv->run_id, &r);
+}
+
 /* One line of the client channel ($LEAKPROOF_FD): a step, epoch, metric,
  * GPU figure, result or mark (core/channel.h). A linebuf callback. */
 void sv_on_channel_line(void *ctx, const char *line, size_t len, bool truncated)
@@ -185,6 +214,9 @@ void sv_on_channel_line(void *ctx, const char *line, size_t len, bool truncated)
 	case CHAN_RESULT:
 		for (int i = 0; i < m.nkv; i++)
 			store_add_result(sv->st, sv->run_id, m.kv[i].name, m.kv[i].value);
+		break;
+	case CHAN_CENSUS:
+		on_census(sv, t, &m);
 		break;
 	case CHAN_MARK: {
 		char text[CHANNEL_LINE_MAX + 1];

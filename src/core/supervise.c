@@ -68,6 +68,7 @@ void supervise_opts_init(struct supervise_opts *o)
 	o->stop_signal = SIGTERM;
 	o->grace_ns = 30 * NS_PER_S;
 	o->max_restarts = 10;
+	o->census_ns = CENSUS_AUTO_NS;
 }
 
 /* ---- processes ------------------------------------------------------- */
@@ -173,9 +174,10 @@ static size_t env_add_pinned_fd(char **env, size_t k, const char *var, int fd)
 static char **build_env(const struct sv *sv, int chan_fd, int trace_fd)
 {
 	static const char *const unset[] = { "LEAKPROOF_FD", "LEAKPROOF_RUN", "LEAKPROOF_RESTART", "PYTHONPATH",
-	                                     "LEAKPROOF_STOP_SIGNAL", "LEAKPROOF_TRIAL", "LEAKPROOF_TRACE_*" };
+	                                     "LEAKPROOF_STOP_SIGNAL", "LEAKPROOF_TRIAL", "LEAKPROOF_TRACE_*",
+	                                     "LEAKPROOF_CENSUS" };
 	size_t nunset = sizeof(unset) / sizeof(unset[0]);
-	char **env = xcalloc(nunset + 16, sizeof(char *));
+	char **env = xcalloc(nunset + 20, sizeof(char *));
 	size_t k = 0;
 	const char *pypath = getenv("PYTHONPATH");
 	for (size_t i = 0; i < nunset; i++)
@@ -196,9 +198,18 @@ static char **build_env(const struct sv *sv, int chan_fd, int trace_fd)
 		            (long long)sv->o->trial[1], (long long)sv->o->trial[2]);
 		env[k++] = strbuf_detach(&sb, NULL);
 	}
+	if (sv->o->census_ns > 0)
+		strbuf_addf(&sb, "LEAKPROOF_CENSUS=%.3f", (double)sv->o->census_ns / 1e9);
+	else
+		strbuf_addstr(&sb, "LEAKPROOF_CENSUS=off");
+	env[k++] = strbuf_detach(&sb, NULL);
 	const char *client = python_client_dir();
 	if (client || pypath) {
 		strbuf_addstr(&sb, "PYTHONPATH=");
+		/* --census: the startup hook first, so that its sitecustomize is
+		 * the one Python imports; it runs the user's own after it */
+		if (client && sv->o->census_hook && sv->o->census_ns > 0)
+			strbuf_addf(&sb, "%s/leakproof/hook:", client);
 		if (client)
 			strbuf_addstr(&sb, client);
 		if (client && pypath && *pypath)

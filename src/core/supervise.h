@@ -42,7 +42,16 @@ struct supervise_opts {
 	int64_t leftover_grace_ns; /* SIGTERM to SIGKILL for processes left behind */
 	bool trace;                /* --trace: preload the allocation tracer */
 	int64_t trace_mean;        /* its sampling mean, bytes; 0: the tracer's default */
+	int64_t census_ns;         /* between two object censuses of a Python job
+	                            * that imports the client (LEAKPROOF_CENSUS);
+	                            * 0: none (--no-census) */
+	bool census_hook;          /* --census: start the census by a startup hook
+	                            * (a sitecustomize first on PYTHONPATH) */
 };
+/* The census interval without --census (the client's own, once imported)
+ * and with it: docs/internals/census.md. */
+#define CENSUS_AUTO_NS (30 * 1000000000LL)
+#define CENSUS_ASKED_NS (5 * 1000000000LL)
 enum {
 	RESTART_AT_LIMIT = 1,      /* stop at the soft limit, start again */
 	RESTART_EVERY = 2,         /* stop after restart_every steps, start again */

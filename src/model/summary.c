@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/census.h"
 #include "model/sites.h"
 #include "util/json.h"
 #include "util/stats.h"
@@ -323,6 +324,23 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 		*s->trace = tr;
 	}
 
+	struct census_report cr;
+	int cr_rc = census_report_load(st, id, s->steps, s->duration_s, &cr);
+	struct gpu_report gr;
+	int gr_rc = cr_rc < 0 ? -1 : gpu_report_load(st, id, s->step_recs, s->steps, &gr);
+	if (cr_rc == 0) {
+		s->census = xmalloc(sizeof(*s->census));
+		*s->census = cr;
+	}
+	if (gr_rc == 0) {
+		s->gpu = xmalloc(sizeof(*s->gpu));
+		*s->gpu = gr;
+	}
+	if (cr_rc < 0 || gr_rc < 0) {
+		run_summary_release(s);
+		return -1;
+	}
+
 	compose_reason(s);
 	return 0;
 }
@@ -343,5 +361,10 @@ void run_summary_release(struct run_summary *s)
 		trace_report_release(s->trace);
 		free(s->trace);
 	}
+	if (s->census) {
+		census_report_release(s->census);
+		free(s->census);
+	}
+	free(s->gpu);
 	memset(s, 0, sizeof(*s));
 }

@@ -14,6 +14,8 @@
 #include "store/store.h"
 
 struct trace_report;
+struct census_report;
+struct gpu_report;
 
 /* The narrowest time bin of a run judged over time, in seconds. */
 #define RUN_SUMMARY_MIN_BIN_SECONDS 1.0
@@ -54,6 +56,8 @@ struct run_summary {
 	struct segment_row *segments;
 	size_t nsegments;
 	struct trace_report *trace;    /* allocation sites (--trace); NULL: not traced */
+	struct census_report *census;  /* the object census (model/census.h); NULL: none */
+	struct gpu_report *gpu;        /* PyTorch's CUDA allocator beside NVML; NULL: none */
 	double *segment_start_bytes;   /* per segment: the measure at its first
 	                                * sample (-1: none), to show the reset */
 };

@@ -252,5 +252,15 @@ void report_write_json(const struct run_summary *s, const struct report_extras *
 		trace_report_json(s->trace, sb);
 	else
 		strbuf_addstr(sb, "null");
+	key(sb, "census");
+	if (s->census)
+		census_report_json(s->census, sb);
+	else
+		strbuf_addstr(sb, "null");
+	key(sb, "gpu_memory");
+	if (s->gpu)
+		gpu_report_json(s->gpu, sb);
+	else
+		strbuf_addstr(sb, "null");
 	strbuf_addstr(sb, "\n}\n");
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "report/report.h"
+#include "report/census.h"
 #include "report/trace.h"
 #include "util/util.h"
 

@@ -176,6 +176,10 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 		render_add_clean(sb, s->top_proc.name);
 		strbuf_addf(sb, ") %s\n", fmt_bytes(b1, sizeof(b1), render_top_proc_bytes(s)));
 	}
+	if (s->census)
+		census_report_text(s->census, sb);
+	if (s->gpu)
+		gpu_report_text(s->gpu, sb);
 	if (s->trace)
 		trace_report_text(s->trace, TRACE_SITES_SHOWN, sb);
 }

@@ -590,6 +590,44 @@ void event_rows_free(struct event_row *rows, size_t n)
 	free(rows);
 }
 
+static void read_census(struct db_stmt *s, void *row)
+{
+	struct census_row *r = row;
+	r->t = db_column_double(s, 0);
+	r->step = db_column_is_null(s, 1) ? -1 : db_column_int64(s, 1);
+	r->seq = db_column_int64(s, 2);
+	col_strcpy(s, 3, r->type, sizeof(r->type));
+	r->count = db_column_int64(s, 4);
+	r->bytes = db_column_is_null(s, 5) ? -1 : db_column_int64(s, 5);
+	r->holder = col_strdup_or_null(s, 6);
+	r->cost_us = db_column_is_null(s, 7) ? -1 : db_column_int64(s, 7);
+}
+
+static void drop_census(void *rows, size_t n)
+{
+	census_rows_free(rows, n);
+}
+
+int store_load_census(struct store *st, int64_t run_id, struct census_row **out, size_t *n)
+{
+	struct db_stmt *s;
+	*out = NULL;
+	*n = 0;
+	if (store_prepare_read(st, "SELECT t, step, seq, type, count, bytes, holder, cost_us FROM census"
+	                       " WHERE run_id = ?1 ORDER BY t, rowid", run_id, &s) < 0)
+		return -1;
+	int rc;
+	*out = store_load_rows(st, s, sizeof(**out), read_census, drop_census, n, &rc);
+	return rc;
+}
+
+void census_rows_free(struct census_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].holder);
+	free(rows);
+}
+
 static void read_result(struct db_stmt *s, void *row)
 {
 	struct result_row *r = row;

@@ -188,6 +188,19 @@ static const char *const migrations[] = {
 	"CREATE INDEX trials_status ON trials(sweep_id, status, idx);"
 	"ALTER TABLE sweeps ADD COLUMN executor TEXT;"        /* NULL: local; slurm */
 	"ALTER TABLE sweeps ADD COLUMN slurm_job INTEGER;",   /* the array job last submitted */
+	/* 8: the object census of Python jobs (core/observe.c, model/census.c) */
+	"CREATE TABLE census ("
+	"  run_id INTEGER NOT NULL,"
+	"  t REAL NOT NULL,"
+	"  step INTEGER,"                        /* the last step marked by then; NULL: none */
+	"  seq INTEGER NOT NULL,"                /* the census's number in the job */
+	"  type TEXT NOT NULL,"                  /* '*': the census itself */
+	"  count INTEGER NOT NULL,"              /* objects ('*': all it looked at) */
+	"  bytes INTEGER,"                       /* NULL: unknown */
+	"  holder TEXT,"                         /* what holds the new ones; NULL: none found */
+	"  cost_us INTEGER"                      /* '*': the census's time in the job */
+	");"
+	"CREATE INDEX census_run ON census(run_id, t);",
 };
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -189,6 +189,25 @@ int store_top_procs(struct store *st, int64_t run_id, struct proc_row **out, siz
 /* The arrays of the load functions above (metrics, results, samples, steps,
  * procs) are freed with free(); events with event_rows_free(). */
 
+/* One row of a Python job's object census (docs/internals/census.md): the
+ * count of one type in census seq, or with type "*" the census itself
+ * (count: the objects it looked at; cost_us: its time in the job). */
+struct census_row {
+	double t;
+	int64_t step;                    /* the last step marked by then; -1 none */
+	int64_t seq;
+	char type[128];
+	int64_t count;
+	int64_t bytes;                   /* -1 unknown */
+	char *holder;                    /* NULL: none found (owned by the row) */
+	int64_t cost_us;                 /* -1 unknown; "*" rows only */
+};
+/* holder is copied; NULL or "" stores none. */
+int store_add_census(struct store *st, int64_t run_id, const struct census_row *r);
+/* In order of time; freed with census_rows_free(). */
+int store_load_census(struct store *st, int64_t run_id, struct census_row **out, size_t *n);
+void census_rows_free(struct census_row *rows, size_t n);
+
 struct segment_row {
 	int64_t seq;
 	int pid;                         /* 0 when unknown */

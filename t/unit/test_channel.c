@@ -258,5 +258,40 @@ static void test_regex_groups_capped(void)
 	strbuf_release(&p);
 }
 
+/* census SEQ TYPE COUNT BYTES [HOLDER] and census SEQ * NAME=VALUE ... */
+static void test_census(void)
+{
+	struct chan_msg m;
+	char err[160];
+	const char *line = "census 3 torch.Tensor/cpu/float32/grad_fn 120 480 list history in train.py (module __main__)";
+	CHECK_EQ_INT(parse(line, &m, err), 1);
+	CHECK(m.type == CHAN_CENSUS && m.has_n && m.n == 3);
+	CHECK_STR(m.census_type, "torch.Tensor/cpu/float32/grad_fn");
+	CHECK(m.count == 120 && m.bytes == 480);
+	CHECK(m.text_len == strlen("list history in train.py (module __main__)"));
+	CHECK(m.text && !strncmp(m.text, "list history in train.py (module __main__)", m.text_len));
+	CHECK_EQ_INT(parse("census 0 dict 9000 -", &m, err), 1);
+	CHECK(m.bytes == -1 && m.count == 9000 && m.text_len == 0);
+	CHECK_EQ_INT(parse("census 0 dict 9000 -  \r", &m, err), 1);
+	CHECK(m.text_len == 0);
+	CHECK_EQ_INT(parse("census 7 * objects=101009 cost_us=1982 interval_s=5.0", &m, err), 1);
+	CHECK_STR(m.census_type, "*");
+	CHECK(m.nkv == 3 && !strcmp(m.kv[1].name, "cost_us") && m.kv[1].value == 1982);
+	/* malformed: no number, negative, no count, bad bytes, too long a type */
+	CHECK_EQ_INT(parse("census", &m, err), -1);
+	CHECK_EQ_INT(parse("census x dict 1 -", &m, err), -1);
+	CHECK_EQ_INT(parse("census -1 dict 1 -", &m, err), -1);
+	CHECK_EQ_INT(parse("census 1 dict", &m, err), -1);
+	CHECK_EQ_INT(parse("census 1 dict 1", &m, err), -1);
+	CHECK_EQ_INT(parse("census 1 dict 1 12x", &m, err), -1);
+	CHECK_EQ_INT(parse("census 1 dict -3 4", &m, err), -1);
+	CHECK_EQ_INT(parse("census 1 * objects=inf", &m, err), -1);
+	CHECK_EQ_INT(parse("census 1 *", &m, err), -1);
+	char longtype[300];
+	snprintf(longtype, sizeof(longtype), "census 1 %0200d 1 -", 0);
+	CHECK_EQ_INT(parse(longtype, &m, err), -1);
+	CHECK(strstr(err, "type longer") != NULL);
+}
+
 TEST_MAIN("channel", TEST(test_step_epoch), TEST(test_kv), TEST(test_mark), TEST(test_linebuf), TEST(test_regex),
-          TEST(test_regex_bounded), TEST(test_regex_groups_capped))
+          TEST(test_regex_bounded), TEST(test_regex_groups_capped), TEST(test_census))
