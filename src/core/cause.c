@@ -176,6 +176,44 @@ static void check_window(const char *s, size_t n, size_t w, struct hits *h)
 	}
 }
 
+/* Sixteen bytes as one value: GCC's vector extension (SSE2 on x86-64,
+ * NEON on arm64, plain code elsewhere). */
+typedef unsigned char bytes16 __attribute__((vector_size(16)));
+
+static bool ends_key3(const char *p)
+{
+	char a = (char)(p[0] | 0x20), b = (char)(p[1] | 0x20), c = (char)(p[2] | 0x20);
+	return (a == 'o' && b == 'r' && c == 'y') || (a == 'l' && b == 'o' && c == 'c') ||
+	       (a == 'a' && b == 'u' && c == 's');
+}
+
+size_t cause_scan_skip(const char *s, size_t n)
+{
+	size_t i = 0;
+	/* Every key of near_key ends with one of these three letter triples;
+	 * folding with 0x20 lets a few other bytes through, never loses one. */
+	for (; i + 18 <= n; i += 16) {
+		bytes16 a, b, c;
+		memcpy(&a, s + i, 16);
+		memcpy(&b, s + i + 1, 16);
+		memcpy(&c, s + i + 2, 16);
+		a |= 0x20;
+		b |= 0x20;
+		c |= 0x20;
+		bytes16 m = (bytes16)((a == 'o') & (b == 'r') & (c == 'y')) |
+		            (bytes16)((a == 'l') & (b == 'o') & (c == 'c')) |
+		            (bytes16)((a == 'a') & (b == 'u') & (c == 's'));
+		uint64_t w[2];
+		memcpy(w, &m, 16);
+		if (w[0] | w[1])
+			break;
+	}
+	for (; i + 3 <= n; i++)
+		if (ends_key3(s + i))
+			return i;
+	return n;
+}
+
 /* One pass over the line, the messages found into h; false when the line
  * holds no key at all (nearly every line). */
 static bool find_messages(const char *s, size_t n, struct hits *h)

@@ -327,6 +327,8 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 	sv->chanfd = chanp[0];
 	fcntl(sv->outfd, F_SETFL, O_NONBLOCK);
 	fcntl(sv->errfd, F_SETFL, O_NONBLOCK);
+	fcntl(sv->outfd, F_SETPIPE_SZ, 1 << 20);   /* fewer, larger reads; best effort */
+	fcntl(sv->errfd, F_SETPIPE_SZ, 1 << 20);
 	fcntl(sv->chanfd, F_SETFL, O_NONBLOCK);
 	sv->tracefd = tracep[0];
 	if (sv->tracefd >= 0)
