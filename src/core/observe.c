@@ -325,11 +325,8 @@ bool sv_pump(struct sv *sv, int *fdp, int out_fd, bool *broken, struct linebuf *
 			*fdp = -1;
 			return false;
 		}
-		if (out_fd >= 0 && !*broken) {
-			sv_status_clear(sv);
-			if (sv_write_all(out_fd, buf, (size_t)n) < 0)
-				*broken = true;   /* keep draining so the job never blocks */
-		}
+		if (out_fd >= 0)
+			sv_pass_output(sv, out_fd, buf, (size_t)n, broken);   /* broken: keep draining */
 		if (fn == sv_on_output_line)
 			scan_output(sv, lb, buf, (size_t)n);
 		else
