@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -197,30 +198,43 @@ void sv_on_channel_line(void *ctx, const char *line, size_t len, bool truncated)
 }
 
 /* One line of the job's stdout or stderr: scanned for out-of-memory
- * messages (when cause says it may hold one), results (--result-regex)
- * and steps (--step-regex). */
-static void on_output_line(struct sv *sv, const char *line, size_t len, bool cause)
+ * messages, results (--result-regex) and steps (--step-regex), each when
+ * its flag says the line may hold one. */
+static void on_output_line(struct sv *sv, const char *line, size_t len, bool cause, bool result, bool step)
 {
 	bool has_n;
 	int64_t n = 0;
 	char value[64];
 	if (cause)
 		cause_scan_line(&sv->scan, line, len);
-	if (sv->o->result_re && step_regex_capture(sv->o->result_re, line, len, value, sizeof(value))) {
+	if (result && sv->o->result_re && step_regex_capture(sv->o->result_re, line, len, value, sizeof(value))) {
 		char *end;
 		double v = strtod(value, &end);
 		if (end != value && isfinite(v))
 			store_add_result(sv->st, sv->run_id, sv->o->result_name ? sv->o->result_name : "result", v);
 	}
-	if (sv->o->step_re && step_regex_match(sv->o->step_re, line, len, &has_n, &n))
+	if (step && sv->o->step_re && step_regex_match(sv->o->step_re, line, len, &has_n, &n))
 		on_step(sv, has_n, n, STEP_SOURCE_REGEX);
+}
+
+/* May the line s[b..e) match re alone? Searched for in the block s[0..n)
+ * from b when the last search's match (*at) lies behind (scan.h). */
+static bool may_match(struct step_regex *re, const char *s, size_t b, size_t e, size_t n, size_t *at, bool *known)
+{
+	if (!re)
+		return false;
+	if (!*known || *at < b) {
+		*at = step_regex_next(re, s, b, n);
+		*known = true;
+	}
+	return *at == SIZE_MAX || *at <= e;   /* SIZE_MAX: gave up, every line alone */
 }
 
 /* A linebuf callback: a line that was gathered across reads. */
 void sv_on_output_line(void *ctx, const char *line, size_t len, bool truncated)
 {
 	(void)truncated;   /* a cut line is matched on its first CHANNEL_LINE_MAX bytes */
-	on_output_line(ctx, line, len, true);
+	on_output_line(ctx, line, len, true, true, true);
 }
 
 /* The end of the line that starts at i: the first '\n' or '\r' at or
@@ -254,8 +268,10 @@ static size_t line_start(const char *s, size_t from, size_t at)
  * bytes); only a line begun in an earlier block, and the unfinished line
  * at the end of this one, go through the linebuf. Out-of-memory messages
  * are looked for only in lines where cause_scan_skip() finds the end of a
- * key, and without --step-regex and --result-regex no other line is
- * looked at: most output is crossed at the speed of memchr.
+ * key, the regexes only in lines where a search of the whole block with
+ * their multi-line twins finds a match beginning (step_regex_next()), and
+ * without --step-regex and --result-regex no other line is looked at:
+ * most output is crossed at the speed of memchr.
  */
 static void scan_output(struct sv *sv, struct linebuf *lb, const char *s, size_t n)
 {
@@ -271,6 +287,8 @@ static void scan_output(struct sv *sv, struct linebuf *lb, const char *s, size_t
 	size_t key = i + cause_scan_skip(s + i, n - i);
 	size_t tail = i;   /* where the unfinished last line begins */
 	if (every_line) {
+		size_t step_at = 0, result_at = 0;
+		bool step_known = false, result_known = false;
 		while (i < n) {
 			size_t e = line_end(s, i, n, &cr);
 			if (e == n)
@@ -279,8 +297,12 @@ static void scan_output(struct sv *sv, struct linebuf *lb, const char *s, size_t
 			lb->after_cr = s[e] == '\r';
 			size_t len = e - i;
 			if (len || (s[e] == '\n' && !after_cr)) {
+				bool cut = len > CHANNEL_LINE_MAX;   /* matched alone, cut as ever */
 				bool cause = key < e;
-				on_output_line(sv, s + i, len > CHANNEL_LINE_MAX ? CHANNEL_LINE_MAX : len, cause);
+				bool step = cut || may_match(sv->o->step_re, s, i, e, n, &step_at, &step_known);
+				bool result = cut || may_match(sv->o->result_re, s, i, e, n, &result_at, &result_known);
+				if (cause || step || result)
+					on_output_line(sv, s + i, cut ? CHANNEL_LINE_MAX : len, cause, result, step);
 				if (cause)
 					key = e + 1 + cause_scan_skip(s + e + 1, n - e - 1);
 			}
@@ -293,7 +315,7 @@ static void scan_output(struct sv *sv, struct linebuf *lb, const char *s, size_t
 			size_t e = line_end(s, key, n, &cr);
 			if (e == n)
 				break;   /* in the unfinished line: the linebuf scans it */
-			on_output_line(sv, s + b, e - b > CHANNEL_LINE_MAX ? CHANNEL_LINE_MAX : e - b, true);
+			on_output_line(sv, s + b, e - b > CHANNEL_LINE_MAX ? CHANNEL_LINE_MAX : e - b, true, false, false);
 			i = e + 1;
 			key = i + cause_scan_skip(s + i, n - i);
 		}
