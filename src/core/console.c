@@ -329,10 +329,24 @@ void sv_term_input(struct sv *sv)
 	}
 	size_t upto = (size_t)(susp - buf) + 1;
 	to_pty(sv, buf, upto);   /* the echo, and SIGTSTP to a job that catches it */
-	if (sv->state == SV_RUNNING && !sv->child_exited && disposition(sv->child, SIGTSTP) == 'd')
-		kill(-sv->child, SIGSTOP);
+	sv_term_suspend(sv, true);
 	/* the rest is for after the stop: the pty keeps it */
 	to_pty(sv, buf + upto, (size_t)n - upto);
+}
+
+/* Ctrl-Z for the job: SIGTSTP to its process group unless the pty sent it
+ * already (tstp_sent), where a job that catches it runs its handler; and
+ * SIGSTOP when its main process leaves SIGTSTP to the default action,
+ * which the kernel would drop in its orphaned group (see sv_term_input). */
+void sv_term_suspend(struct sv *sv, bool tstp_sent)
+{
+	if (sv->state != SV_RUNNING || sv->child_exited)
+		return;
+	char how = disposition(sv->child, SIGTSTP);
+	if (!tstp_sent && how == 'c')
+		kill(-sv->child, SIGTSTP);
+	else if (how == 'd')
+		kill(-sv->child, SIGSTOP);
 }
 
 /* The job's main process stopped (Ctrl-Z on its pty, SIGSTOP): stop with

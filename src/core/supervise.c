@@ -105,8 +105,7 @@ static void on_signal(struct sv *sv, int64_t now)
 			continue;
 		}
 		if (sig == SIGTSTP) {   /* Ctrl-Z on our terminal, not raw: the job stops, we follow */
-			if (sv->state == SV_RUNNING)
-				kill(-sv->child, SIGTSTP);
+			sv_term_suspend(sv, false);
 			continue;
 		}
 		/* Forward to the whole job, SIGKILL after the grace period; a
