@@ -294,7 +294,9 @@ static void to_pty(struct sv *sv, const char *p, size_t n)
  * needs help: the job's process group is alone in its session, so the
  * kernel drops a terminal's SIGTSTP that would stop it (an orphaned
  * group); the pty still delivers it to a job that catches it, and a job
- * that leaves SIGTSTP to its default action gets SIGSTOP from leakproof.
+ * that leaves SIGTSTP to its default action gets SIGSTOP from leakproof
+ * (the character does not go to the pty then: its echo would join the
+ * job's next line of output).
  */
 void sv_term_input(struct sv *sv)
 {
@@ -327,23 +329,33 @@ void sv_term_input(struct sv *sv)
 		to_pty(sv, buf, (size_t)n);
 		return;
 	}
-	size_t upto = (size_t)(susp - buf) + 1;
-	to_pty(sv, buf, upto);   /* the echo, and SIGTSTP to a job that catches it */
-	sv_term_suspend(sv, true);
+	size_t upto = (size_t)(susp - buf);
+	to_pty(sv, buf, upto);
+	upto++;
+	if (sv->state == SV_RUNNING && !sv->child_exited && disposition(sv->child, SIGTSTP) == 'd') {
+		/* the echo a terminal would make, on ours: through the pty it
+		 * would join the job's next line, which the step regex reads */
+		bool dropped = false;
+		if ((t.c_lflag & ECHO) && (t.c_lflag & ECHOCTL))
+			sv_pass_output(sv, sv->term_fd, "^Z", 2, &dropped);
+		kill(-sv->child, SIGSTOP);
+	} else {
+		to_pty(sv, susp, 1);   /* SIGTSTP to a job that catches it; ignored, nothing */
+	}
 	/* the rest is for after the stop: the pty keeps it */
 	to_pty(sv, buf + upto, (size_t)n - upto);
 }
 
-/* Ctrl-Z for the job: SIGTSTP to its process group unless the pty sent it
- * already (tstp_sent), where a job that catches it runs its handler; and
- * SIGSTOP when its main process leaves SIGTSTP to the default action,
- * which the kernel would drop in its orphaned group (see sv_term_input). */
-void sv_term_suspend(struct sv *sv, bool tstp_sent)
+/* SIGTSTP to leakproof, for the job: SIGTSTP to its process group, where
+ * a job that catches it runs its handler, or SIGSTOP when its main
+ * process leaves SIGTSTP to the default action, which the kernel would
+ * drop in its orphaned group (see sv_term_input). */
+void sv_term_suspend(struct sv *sv)
 {
 	if (sv->state != SV_RUNNING || sv->child_exited)
 		return;
 	char how = disposition(sv->child, SIGTSTP);
-	if (!tstp_sent && how == 'c')
+	if (how == 'c')
 		kill(-sv->child, SIGTSTP);
 	else if (how == 'd')
 		kill(-sv->child, SIGSTOP);

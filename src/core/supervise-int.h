@@ -167,7 +167,7 @@ void sv_term_enter(struct sv *sv);
 void sv_term_leave(struct sv *sv);
 void sv_term_winch(struct sv *sv);
 void sv_term_input(struct sv *sv);
-void sv_term_suspend(struct sv *sv, bool tstp_sent);
+void sv_term_suspend(struct sv *sv);
 void sv_term_follow_stop(struct sv *sv, int64_t now_ns);
 void sv_term_continued(struct sv *sv);
 void sv_term_close_pty(struct sv *sv);

@@ -105,7 +105,7 @@ static void on_signal(struct sv *sv, int64_t now)
 			continue;
 		}
 		if (sig == SIGTSTP) {   /* Ctrl-Z on our terminal, not raw: the job stops, we follow */
-			sv_term_suspend(sv, false);
+			sv_term_suspend(sv);
 			continue;
 		}
 		/* Forward to the whole job, SIGKILL after the grace period; a
@@ -143,8 +143,7 @@ static void note_reaped(struct sv *sv, int64_t now)
 {
 	bool none_left = sv_reap(sv);
 	if (sv->job_stop_sig && !sv->child_exited) {
-		/* what it wrote before it stopped is passed on, and its lines
-		 * ended: the pty's echo of ^Z is no part of the next one */
+		/* what it wrote before it stopped is passed on first */
 		bool dummy = false;
 		if (sv->outfd >= 0)
 			sv_pump(sv, &sv->outfd, STDOUT_FILENO, &sv->out_broken, &sv->out_lb, sv_on_output_line);
@@ -152,8 +151,6 @@ static void note_reaped(struct sv *sv, int64_t now)
 			sv_pump(sv, &sv->errfd, STDERR_FILENO, &sv->err_broken, &sv->err_lb, sv_on_output_line);
 		if (sv->chanfd >= 0)
 			sv_pump(sv, &sv->chanfd, -1, &dummy, &sv->chan_lb, sv_on_channel_line);
-		linebuf_finish(&sv->out_lb, sv_on_output_line, sv);
-		linebuf_finish(&sv->err_lb, sv_on_output_line, sv);
 		sv_term_follow_stop(sv, now);
 	}
 	if (sv->child_exited && sv->state == SV_RUNNING) {
