@@ -4,9 +4,10 @@ tmux (a socket of its own, 100x30) types the commands, the screen is read
 with `capture-pane` and keys sent with `send-keys`. The job gets a terminal
 of its own (a pseudo-terminal, docs/internals/terminal.md): isatty() is
 true on its descriptors, input() and breakpoint() read what is typed, the
-status line leaves its prompt alone, Ctrl-Z stops the job and leakproof
-and `fg` resumes both (steps keep their own times), Ctrl-C ends the whole
-job. Without a terminal, and with --no-pty, the job has pipes as before.
+status line leaves its prompt alone, the window's size follows the
+terminal's, stdout and stderr keep the order they were written in, Ctrl-Z
+stops the job and leakproof and `fg` resumes both (steps keep their own
+times), Ctrl-C ends the whole job. Without a terminal, and with --no-pty, the job has pipes as before.
 
 Every wait is bounded (generously: the machine may be busy); the tmux
 server and whatever the jobs started are ended whatever happens.
@@ -48,6 +49,21 @@ kids = [subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.s
 print("KIDS", " ".join(str(k.pid) for k in kids), flush=True)
 while True:
     time.sleep(0.2)
+'''
+
+
+ORDER = r'''
+import os, signal, sys, time
+resized = []
+signal.signal(signal.SIGWINCH, lambda *a: resized.append(1))
+print("SIZE", *os.get_terminal_size(1), flush=True)
+end = time.monotonic() + 90
+while not resized and time.monotonic() < end:
+    time.sleep(0.05)
+print("RESIZED", *os.get_terminal_size(1), flush=True)
+for i in range(300):
+    os.write(1 + i % 2, b"%s %d\n" % (b"out" if i % 2 == 0 else b"err", i))
+print("WROTE", flush=True)
 '''
 
 
@@ -94,7 +110,7 @@ class Shell:
 
     def screen(self):
         # -J joins wrapped lines; the history too, for long outputs
-        return self.run("capture-pane", "-p", "-J", "-S", "-200")
+        return self.run("capture-pane", "-p", "-J", "-S", "-1000")
 
     def keys(self, *keys):
         self.run("send-keys", *keys)
@@ -243,6 +259,20 @@ def test_ctrl_c_ends_the_whole_job(lp, shell):
     wait_for("the workers gone", lambda: all(proc_state(k) in (None, "Z") for k in kids))
     _, events = steps_and_events(lp)
     assert ("signal", "SIGINT from the terminal (Ctrl-C)") in [(k, d) for k, d, _ in events], events
+
+
+def test_window_size_and_the_order_of_stdout_and_stderr(lp, shell):
+    job = write(lp, "order.py", ORDER)
+    shell.leakproof([lp.py, job])
+    s = shell.wait("the job's size", lambda s: re.search(r"^SIZE \d+ \d+", s, re.M))
+    assert re.search(r"^SIZE 100 30$", s, re.M), s
+    shell.run("resize-window", "-x", "90", "-y", "25")
+    s = shell.wait("the job's end", lambda s: exit_status(s) is not None)
+    assert re.search(r"^RESIZED 90 25$", s, re.M) and exit_status(s) == 0, s
+    # written to one terminal, read back in the order written
+    got = re.findall(r"^(out|err) (\d+)$", shell.screen(), re.M)
+    want = [("out" if i % 2 == 0 else "err", str(i)) for i in range(300)]
+    assert got == want, got
 
 
 def test_no_pty_and_no_terminal_give_pipes(lp, shell):
