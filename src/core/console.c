@@ -272,8 +272,8 @@ static char disposition(pid_t pid, int sig)
 	return 'd';
 }
 
-/* Bytes typed, to the job's pty; false when the pty cannot take them (its
- * queue is full: dropped, as a terminal does). */
+/* Bytes typed, to the job's pty (non-blocking): what it cannot take, its
+ * input queue full, is dropped, as a terminal does. */
 static void to_pty(struct sv *sv, const char *p, size_t n)
 {
 	while (n) {

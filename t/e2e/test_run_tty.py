@@ -244,7 +244,7 @@ def test_ctrl_z_stops_job_and_leakproof_and_fg_resumes_both(lp, shell):
     assert [n for n, _ in steps] == list(range(14)), steps
     assert not [t for _, t in steps if stopped[0] < t < resumed[0]], (steps, events)
     times = [t for _, t in steps]
-    assert max(sum(1 for u in times if abs(u - t) < 0.01) for t in times) <= 2, steps
+    assert max(sum(1 for u in times if abs(u - t) < 0.01) for t in times) <= 4, steps
 
 
 def test_ctrl_c_ends_the_whole_job(lp, shell):
