@@ -88,6 +88,11 @@ static const char usage[] =
 "      --no-cgroup        do not put the job in a cgroup of its own\n"
 "      --status-line      draw the live status line even when stderr is not a\n"
 "                         terminal; --no-status-line never draws it\n"
+"      --no-pty           in a terminal, give the job pipes as without one (by\n"
+"                         default, when stdout or stderr is a terminal, the job\n"
+"                         gets a pseudo-terminal of its own: what is typed\n"
+"                         reaches it, Ctrl-C/Ctrl-Z/fg act on it, isatty() is\n"
+"                         true, and leakproof still scans its output)\n"
 "  -q, --quiet            no summary at the end (what leakproof does to the job,\n"
 "                         such as a restart, is still said)\n"
 "  -h, --help             this help\n"
@@ -135,7 +140,7 @@ enum {
 	OPT_SOFT_LIMIT, OPT_RESTART, OPT_MAX_RESTARTS, OPT_STOP_SIGNAL, OPT_GRACE,
 	OPT_RESULT_REGEX, OPT_RESULT_NAME, OPT_TRIAL, OPT_TRACE, OPT_TRACE_MEAN,
 	OPT_CENSUS, OPT_NO_CENSUS,
-	OPT_EXPECT, OPT_MAX_PEAK, OPT_MAX_GROWTH,
+	OPT_EXPECT, OPT_MAX_PEAK, OPT_MAX_GROWTH, OPT_NO_PTY,
 };
 
 #define usage_error(...) cmd_usage_error("run", __VA_ARGS__)
@@ -233,6 +238,7 @@ static const struct option longopts[] = {
 	{ "no-census", no_argument, NULL, OPT_NO_CENSUS },
 	{ "status-line", no_argument, NULL, OPT_STATUS_LINE },
 	{ "no-status-line", no_argument, NULL, OPT_NO_STATUS_LINE },
+	{ "no-pty", no_argument, NULL, OPT_NO_PTY },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -364,6 +370,9 @@ static int take_option(struct run_args *a, int c, const char *arg)
 		break;
 	case OPT_NO_STATUS_LINE:
 		o->status_line = 0;
+		break;
+	case OPT_NO_PTY:
+		o->no_pty = true;
 		break;
 	case 'q':
 		a->quiet = true;

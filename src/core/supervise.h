@@ -39,6 +39,8 @@ struct supervise_opts {
 	int max_restarts;
 	bool use_cgroup;           /* put the job in a cgroup of its own when possible */
 	int status_line;           /* 1 on, 0 off, -1 auto (stderr is a terminal) */
+	bool no_pty;               /* pipes for the job even when leakproof runs in a
+	                            * terminal (else it gets a pseudo-terminal) */
 	int64_t leftover_grace_ns; /* SIGTERM to SIGKILL for processes left behind */
 	bool trace;                /* --trace: preload the allocation tracer */
 	int64_t trace_mean;        /* its sampling mean, bytes; 0: the tracer's default */
