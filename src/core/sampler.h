@@ -70,6 +70,12 @@ struct proc_mem {
 	pid_t pid, ppid;
 	char name[32];
 	uint64_t rss, pss, uss, swap, gpu;
+	/* growth kinds (docs/internals/growth-kinds.md), bytes */
+	uint64_t anon;              /* resident anonymous pages (statm, this tick) */
+	uint64_t file;              /* file-backed mapped pages, PSS (rollup, moved by statm) */
+	uint64_t shmem;             /* shared memory mapped, PSS (last rollup) */
+	uint64_t cow;               /* a forked child: parent's pages it copied (last rollup) */
+	uint64_t cow_base;          /* ... out of this many it shared at first sight; 0: not one */
 };
 size_t sampler_procs(struct sampler *s, const struct proc_mem **out);
 
@@ -83,6 +89,12 @@ int64_t sampler_next_due(const struct sampler *s);
 
 /* CPU time the sampler spent in smaps_rollup reads so far, nanoseconds. */
 int64_t sampler_rollup_ns(const struct sampler *s);
+
+/* The job cgroup's page cache, shmem and anonymous memory (memory.stat,
+ * read at most once a second, only when its usage moved). False without a
+ * cgroup or before a first read. */
+struct cgroup_memstat;
+bool sampler_job_kinds(const struct sampler *s, struct cgroup_memstat *out);
 
 /* True when the latest GPU figure is the devices' whole usage: NVML listed
  * processes but none of the tree's (a container's own PID namespace), or
