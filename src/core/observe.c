@@ -24,15 +24,23 @@
 #define STEP_RESAMPLE_NS 200000LL          /* steps closer than this share a sample */
 #define READ_CHUNK 65536
 
-/* The per-process rows of the latest sample, with their kinds, and the
- * job cgroup's kinds as pid 0. */
+/* The per-process rows of the latest sample. */
 static void store_proc_rows(struct sv *sv, double t)
 {
 	const struct proc_mem *pm;
 	size_t n = sampler_procs(sv->sampler, &pm);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		store_add_proc_sample(sv->st, sv->run_id, t, pm[i].pid, pm[i].ppid, pm[i].name,
 		                      pm[i].rss, pm[i].pss, pm[i].uss, pm[i].swap, pm[i].gpu);
+}
+
+/* Memory by kind (growth kinds): the processes whose kinds moved, and the
+ * job cgroup's page cache and shmem as pid 0 when it was read again. */
+static void store_kind_rows(struct sv *sv, int64_t now_ns, double t)
+{
+	const struct proc_mem *pm;
+	size_t n = sampler_kinds_due(sv->sampler, now_ns, &pm);
+	for (size_t i = 0; i < n; i++) {
 		struct kind_row k = { .t = t, .pid = pm[i].pid, .ppid = pm[i].ppid, .anon = pm[i].anon,
 		                      .cow = pm[i].cow, .cow_base = pm[i].cow_base, .file = pm[i].file,
 		                      .shmem = pm[i].shmem, .gpu = pm[i].gpu };
@@ -40,11 +48,14 @@ static void store_proc_rows(struct sv *sv, double t)
 		store_add_kind_sample(sv->st, sv->run_id, &k);
 	}
 	struct cgroup_memstat ms;
-	if (sampler_job_kinds(sv->sampler, &ms)) {
+	uint64_t reads = sampler_job_kinds(sv->sampler, &ms);
+	if (reads && reads != sv->memstat_reads) {
+		sv->memstat_reads = reads;
 		struct kind_row k = { .t = t, .name = "cgroup", .anon = ms.anon_bytes,
 		                      .file = ms.file_cache_bytes, .shmem = ms.shmem_bytes };
 		store_add_kind_sample(sv->st, sv->run_id, &k);
 	}
+	sv->last_kinds_ns = now_ns;
 }
 
 /* Sample the tree now: store it, check the budgets, and the per-process
@@ -77,6 +88,8 @@ void sv_take_sample(struct sv *sv, int64_t now_ns)
 		store_proc_rows(sv, s.t);
 		sv->last_proc_ns = now_ns;
 	}
+	if (now_ns - sv->last_kinds_ns >= KINDS_EVERY_NS)
+		store_kind_rows(sv, now_ns, s.t);
 	if (now_ns - sv->last_flush_ns >= (near ? NEAR_LIMIT_EVERY_NS : FLUSH_EVERY_NS)) {
 		store_flush(sv->st);
 		sv->last_flush_ns = now_ns;

@@ -53,6 +53,8 @@
 #define FAULT_REFRESH_EVERY_NS 10000000000LL /* faults alone re-read a rollup at most this often */
 #define COW_REFRESH_EVERY_NS 1000000000LL /* ... a forked child that still shares: this often */
 #define MEMSTAT_EVERY_NS 1000000000LL     /* the cgroup's memory.stat, when its usage moved */
+#define KINDS_MOVE_BYTES (64u << 10)      /* a kind moved by this much: its row is due */
+#define KINDS_HEARTBEAT_NS 5000000000LL   /* ... and at least this often */
 #define MOVE_REFRESH_EVERY_NS 100000000LL  /* an RSS move alone: at most this often */
 #define QUIET_AFTER_NS 500000000LL        /* a value unchanged this long is quiet ... */
 #define QUIET_EVERY_NS 100000000LL        /* ... and read only this often */
@@ -124,6 +126,8 @@ struct member {
 	uint64_t cow_base;          /* a forked child: its anonymous memory when first
 	                             * seen, all of it shared with the parent; 0: none */
 	uint64_t cow;               /* of those pages, how many it holds privately now */
+	int64_t kinds_ns;           /* when sampler_kinds_due() last returned it; 0: never */
+	uint64_t kinds_sent[5];     /* what it returned then: anon, cow, file, shmem, gpu */
 };
 
 /* ---- what a /proc walk knows about each PID ---------------------------- */
@@ -176,6 +180,7 @@ struct sampler {
 	bool have_memstat;
 	int64_t memstat_ns;         /* when memory.stat was last read */
 	uint64_t usage_at_memstat;  /* the usage then: unchanged, so is memory.stat */
+	uint64_t memstat_reads;     /* successful reads so far */
 	char *procs_buf;
 	size_t procs_cap;
 	pid_t *pids;
@@ -991,6 +996,7 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 		s->memstat_ns = now_ns;
 		s->usage_at_memstat = s->usage;
 		s->have_memstat = cgroup_read_memstat(s->cfg.cgroup_dir, &s->memstat) == 0;
+		s->memstat_reads += s->have_memstat;
 	}
 	for (size_t i = 0; i < s->n; i++)
 		s->m[i].exact_now = false;
@@ -1084,35 +1090,66 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 	return out->nprocs;
 }
 
-size_t sampler_procs(struct sampler *s, const struct proc_mem **out)
+static void fill_proc(const struct sampler *s, const struct member *m, struct proc_mem *p)
+{
+	p->pid = m->pid;
+	p->ppid = m->ppid;
+	memcpy(p->name, m->name, sizeof(p->name));
+	p->rss = m->rss;
+	p->pss = m->pss;
+	p->uss = m->uss;
+	p->swap = m->swap;
+	p->gpu = s->gpu_device_total ? 0 : m->gpu;
+	p->anon = m->anon;
+	p->shmem = m->pss_shmem_exact;
+	/* file-backed: PSS of the mapped files at the last rollup, moved by
+	 * what statm's resident file + shmem pages did since */
+	p->file = m->have_exact ? shift(m->pss_file_exact, m->shared_at_exact, m->shared) : m->shared;
+	p->cow = m->cow;
+	p->cow_base = m->cow_base;
+}
+
+static void out_room(struct sampler *s)
 {
 	if (s->out_alloc < s->n) {
 		free(s->out);
 		s->out_alloc = s->alloc;
 		s->out = xmalloc(s->out_alloc * sizeof(*s->out));
 	}
+}
+
+size_t sampler_kinds_due(struct sampler *s, int64_t now_ns, const struct proc_mem **out)
+{
+	out_room(s);
 	size_t k = 0;
 	for (size_t i = 0; i < s->n; i++) {
-		const struct member *m = &s->m[i];
+		struct member *m = &s->m[i];
 		if (!m->live)
 			continue;
-		struct proc_mem *p = &s->out[k++];
-		p->pid = m->pid;
-		p->ppid = m->ppid;
-		memcpy(p->name, m->name, sizeof(p->name));
-		p->rss = m->rss;
-		p->pss = m->pss;
-		p->uss = m->uss;
-		p->swap = m->swap;
-		p->gpu = s->gpu_device_total ? 0 : m->gpu;
-		p->anon = m->anon;
-		p->shmem = m->pss_shmem_exact;
-		/* file-backed: PSS of the mapped files at the last rollup, moved
-		 * by what statm's resident file + shmem pages did since */
-		p->file = m->have_exact ? shift(m->pss_file_exact, m->shared_at_exact, m->shared) : m->shared;
-		p->cow = m->cow;
-		p->cow_base = m->cow_base;
+		struct proc_mem *p = &s->out[k];
+		fill_proc(s, m, p);
+		uint64_t v[5] = { p->anon, p->cow, p->file, p->shmem, p->gpu };
+		bool moved = !m->kinds_ns || now_ns - m->kinds_ns >= KINDS_HEARTBEAT_NS;
+		for (int j = 0; j < 5 && !moved; j++)
+			moved = (v[j] > m->kinds_sent[j] ? v[j] - m->kinds_sent[j] : m->kinds_sent[j] - v[j]) >=
+			        KINDS_MOVE_BYTES;
+		if (!moved)
+			continue;
+		m->kinds_ns = now_ns;
+		memcpy(m->kinds_sent, v, sizeof(v));
+		k++;
 	}
+	*out = s->out;
+	return k;
+}
+
+size_t sampler_procs(struct sampler *s, const struct proc_mem **out)
+{
+	out_room(s);
+	size_t k = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->m[i].live)
+			fill_proc(s, &s->m[i], &s->out[k++]);
 	*out = s->out;
 	return k;
 }
@@ -1127,12 +1164,12 @@ int64_t sampler_rollup_ns(const struct sampler *s)
 	return s->rollup_ns;
 }
 
-bool sampler_job_kinds(const struct sampler *s, struct cgroup_memstat *out)
+uint64_t sampler_job_kinds(const struct sampler *s, struct cgroup_memstat *out)
 {
 	if (!s->have_memstat)
-		return false;
+		return 0;
 	*out = s->memstat;
-	return true;
+	return s->memstat_reads;
 }
 
 bool sampler_gpu_is_device_total(const struct sampler *s)
