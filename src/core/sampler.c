@@ -52,7 +52,7 @@
 #define MEMBER_STAT_EVERY_NS 1000000000LL /* name, ppid, faults of each member */
 #define FAULT_REFRESH_EVERY_NS 10000000000LL /* faults alone re-read a rollup at most this often */
 #define COW_REFRESH_EVERY_NS 500000000LL  /* ... a forked child that still shares: this often */
-#define MEMSTAT_EVERY_NS 1000000000LL     /* the cgroup's memory.stat, when its usage moved */
+#define MEMSTAT_EVERY_NS 200000000LL      /* the cgroup's memory.stat, when its usage moved */
 #define KINDS_MOVE_BYTES (64u << 10)      /* a kind moved by this much: its row is due */
 #define KINDS_HEARTBEAT_NS 5000000000LL   /* ... and at least this often */
 #define MOVE_REFRESH_EVERY_NS 100000000LL  /* an RSS move alone: at most this often */

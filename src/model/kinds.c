@@ -313,6 +313,11 @@ static void diagnose(struct run_kinds *out, const struct analysis *run, const st
 		if (out->k[i].kind == KIND_FILE && out->k[i].a.verdict == VERDICT_LEAK &&
 		    (!file || out->k[i].a.slope > file->a.slope))
 			file = &out->k[i];
+	/* a process that maps the file says more than the cgroup's page cache */
+	for (size_t i = 0; file && file->pid == 0 && i < out->n; i++)
+		if (out->k[i].kind == KIND_FILE && out->k[i].pid && out->k[i].a.verdict == VERDICT_LEAK &&
+		    out->k[i].a.slope >= 0.5 * file->a.slope)
+			file = &out->k[i];
 	if (file) {
 		out->has_diagnosis = true;
 		out->diagnosis_kind = KIND_FILE;
@@ -342,12 +347,18 @@ static bool oom_cause(const char *c)
 static const char *cause_words(const char *c)
 {
 	if (!strcmp(c, "oom-kill"))
-		return "the kernel's OOM killer (out of memory in the job's cgroup or the machine)";
+		return "the kernel's OOM killer";
 	if (!strcmp(c, "budget-kill"))
-		return "leakproof, enforcing the memory budget (--max-mem)";
+		return "leakproof, enforcing the memory budget";
 	if (!strcmp(c, "cuda-oom"))
-		return "the GPU running out of memory (CUDA out of memory)";
+		return "the GPU running out of memory";
 	return "a failed host memory allocation";
+}
+
+static const char *kind_words(enum mem_kind k)
+{
+	return k == KIND_COW ? "copy-on-write" : k == KIND_FILE ? "file-backed" :
+	       k == KIND_SHMEM ? "shared" : k == KIND_GPU ? "GPU" : "anonymous";
 }
 
 static void flight_recorder(struct run_kinds *out, const struct kind_row *rows, const struct kproc *ps,
@@ -401,8 +412,8 @@ static void flight_recorder(struct run_kinds *out, const struct kind_row *rows, 
 	}
 
 	char b1[32], b2[32], b3[32], b4[32];
-	int n = snprintf(out->flight, sizeof(out->flight), "The job was ended by %s (%s) at %s",
-	                 cause_words(g->cause), g->cause, fmt_duration(b1, sizeof(b1), out->end_t));
+	int n = snprintf(out->flight, sizeof(out->flight), "The job was ended at %s by %s (%s)",
+	                 fmt_duration(b1, sizeof(b1), out->end_t), cause_words(g->cause), g->cause);
 	if (out->end_step >= 0)
 		n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n, ", after step %lld",
 		              (long long)out->end_step);
@@ -410,9 +421,7 @@ static void flight_recorder(struct run_kinds *out, const struct kind_row *rows, 
 	if (best_p && best_d >= MIB) {
 		n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n,
 		              ". In its last %s, %s memory of %s%d (%s, %s) grew from %s to %s (+%s",
-		              fmt_duration(b1, sizeof(b1), span),
-		              best_k == KIND_COW ? "copy-on-write" : best_k == KIND_FILE ? "file-backed" :
-		              best_k == KIND_SHMEM ? "shared" : best_k == KIND_GPU ? "GPU" : "anonymous",
+		              fmt_duration(b1, sizeof(b1), span), kind_words(best_k),
 		              best_p->pid ? "pid " : "the job's cgroup", best_p->pid, best_p->role, best_p->name,
 		              fmt_bytes(b2, sizeof(b2), best_p->first[best_k]),
 		              fmt_bytes(b3, sizeof(b3), best_p->last[best_k]),
@@ -421,19 +430,28 @@ static void flight_recorder(struct run_kinds *out, const struct kind_row *rows, 
 			n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n, ", %s per %s",
 			              fmt_bytes(b1, sizeof(b1), best_d / (double)out->window_steps), xw);
 		n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n, ")");
-		/* the others */
+		/* the others, in words (at most three) */
 		int others = 0;
 		for (size_t i = 0; i < out->nfp; i++) {
 			const struct flight_proc *f = &out->fp[i];
-			if (f->pid == 0)
-				continue;
-			for (int k = 0; k < KIND_COUNT; k++)
-				if ((f != best_p || k != (int)best_k) && f->first[k] >= 0 && f->last[k] - f->first[k] >= MIB)
-					others++;
+			for (int k = 0; k < KIND_COUNT; k++) {
+				if ((f == best_p && k == (int)best_k) || (f->pid == 0 && k == KIND_ANONYMOUS) ||
+				    f->first[k] < 0 || f->last[k] - f->first[k] < MIB)
+					continue;
+				if (others++ < 3) {
+					char who_buf[64];
+					if (f->pid)
+						snprintf(who_buf, sizeof(who_buf), "pid %d (%s)", f->pid, f->role);
+					else
+						snprintf(who_buf, sizeof(who_buf), "the job's cgroup");
+					n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n, "%s %s of %s +%s",
+					              others == 1 ? "; also" : ",", kind_words((enum mem_kind)k), who_buf,
+					              fmt_bytes(b1, sizeof(b1), f->last[k] - f->first[k]));
+				}
+			}
 		}
-		n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n, "%s",
-		              others ? "; other memory grew too (see the table)" :
-		              out->nfp > 2 ? "; the other processes were flat" : "");
+		if (!others && out->nfp > 1)
+			n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n, "; the rest was flat");
 	} else {
 		n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n,
 		              ". In its last %s no kind of memory of any process grew by a MiB or more"
