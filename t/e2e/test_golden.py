@@ -95,6 +95,7 @@ def normalize_prose(text, scratch):
         (r"the peak is (?:under )?[0-9.]+% of it", "the peak is <share> of it"),
         # growth kinds come from rows stored when a kind moved: their sizes
         # follow the sampler's timing
+        (r"^(\| Diagnosis \| .*)$", lambda m: re.sub(SIZE, "<size>", m.group(1))),
         (r"^(  (?:diagnosis|by kind  |         ) "
          r"(?:leak|anonymous|copy-on-write|file-cache|shared-memory|gpu) .*)$",
          lambda m: re.sub(r"[-+]?" + SIZE, "<size>", m.group(1))),
