@@ -133,3 +133,5 @@ def test_oom_kill_flight_recorder_names_the_growing_worker(lp):
     assert w["kinds"]["anonymous"]["last_bytes"] > 100 * lp.MIB, w
     text = lp.report(fmt="text")
     assert "flight recorder" in text and f"pid {w['process']} (worker 1" in text, text
+    html = lp.report(fmt="html")
+    assert 'id="flight-recorder"' in html and 'id="diagnosis"' in html
