@@ -626,6 +626,7 @@ static int record_run_begin(struct sv *sv)
 	const struct supervise_opts *o = sv->o;
 	const char *limit_source;
 	uint64_t limit = sv_projection_limit(o, &limit_source);
+	sv->near_limit_bytes = (double)limit * NEAR_LIMIT_FRACTION;
 	struct strbuf cmd = STRBUF_INIT;
 	command_json(&cmd, o->argv);
 	char cwd[PATH_MAX], host[256] = "";

@@ -262,5 +262,6 @@ void report_write_json(const struct run_summary *s, const struct report_extras *
 		gpu_report_json(s->gpu, sb);
 	else
 		strbuf_addstr(sb, "null");
+	render_kinds_json(s, sb);
 	strbuf_addstr(sb, "\n}\n");
 }

@@ -313,6 +313,7 @@ int store_segment_end(struct store *st, int64_t run_id, int64_t seq, const struc
 #define LOST_VERSION 5
 /* The supervisor's pid and start time, or 0 in a store older than them. */
 #define SUPERVISOR_VERSION 6
+#define KINDS_VERSION 9        /* kind_samples (growth kinds) */
 #define SUPERVISOR_COLUMNS "coalesce(supervisor_pid, 0), coalesce(supervisor_start, 0)"
 
 /* Whether a run recorded as running on host by supervisor pid, started at
@@ -676,6 +677,37 @@ int store_top_procs(struct store *st, int64_t run_id, struct proc_row **out, siz
 	db_bind_int64(s, 2, max > (size_t)INT64_MAX ? INT64_MAX : (int64_t)max);
 	int rc;
 	*out = store_load_rows(st, s, sizeof(**out), read_proc, NULL, n, &rc);
+	return rc;
+}
+
+static void read_kind(struct db_stmt *s, void *row)
+{
+	struct kind_row *k = row;
+	k->t = db_column_double(s, 0);
+	k->pid = db_column_int(s, 1);
+	k->ppid = db_column_int(s, 2);
+	const char *name = db_column_text(s, 3);
+	snprintf(k->name, sizeof(k->name), "%s", name ? name : "");
+	k->anon = db_to_u64(db_column_int64(s, 4));
+	k->cow = db_to_u64(db_column_int64(s, 5));
+	k->cow_base = db_to_u64(db_column_int64(s, 6));
+	k->file = db_to_u64(db_column_int64(s, 7));
+	k->shmem = db_to_u64(db_column_int64(s, 8));
+	k->gpu = db_to_u64(db_column_int64(s, 9));
+}
+
+int store_load_kind_samples(struct store *st, int64_t run_id, struct kind_row **out, size_t *n)
+{
+	struct db_stmt *s;
+	*out = NULL;
+	*n = 0;
+	if (st->version < KINDS_VERSION)
+		return 0;               /* an older store, read as it is: no kinds */
+	if (store_prepare_read(st, "SELECT t, pid, ppid, name, anon, cow, cow_base, file, shmem, gpu"
+	                       " FROM kind_samples WHERE run_id = ?1 ORDER BY t, pid", run_id, &s) < 0)
+		return -1;
+	int rc;
+	*out = store_load_rows(st, s, sizeof(**out), read_kind, NULL, n, &rc);
 	return rc;
 }
 

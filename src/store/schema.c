@@ -201,6 +201,19 @@ static const char *const migrations[] = {
 	"  cost_us INTEGER"                      /* '*': the census's time in the job */
 	");"
 	"CREATE INDEX census_run ON census(run_id, t);",
+	/* 9: memory by kind, per process (growth kinds; pid 0: the job's cgroup) */
+	"CREATE TABLE kind_samples ("
+	"  run_id INTEGER NOT NULL,"
+	"  t REAL NOT NULL,"
+	"  pid INTEGER NOT NULL, ppid INTEGER NOT NULL, name TEXT NOT NULL,"
+	"  anon INTEGER NOT NULL,"              /* resident anonymous; cgroup: anon */
+	"  cow INTEGER NOT NULL,"               /* parent's pages copied by a forked child */
+	"  cow_base INTEGER NOT NULL,"          /* ... out of this many shared at first sight */
+	"  file INTEGER NOT NULL,"              /* file-backed mapped (PSS); cgroup: page cache */
+	"  shmem INTEGER NOT NULL,"             /* shared memory (PSS); cgroup: shmem */
+	"  gpu INTEGER NOT NULL"
+	");"
+	"CREATE INDEX kind_samples_run ON kind_samples(run_id, t);",
 };
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -132,6 +132,18 @@ int store_add_sample(struct store *st, int64_t run_id, const struct mem_sample *
 int store_add_proc_sample(struct store *st, int64_t run_id, double t, int pid, int ppid,
                           const char *name, uint64_t rss, uint64_t pss, uint64_t uss,
                           uint64_t swap, uint64_t gpu);
+/* Memory by kind of one process at a moment (growth kinds,
+ * docs/internals/growth-kinds.md); pid 0 is the job's cgroup as a whole
+ * (anon, page cache as file, shmem). Stored with the per-process samples. */
+struct kind_row {
+	double t;
+	int pid, ppid;
+	char name[32];
+	uint64_t anon, cow, cow_base, file, shmem, gpu;
+};
+int store_add_kind_sample(struct store *st, int64_t run_id, const struct kind_row *k);
+/* A run's kind rows ordered by t, then pid; the array is freed with free(). */
+int store_load_kind_samples(struct store *st, int64_t run_id, struct kind_row **out, size_t *n);
 struct step_rec {
 	int64_t step;
 	int64_t epoch;              /* -1 when unknown */
