@@ -178,6 +178,18 @@ static const char *const migrations[] = {
 	/* 6: who supervises a running run, to tell one whose supervisor died */
 	"ALTER TABLE runs ADD COLUMN supervisor_pid INTEGER;"     /* NULL: unknown */
 	"ALTER TABLE runs ADD COLUMN supervisor_start INTEGER;",  /* its /proc starttime, clock ticks */
+	/* 7: where a run ran: its allocation, and its rank in a job of several
+	 * (base/placement.h); no row: nothing known beyond runs.hostname */
+	"CREATE TABLE placements ("
+	"  run_id INTEGER PRIMARY KEY,"
+	"  slurm_job_id TEXT, slurm_array_job_id TEXT, slurm_array_task_id TEXT, slurm_step_id TEXT,"
+	"  alloc_mem_bytes INTEGER,"             /* the allocation's memory; NULL unknown */
+	"  gpus TEXT,"                           /* CUDA_VISIBLE_DEVICES or SLURM's GPU list */
+	"  launcher TEXT,"                       /* slurm, torchrun; NULL: a lone run */
+	"  job_key TEXT,"                        /* shared by the ranks of one job */
+	"  job_rank INTEGER, local_rank INTEGER, world_size INTEGER, node_id INTEGER"
+	");"
+	"CREATE INDEX placements_job ON placements(job_key, job_rank);",
 };
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 

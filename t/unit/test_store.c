@@ -17,7 +17,7 @@
 #include "store/store.h"
 #include "store/trace.h"
 
-#define CURRENT_SCHEMA 6   /* the schema version this leakproof writes (store/schema.c) */
+#define CURRENT_SCHEMA 7   /* the schema version this leakproof writes (store/schema.c) */
 #include "util/util.h"
 #include "tap.h"
 
