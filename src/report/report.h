@@ -7,6 +7,7 @@
 #ifndef LP_REPORT_H
 #define LP_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 
@@ -94,6 +95,10 @@ void report_add_command_line(struct strbuf *sb, char *const *argv, size_t argc, 
 /* How the run ended: "exited 0", "killed by signal 9 (SIGKILL)", "running",
  * "failed to start (exit 127)", "interrupted". Returns buf. */
 char *report_fmt_outcome(char *buf, size_t bufsz, const struct run_row *r);
+/* Where run r ran, in one line, appended to sb: "vm · SLURM job 12 (array
+ * 10_3), step 0 · allocation 300 MiB · GPUs 0,1 · rank 1 of 2 (node 0)";
+ * only the host when nothing more is known. Returns whether more was. */
+bool report_add_placement(struct strbuf *sb, const struct run_row *r);
 /* JSON: a number (null when not finite); strings: strbuf_add_json_str(). */
 void report_add_json_num(struct strbuf *sb, double v);
 /* JSON: a string, or null when s is NULL or empty. */
