@@ -50,6 +50,11 @@ void report_render(const struct run_summary *s, enum report_format fmt, const st
  * column), the svg chart of memory, or junit (one testcase per trial). 0, or -1 after a message. */
 int sweep_report_render(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
                         struct strbuf *sb);
+/* A job of several ranks (model/job.h) in fmt, appended to sb: a row per
+ * rank and which rank's memory grows (job.c). text, md, csv and json; -1
+ * for another format (nothing appended). */
+struct job_model;
+int job_report_render(const struct job_model *m, enum report_format fmt, struct strbuf *sb);
 /* Write sb to out and flush: 0, or -1 when out failed (no message). */
 int report_flush(const struct strbuf *sb, FILE *out);
 /* report_render() and report_flush() in one, without extras: 0, or -1 when
