@@ -222,7 +222,8 @@ static const char *describe_lost(struct store *st, int64_t run_id, int64_t steps
 {
 	struct db_stmt *s;
 	int64_t stored = 0, last = 0;
-	bool has_last = false;
+	bool has_last = false, counted = false;
+	store_check_dropped(st);
 	if (!st->lost)
 		return NULL;
 	if (db_prepare(st->db, "SELECT count(*), (SELECT max(step) FROM steps WHERE run_id = ?1"
@@ -230,13 +231,16 @@ static const char *describe_lost(struct store *st, int64_t run_id, int64_t steps
 		db_bind_int64(s, 1, run_id);
 		db_bind_double(s, 2, st->lost_t);
 		if (db_step(s) == DB_ROW) {
+			counted = true;
 			stored = db_column_int64(s, 0);
 			has_last = !db_column_is_null(s, 1);
 			last = db_column_int64(s, 1);
 		}
 		db_finalize(s);
 	}
-	if (steps > stored && has_last)
+	if (!counted)   /* the store cannot be read now (a server away): no numbers */
+		snprintf(buf, sz, "some rows were not stored: %s", st->lost_why);
+	else if (steps > stored && has_last && !st->lost_gaps)
 		snprintf(buf, sz, "steps after %lld were not stored (%lld of %lld missing): %s", (long long)last,
 		         (long long)(steps - stored), (long long)steps, st->lost_why);
 	else if (steps > stored)
