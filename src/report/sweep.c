@@ -139,6 +139,9 @@ static void fill_group(const struct table *tb, struct row *g, const struct keyed
 	g->cause = g->note = "";
 }
 
+/* dim_of of the `host` column of --by host: where the trial's run ran */
+#define HOST_DIM ((size_t)-1)
+
 static int load_table(struct store *st, int64_t sweep_id, const char *by, struct table *tb)
 {
 	memset(tb, 0, sizeof(*tb));
@@ -156,8 +159,14 @@ static int load_table(struct store *st, int64_t sweep_id, const char *by, struct
 			size_t d = 0;
 			while (d < nd && strcmp(tb->m.dims[d], p))
 				d++;
-			if (d == nd || tb->nnames == nd) {
-				error("--by '%s': the sweep has no dimension '%s'", by, p);
+			if (d == nd && !strcmp(p, "host") && tb->nnames <= nd) {
+				/* not a dimension: where each trial ran, so a bad node stands out */
+				tb->names[tb->nnames] = "host";
+				tb->dim_of[tb->nnames++] = HOST_DIM;
+				continue;
+			}
+			if (d == nd || tb->nnames > nd) {
+				error("--by '%s': the sweep has no dimension '%s' (nor is it `host`)", by, p);
 				free(copy);
 				return -1;
 			}
@@ -184,7 +193,9 @@ static int load_table(struct store *st, int64_t sweep_id, const char *by, struct
 		k[i].vals = xcalloc(tb->nnames + 1, sizeof(char *));
 		struct strbuf key = STRBUF_INIT;
 		for (size_t m = 0; m < tb->nnames; m++) {
-			k[i].vals[m] = sweep_trial_value(&tb->m.trials[i], tb->dim_of[m]);
+			const struct trial_row *t = &tb->m.trials[i];
+			k[i].vals[m] = tb->dim_of[m] == HOST_DIM ? xstrdup(t->host[0] ? t->host : "?")
+			                                         : sweep_trial_value(t, tb->dim_of[m]);
 			strbuf_addstr(&key, k[i].vals[m]);
 			strbuf_addch(&key, SEP);
 		}

@@ -221,7 +221,7 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 	        " coalesce(t.run_id, 0), t.metric, coalesce(t.optuna_number, -1), coalesce(t.started_at, 0),"
 	        " coalesce(t.ended_at, 0), r.verdict, r.growth_bytes_per_step, r.step_q0, r.step_q1, r.step_q2,"
 	        " r.step_q3, r.step_q4, r.steps_per_second, coalesce(r.peak_bytes, 0), coalesce(r.steps, 0), t.vals,"
-	        " (SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id)"
+	        " (SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id), r.hostname"
 	        " FROM trials t LEFT JOIN runs r ON r.id = t.run_id WHERE t.sweep_id = ?1",
 	        idx >= 0 ? " AND t.idx = ?2 AND t.attempt = ?3" : "");
 	struct db_stmt *s = prepare(st, sql, "read the trials");
@@ -266,6 +266,7 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 		t->steps = db_column_int64(s, 23);
 		t->vals = col_strdup(s, 24);
 		t->gpu_peak_bytes = (uint64_t)db_column_int64(s, 25);
+		t->host = col_strdup(s, 26);
 	}
 	if (rc != DB_DONE) {
 		sweep_error(st, "read the trials");
@@ -311,6 +312,7 @@ void trial_row_release(struct trial_row *t)
 	free(t->note);
 	free(t->verdict);
 	free(t->vals);
+	free(t->host);
 	memset(t, 0, sizeof(*t));
 }
 

@@ -59,6 +59,7 @@ struct trial_row {
 	uint64_t peak_bytes;
 	uint64_t gpu_peak_bytes;          /* the most GPU memory at one sample; 0 none */
 	int64_t steps;
+	char *host;                       /* the host it ran on; "" unknown */
 };
 /* Insert or replace the row (sweep_id, idx, attempt). Strings may be NULL. */
 int store_trial_put(struct store *st, const struct trial_row *t);
