@@ -881,8 +881,9 @@ static void pg_close(struct db *db)
  * PostgreSQL server cannot be reached (connection to server at ... failed:
  * Connection refused; Is the server running ...?)". Runs being recorded
  * meanwhile keep their rows (up to the buffer) and write them when it is
- * back: said so, since `ls` and `report` are what one runs to look. */
-static void unreachable_why(const char *msg, char *why, size_t whysz)
+ * back: said so to a reader, since `ls` and `report` are what one runs to
+ * look. */
+static void unreachable_why(const char *msg, bool reader, char *why, size_t whysz)
 {
 	char line[400];
 	size_t n = 0;
@@ -904,8 +905,8 @@ static void unreachable_why(const char *msg, char *why, size_t whysz)
 	               strstr(msg, "the database system is") || strstr(msg, "No route") ||
 	               strstr(msg, "could not translate host");
 	if (refused)
-		snprintf(why, whysz, "the PostgreSQL server cannot be reached (%s); runs being recorded keep"
-		         " their rows and write them when it is back", line);
+		snprintf(why, whysz, "the PostgreSQL server cannot be reached (%s)%s", line,
+		         reader ? "; runs being recorded keep their rows and write them when it is back" : "");
 	else
 		snprintf(why, whysz, "%s", line);
 }
@@ -932,7 +933,7 @@ static int pg_open(const char *target, bool readonly, struct db **out, char *why
 	const char *const vals[] = CONN_VALUES(d->conninfo);
 	d->conn = PQconnectdbParams(conn_keys, vals, 1);
 	if (!d->conn || PQstatus(d->conn) != CONNECTION_OK) {
-		unreachable_why(d->conn ? PQerrorMessage(d->conn) : "out of memory", why, whysz);
+		unreachable_why(d->conn ? PQerrorMessage(d->conn) : "out of memory", readonly, why, whysz);
 		pg_close(&d->base);
 		return -1;
 	}
