@@ -18,7 +18,7 @@ static const char usage[] =
 "verdict, status and metric.\n"
 "\n"
 "A job of several ranks (`srun leakproof run -- ...`, or leakproof run under\n"
-"torchrun --no-python) is one run per rank sharing a job key: --job shows a\n"
+"torchrun) is one run per rank sharing a job key: --job shows a\n"
 "row per rank (node, host, run, peak, growth, verdict) and which rank's\n"
 "memory grows.\n"
 "\n"

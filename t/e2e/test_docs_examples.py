@@ -54,6 +54,9 @@ NOT_RUNNABLE = {
     'eval "$(scripts/cluster env)"': "needs the services of `scripts/cluster start`",
     "sbatch --mem=1G --wrap 'leakproof run -- /usr/bin/python3 train.py'":
         "needs the SLURM of `scripts/cluster start`",
+    "export LEAKPROOF_STORE=$LEAKPROOF_CLUSTER_STORE": "needs the services of `scripts/cluster start`",
+    "sbatch -n 3 --mem=3G --wrap 'srun -n 3 leakproof run -- /usr/bin/python3 train.py'":
+        "needs the SLURM of `scripts/cluster start`; t/e2e/test_cluster_placement.py runs srun -n 3",
     "scripts/cluster stop": "stops what `scripts/cluster start` started",
     "make wheel": "builds the wheel in the tree; t/e2e/test_wheel.py builds and installs it",
     "python3 -m venv venv && venv/bin/pip install --no-index build-wheel/dist/leakproof-*.whl":
