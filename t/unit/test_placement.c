@@ -3,15 +3,18 @@
  * torchrun's environment (a batch script, an srun step's ranks, an array
  * task, torchrun under SLURM, nothing at all, hostile values), and its
  * round trip through the store: a run's row carries it, the ranks of one
- * job are listed by rank.
+ * job are listed by rank, and the job's report names the rank that grows.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "model/job.h"
 #include "platform/placement.h"
+#include "report/report.h"
 #include "store/store.h"
+#include "util/util.h"
 #include "tap.h"
 
 static void test_batch_script(void)
@@ -160,6 +163,80 @@ static void test_store_round_trip(void)
 	store_close(st);
 }
 
+/* A rank of job "slurm:9.0" with 60 steps growing growth bytes a step. */
+static int64_t rank_run(struct store *st, int rank, double growth)
+{
+	char r[32], *env[] = { "SLURM_JOB_ID=9", "SLURM_STEP_ID=0", r, "SLURM_NODEID=0", "SLURM_STEP_NUM_TASKS=3",
+	                       NULL };
+	snprintf(r, sizeof(r), "SLURM_PROCID=%d", rank);
+	struct placement p;
+	placement_parse(env, 0, &p);
+	int64_t id = begin(st, &p);
+	for (int i = 0; i < 60; i++) {
+		uint64_t b = (100ULL << 20) + (uint64_t)(growth * i) + (uint64_t)((i * 7919) % 13) * 4096;
+		struct step_rec sr = { .step = i + 1, .epoch = -1,
+		                       .mem = { .t = i * 0.1, .nprocs = 1, .rss = b, .pss = b, .uss = b, .pss_exact = true } };
+		store_add_sample(st, id, &sr.mem);
+		store_add_step(st, id, &sr);
+	}
+	struct run_end re = { .ended_at = 1700000010, .status = "done", .step_source = STEP_SOURCE_CHANNEL, .steps = 60 };
+	store_run_end(st, id, &re);
+	store_flush(st);
+	return id;
+}
+
+static void test_job_report(void)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/j.db", tmpdir);
+	struct store *st = store_open(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	int64_t r0 = rank_run(st, 0, 0), r1 = rank_run(st, 1, 1 << 20);
+	rank_run(st, 2, 0);
+	int64_t lone = begin(st, NULL);
+	store_close(st);
+	st = store_open_readonly(path);
+	if (!st)
+		return;
+
+	struct job_model m;
+	char id[32];
+	snprintf(id, sizeof(id), "%lld", (long long)r0);
+	CHECK_EQ_INT(job_model_load(st, id, -1, &m), 0);
+	CHECK_STR(m.key, "slurm:9.0");
+	CHECK_EQ_INT(m.nranks, 3);
+	CHECK_EQ_INT(m.growing, 1);
+	if (m.nranks == 3) {
+		CHECK_EQ_INT(m.ranks[m.worst].run.id, r1);
+		CHECK_EQ_INT(m.ranks[1].verdict, VERDICT_LEAK);
+		CHECK(m.ranks[0].verdict != VERDICT_LEAK && m.ranks[2].verdict != VERDICT_LEAK);
+	}
+	struct strbuf sb = STRBUF_INIT;
+	CHECK_EQ_INT(job_report_render(&m, REPORT_TEXT, &sb), 0);
+	CHECK(strstr(strbuf_str(&sb), "leakproof: job slurm:9.0 \xe2\x80\x94 3 ranks recorded (slurm)\n") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "rank 1 grows: +1.00 MiB/step on n1 (node 0)") != NULL);
+	strbuf_reset(&sb);
+	CHECK_EQ_INT(job_report_render(&m, REPORT_JSON, &sb), 0);
+	CHECK(strstr(strbuf_str(&sb), "\"growing_ranks\": [1]") != NULL);
+	strbuf_reset(&sb);
+	CHECK_EQ_INT(job_report_render(&m, REPORT_HTML, &sb), -1);   /* not a table format */
+	strbuf_release(&sb);
+	job_model_release(&m);
+
+	capture_begin();
+	CHECK_EQ_INT(job_model_load(st, "", -1, &m), 1);   /* the latest run ran alone */
+	CHECK(strstr(capture_end(), "is not one rank of a job of several") != NULL);
+	job_model_release(&m);
+	capture_begin();
+	CHECK_EQ_INT(job_model_load(st, "slurm:1.0", -1, &m), 1);
+	CHECK(strstr(capture_end(), "no job 'slurm:1.0' in the store") != NULL);
+	job_model_release(&m);
+	(void)lone;
+	store_close(st);
+}
+
 static void setup(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/lp-place-XXXXXX");
@@ -179,6 +256,7 @@ static void test_store(void)
 {
 	setup();
 	test_store_round_trip();
+	test_job_report();
 	teardown();
 }
 
