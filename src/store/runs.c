@@ -189,6 +189,8 @@ int64_t store_run_begin(struct store *st, const struct run_begin *rb)
 	return id;
 }
 
+static void bind_run_id(struct db_stmt *s, const void *arg);
+
 struct run_end_args { int64_t run_id; const struct run_end *re; const char *lost; };
 
 static void bind_run_end(struct db_stmt *s, const void *arg)
@@ -283,6 +285,11 @@ int store_run_end(struct store *st, int64_t run_id, const struct run_end *re)
 		return error("cannot write the end of run %lld to store '%s': %s; `leakproof ls` will show it"
 		             " as still running%s", (long long)run_id, st->path, st->last_why,
 		             a.lost ? " and its rows are not all there" : "");
+	/* Its GPU peak, kept for the sweep's table (schema 7): the samples are
+	 * all in (the supervisor flushes before it ends the run). */
+	if (st->version >= PLACEMENT_VERSION)
+		run_once(st, "UPDATE runs SET gpu_peak_bytes = (SELECT coalesce(max(gpu), 0) FROM samples"
+		         " WHERE run_id = ?1) WHERE id = ?1", "the GPU peak of a run", bind_run_id, &run_id);
 	/* A segment still open ends with the run. */
 	return run_once(st, "UPDATE segments SET ended_at = ?2, exit_code = ?3, exit_signal = ?4, cause = ?5"
 	                " WHERE run_id = ?1 AND ended_at IS NULL",

@@ -179,7 +179,8 @@ static const char *const migrations[] = {
 	"ALTER TABLE runs ADD COLUMN supervisor_pid INTEGER;"     /* NULL: unknown */
 	"ALTER TABLE runs ADD COLUMN supervisor_start INTEGER;",  /* its /proc starttime, clock ticks */
 	/* 7: where a run ran: its allocation, and its rank in a job of several
-	 * (base/placement.h); no row: nothing known beyond runs.hostname */
+	 * (base/placement.h); no row: nothing known beyond runs.hostname. And
+	 * runs.gpu_peak_bytes. */
 	"CREATE TABLE placements ("
 	"  run_id INTEGER PRIMARY KEY,"
 	"  slurm_job_id TEXT, slurm_array_job_id TEXT, slurm_array_task_id TEXT, slurm_step_id TEXT,"
@@ -189,7 +190,11 @@ static const char *const migrations[] = {
 	"  job_key TEXT,"                        /* shared by the ranks of one job */
 	"  job_rank INTEGER, local_rank INTEGER, world_size INTEGER, node_id INTEGER"
 	");"
-	"CREATE INDEX placements_job ON placements(job_key, job_rank);",
+	"CREATE INDEX placements_job ON placements(job_key, job_rank);"
+	/* the most GPU memory at one sample, kept at the run's end so that a
+	 * sweep's table does not read every sample of every trial; NULL:
+	 * not ended (or older), read from samples */
+	"ALTER TABLE runs ADD COLUMN gpu_peak_bytes INTEGER;",
 };
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 

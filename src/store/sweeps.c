@@ -215,14 +215,17 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 {
 	*out = NULL;
 	*n = 0;
-	char sql[1024];
-	snprintf(sql, sizeof(sql), "%s%s ORDER BY t.idx, t.attempt",
+	char sql[2048];
+	/* the GPU peak kept at the run's end (schema 7), else read from its samples */
+	const char *gpu = st->version >= 7 ? "coalesce(r.gpu_peak_bytes,"
+	                  " (SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id))"
+	                                   : "(SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id)";
+	snprintf(sql, sizeof(sql), "%s%s%s%s ORDER BY t.idx, t.attempt",
 	        "SELECT t.sweep_id, t.idx, t.attempt, t.params, t.env, t.argv, t.status, t.cause, t.note,"
 	        " coalesce(t.run_id, 0), t.metric, coalesce(t.optuna_number, -1), coalesce(t.started_at, 0),"
 	        " coalesce(t.ended_at, 0), r.verdict, r.growth_bytes_per_step, r.step_q0, r.step_q1, r.step_q2,"
-	        " r.step_q3, r.step_q4, r.steps_per_second, coalesce(r.peak_bytes, 0), coalesce(r.steps, 0), t.vals,"
-	        " (SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id), r.hostname"
-	        " FROM trials t LEFT JOIN runs r ON r.id = t.run_id WHERE t.sweep_id = ?1",
+	        " r.step_q3, r.step_q4, r.steps_per_second, coalesce(r.peak_bytes, 0), coalesce(r.steps, 0), t.vals, ",
+	        gpu, ", r.hostname FROM trials t LEFT JOIN runs r ON r.id = t.run_id WHERE t.sweep_id = ?1",
 	        idx >= 0 ? " AND t.idx = ?2 AND t.attempt = ?3" : "");
 	struct db_stmt *s = prepare(st, sql, "read the trials");
 	if (!s)
