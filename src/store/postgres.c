@@ -387,6 +387,12 @@ static void say_back(struct pg_db *d);
 static enum db_rc conn_ready(struct pg_db *d)
 {
 	PQsetNoticeProcessor(d->conn, NULL, NULL);
+	/* No JIT: the store's queries are index lookups whose planned cost
+	 * (a correlated subquery per trial) crosses jit_above_cost, and
+	 * compiling them took 0.7 s of a sweep table's 1.4 s at 100,000
+	 * trials (BENCHMARKS.md §9). A server without JIT (before 11) refuses
+	 * the setting: nothing lost. */
+	PQclear(PQexec(d->conn, "SET jit = off"));
 	if (run_sql(d, "SET client_min_messages = warning") != DB_OK ||
 	    (d->readonly && run_sql(d, "SET default_transaction_read_only = on") != DB_OK))
 		return d->err;
