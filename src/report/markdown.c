@@ -73,6 +73,9 @@ void report_write_md(const struct run_summary *s, const struct report_extras *x,
 		strbuf_release(&proj);
 		add_row(sb, "Limit", strbuf_str(&cell));
 	}
+	strbuf_reset(&cell);
+	if (report_add_placement(&cell, &s->run))
+		add_row(sb, "Host", strbuf_str(&cell));
 	if (s->has_top_proc) {
 		strbuf_reset(&cell);
 		strbuf_addf(&cell, "pid %d (%s) %s", s->top_proc.pid, s->top_proc.name,

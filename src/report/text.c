@@ -158,6 +158,11 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 		add_limit(sb, s);
 	}
 
+	struct strbuf where = STRBUF_INIT;
+	if (report_add_placement(&where, &s->run))
+		strbuf_addf(sb, "  host      %s\n", strbuf_str(&where));
+	strbuf_release(&where);
+
 	add_quantiles(sb, s);
 
 	add_segments(sb, s);

@@ -401,6 +401,7 @@ int store_flush(struct store *st)
 			}
 		}
 	}
+	store_check_dropped(st);
 	if (ok)
 		st->write_failed = false;
 	st->batch_failed = false;

@@ -58,6 +58,8 @@ NOT_RUNNABLE = {
     "leakproof sweep sweep.yaml --executor slurm":
         "needs the SLURM of `scripts/cluster start`; t/e2e/test_sweep_slurm.py runs sweeps on it",
     "leakproof sweep sweep.yaml --executor slurm --resume": "follows the SLURM sweep above",
+    "sbatch -n 3 --mem=3G --wrap 'srun -n 3 leakproof run -- /usr/bin/python3 train.py'":
+        "needs the SLURM of `scripts/cluster start`; t/e2e/test_cluster_placement.py runs srun -n 3",
     "scripts/cluster stop": "stops what `scripts/cluster start` started",
     "make wheel": "builds the wheel in the tree; t/e2e/test_wheel.py builds and installs it",
     "python3 -m venv venv && venv/bin/pip install --no-index build-wheel/dist/leakproof-*.whl":
