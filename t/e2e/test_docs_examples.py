@@ -43,6 +43,7 @@ NOT_RUNNABLE = {
     "scripts/demo": "installs Debian packages and runs the PyTorch demo for minutes; "
                     "t/e2e/test_run_demo.py tests the demo",
     "scripts/test": "the whole test suite, this test included",
+    "make fuzz && scripts/fuzz": "the bounded fuzzing campaign, which scripts/test runs after the build",
     "scripts/install-deps": "installs Debian packages with apt-get as root",
     "make": "builds into build/ of the source tree; the tests run on a build already made",
     "make install PREFIX=/usr/local": "writes to /usr/local; t/e2e/test_install.py runs "
