@@ -19,10 +19,45 @@
 #include "core/channel.h"
 #include "core/sampler.h"
 #include "core/supervise-int.h"
+#include "platform/cgroup.h"
 #include "store/store.h"
 
 #define STEP_RESAMPLE_NS 200000LL          /* steps closer than this share a sample */
 #define READ_CHUNK (256 * 1024)   /* one read of output; the pipes hold 1 MiB */
+
+/* The per-process rows of the latest sample. */
+static void store_proc_rows(struct sv *sv, double t)
+{
+	const struct proc_mem *pm;
+	size_t n = sampler_procs(sv->sampler, &pm);
+	for (size_t i = 0; i < n; i++)
+		store_add_proc_sample(sv->st, sv->run_id, t, pm[i].pid, pm[i].ppid, pm[i].name,
+		                      pm[i].rss, pm[i].pss, pm[i].uss, pm[i].swap, pm[i].gpu);
+}
+
+/* Memory by kind (growth kinds): the processes whose kinds moved, and the
+ * job cgroup's page cache and shmem as pid 0 when it was read again. */
+static void store_kind_rows(struct sv *sv, int64_t now_ns, double t)
+{
+	const struct proc_mem *pm;
+	size_t n = sampler_kinds_due(sv->sampler, now_ns, &pm);
+	for (size_t i = 0; i < n; i++) {
+		struct kind_row k = { .t = t, .pid = pm[i].pid, .ppid = pm[i].ppid, .anon = pm[i].anon,
+		                      .cow = pm[i].cow, .cow_base = pm[i].cow_base, .file = pm[i].file,
+		                      .shmem = pm[i].shmem, .gpu = pm[i].gpu };
+		memcpy(k.name, pm[i].name, sizeof(k.name));
+		store_add_kind_sample(sv->st, sv->run_id, &k);
+	}
+	struct cgroup_memstat ms;
+	uint64_t reads = sampler_job_kinds(sv->sampler, &ms);
+	if (reads && reads != sv->memstat_reads) {
+		sv->memstat_reads = reads;
+		struct kind_row k = { .t = t, .name = "cgroup", .anon = ms.anon_bytes,
+		                      .file = ms.file_cache_bytes, .shmem = ms.shmem_bytes };
+		store_add_kind_sample(sv->st, sv->run_id, &k);
+	}
+	sv->last_kinds_ns = now_ns;
+}
 
 /* Sample the tree now: store it, check the budgets, and the per-process
  * rows when due; commit the store once a second. */
@@ -42,18 +77,21 @@ void sv_take_sample(struct sv *sv, int64_t now_ns)
 	store_add_sample(sv->st, sv->run_id, &s);
 	sv_check_budgets(sv, &s, now_ns);
 
-	/* per-process rows once a second, and sooner while memory climbs, so
-	 * that "which process held the most" sees a job that dies fast */
-	if (now_ns - sv->last_proc_ns >= PROC_SAMPLE_EVERY_NS || v > sv->proc_level * 1.1) {
+	/* per-process rows (and their kinds) once a second, and sooner while
+	 * memory climbs, so that "which process held the most" sees a job
+	 * that dies fast; near the limit, rows and flushes every 200 ms, so
+	 * that the last steps before an out-of-memory end are in the store */
+	double level = s.has_cgroup && (double)s.cgroup > v ? (double)s.cgroup : v;
+	bool near = sv->near_limit_bytes > 0 && level >= sv->near_limit_bytes;
+	int64_t proc_every = near ? NEAR_LIMIT_EVERY_NS : PROC_SAMPLE_EVERY_NS;
+	if (now_ns - sv->last_proc_ns >= proc_every || v > sv->proc_level * 1.1) {
 		sv->proc_level = v;
-		const struct proc_mem *pm;
-		size_t n = sampler_procs(sv->sampler, &pm);
-		for (size_t i = 0; i < n; i++)
-			store_add_proc_sample(sv->st, sv->run_id, s.t, pm[i].pid, pm[i].ppid, pm[i].name,
-			                      pm[i].rss, pm[i].pss, pm[i].uss, pm[i].swap, pm[i].gpu);
+		store_proc_rows(sv, s.t);
 		sv->last_proc_ns = now_ns;
 	}
-	if (now_ns - sv->last_flush_ns >= FLUSH_EVERY_NS) {
+	if (now_ns - sv->last_kinds_ns >= KINDS_EVERY_NS)
+		store_kind_rows(sv, now_ns, s.t);
+	if (now_ns - sv->last_flush_ns >= (near ? NEAR_LIMIT_EVERY_NS : FLUSH_EVERY_NS)) {
 		store_flush(sv->st);
 		sv->last_flush_ns = now_ns;
 	}

@@ -43,6 +43,10 @@
 #define NS_PER_S 1000000000LL
 #define FLUSH_EVERY_NS NS_PER_S            /* commit the store this often */
 #define PROC_SAMPLE_EVERY_NS NS_PER_S      /* per-process rows this often */
+#define KINDS_EVERY_NS (NS_PER_S / 5)      /* kind rows that moved, this often */
+#define NEAR_LIMIT_FRACTION 0.8            /* memory above this part of the limit: */
+#define NEAR_LIMIT_EVERY_NS (NS_PER_S / 5) /* per-process rows and flushes this often
+                                            * (the OOM flight recorder's last steps) */
 #define STATUS_EVERY_NS (NS_PER_S / 4)     /* live status line redraws */
 #define LIVE_RING 64                       /* steps kept for the live growth estimate */
 
@@ -120,6 +124,9 @@ struct sv {
 
 	int64_t last_flush_ns, last_proc_ns, last_status_ns;
 	double proc_level;                     /* the measure at the last per-process rows */
+	int64_t last_kinds_ns;                 /* kind rows last looked at */
+	uint64_t memstat_reads;                /* the cgroup's kinds last stored */
+	double near_limit_bytes;               /* NEAR_LIMIT_FRACTION of the limit; 0: none */
 	bool tty, status_drawn;
 
 	/* the terminal (console.c): when leakproof runs in one, the job gets a

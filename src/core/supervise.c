@@ -53,6 +53,7 @@
 #include "core/trace.h"
 #include "platform/cgroup.h"
 #include "platform/nvml.h"
+#include "platform/placement.h"
 #include "platform/proc.h"
 #include "platform/spawn.h"
 #include "store/store.h"
@@ -619,19 +620,23 @@ static void find_resources(struct sv *sv)
 		        sv->no_cg_why[0] ? sv->no_cg_why : "no memory controller");
 }
 
-/* The run in the store, with what it runs, where, and under which limit.
+/* The run in the store, with what it runs, where (host, allocation, rank),
+ * and under which limit.
  * 0, or -1 after a message. */
 static int record_run_begin(struct sv *sv)
 {
 	const struct supervise_opts *o = sv->o;
 	const char *limit_source;
 	uint64_t limit = sv_projection_limit(o, &limit_source);
+	sv->near_limit_bytes = (double)limit * NEAR_LIMIT_FRACTION;
 	struct strbuf cmd = STRBUF_INIT;
 	command_json(&cmd, o->argv);
 	char cwd[PATH_MAX], host[256] = "";
 	if (!getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "?");
 	gethostname(host, sizeof(host) - 1);
+	struct placement place;  /* its SLURM allocation, its rank in a job of several */
+	placement_here(&place);
 	struct proc_stat self;   /* who supervises: a later leakproof tells a dead one */
 	bool know_self = read_proc_stat(NULL, getpid(), &self) == 0;
 	struct run_begin rb = {
@@ -648,6 +653,7 @@ static int record_run_begin(struct sv *sv)
 		.mem_total_bytes = sv_machine_memory(),
 		.cgroup_mode = sv->have_cg ? (sv->cg.version == 2 ? "v2" : "v1") : "none",
 		.step_regex = o->step_regex,
+		.placement = placement_known(&place) || place.alloc_mem_bytes ? &place : NULL,
 	};
 	sv->run_id = store_run_begin(sv->st, &rb);
 	strbuf_release(&cmd);

@@ -47,6 +47,7 @@ enum stmt_id {
 	STMT_EVENT,
 	STMT_RESULT,
 	STMT_CENSUS,
+	STMT_KIND_SAMPLE,
 	STMT_COUNT
 };
 
@@ -65,6 +66,8 @@ static const char *const stmt_sql[STMT_COUNT] = {
 	[STMT_RESULT] = "INSERT INTO temp.stage_results (run_id, name, value) VALUES (?1, ?2, ?3)",
 	[STMT_CENSUS] = "INSERT INTO temp.stage_census (run_id, t, step, seq, type, count, bytes, holder, cost_us)"
 	                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	[STMT_KIND_SAMPLE] = "INSERT INTO temp.stage_kind_samples (run_id, t, pid, ppid, name, anon, cow, cow_base, file, shmem, gpu)"
+	                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
 };
 
 /*
@@ -80,6 +83,7 @@ static const struct { enum stmt_id stmt; const char *table; const char *verb; } 
 	{ STMT_EVENT, "events", "INSERT" },
 	{ STMT_RESULT, "results", "INSERT OR REPLACE" },
 	{ STMT_CENSUS, "census", "INSERT" },
+	{ STMT_KIND_SAMPLE, "kind_samples", "INSERT" },
 };
 #define NSTAGED (sizeof(staged) / sizeof(staged[0]))
 
@@ -397,6 +401,7 @@ int store_flush(struct store *st)
 			}
 		}
 	}
+	store_check_dropped(st);
 	if (ok)
 		st->write_failed = false;
 	st->batch_failed = false;
@@ -446,6 +451,25 @@ int store_add_proc_sample(struct store *st, int64_t run_id, double t, int pid, i
 		b->held_procs = xmalloc(PROC_BUF_ROWS * sizeof(*b->held_procs));
 	b->held_procs[b->nheld_procs++] = h;
 	return r;
+}
+
+int store_add_kind_sample(struct store *st, int64_t run_id, const struct kind_row *k)
+{
+	struct db_stmt *s;
+	if (store_check_writable(st) < 0 || !(s = cached_stmt(st, STMT_KIND_SAMPLE)))
+		return -1;
+	db_bind_int64(s, 1, run_id);
+	db_bind_double(s, 2, k->t);
+	db_bind_int64(s, 3, k->pid);
+	db_bind_int64(s, 4, k->ppid);
+	db_bind_text(s, 5, k->name);
+	db_bind_int64(s, 6, u64_to_db(k->anon));
+	db_bind_int64(s, 7, u64_to_db(k->cow));
+	db_bind_int64(s, 8, u64_to_db(k->cow_base));
+	db_bind_int64(s, 9, u64_to_db(k->file));
+	db_bind_int64(s, 10, u64_to_db(k->shmem));
+	db_bind_int64(s, 11, u64_to_db(k->gpu));
+	return step_insert(st, s, "a kind sample");
 }
 
 int store_add_step(struct store *st, int64_t run_id, const struct step_rec *r)

@@ -250,3 +250,36 @@ def test_the_server_stopped_for_10_s_mid_run_loses_nothing(pg):
     duration = float(pg.server.psql("SELECT ended_at - started_at FROM runs", db=pg.db))
     assert duration > down_s
     assert samples >= 0.8 * duration / 0.05, (samples, duration)
+
+
+@pytest.mark.slow
+def test_rows_dropped_past_the_outage_buffer_mark_the_run_partial(pg):
+    """A tiny outage buffer (LEAKPROOF_PG_BUFFER_BYTES): the rows past it are
+    dropped, and the run says so once the server is back (partial, with
+    why); while it is down, ls and report say it cannot be reached."""
+    proc = pg.start([pg.py, pg.workload("steps.py"), "channel", "300", "--step-ms", "40"], "-q",
+                    env={"LEAKPROOF_PG_BUFFER_BYTES": "8192"})
+    deadline = time.monotonic() + 120
+    def stored_steps():
+        try:
+            return int(pg.server.psql("SELECT count(*) FROM steps", db=pg.db))
+        except AssertionError:   # the schema is not there yet
+            return 0
+    while stored_steps() < 5:
+        assert time.monotonic() < deadline and proc.poll() is None, "no steps stored"
+        time.sleep(0.2)
+    pg.server.pg_ctl("stop", "-m", "fast")
+    try:
+        for cmd in (["ls"], ["report"]):
+            r = pg.cmd([*cmd, "--store", pg.store])
+            assert r.rc == 1 and "the PostgreSQL server cannot be reached" in r.err, r
+            assert len(r.err.strip().splitlines()) == 1 and "s3cret" not in r.err, r
+        pg.read_until(proc.stderr, b"newer rows are dropped", timeout=120)
+    finally:
+        pg.server.pg_ctl("start")
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    run = pg.ls(fmt="json")[0]
+    assert "rows were dropped" in run.get("lost", ""), run
+    assert "exit 0, partial" in pg.ls(), pg.ls()
+    assert "PARTIAL: " in pg.report(fmt="text")
