@@ -9,6 +9,7 @@ the binary's own directory):
     <prefix>/lib/leakproof/libleakproof-trace.so      the tracer (wheel data)
     <prefix>/lib/leakproof/python/leakproof/*.py      the client, for jobs'
                                                       PYTHONPATH (wheel data)
+    <prefix>/lib/leakproof/python/leakproof/hook/     the startup hook of `run --census`
     <site-packages>/leakproof/*.py                    the client, for
                                                       `import leakproof`
     <prefix>/share/man/man1/leakproof.1, bash completion
@@ -89,6 +90,7 @@ setup(
         ("bin", [C_BUILD + "/leakproof"]),
         ("lib/leakproof", [C_BUILD + "/libleakproof-trace.so"]),
         ("lib/leakproof/python/leakproof", CLIENT),
+        ("lib/leakproof/python/leakproof/hook", ["python/leakproof/hook/sitecustomize.py"]),
         ("share/man/man1", ["man/leakproof.1"]),
         ("share/bash-completion/completions", [C_BUILD + "/completion/leakproof"]),
     ],

@@ -11,6 +11,8 @@ leakproof.step() when run under leakproof, and at the end prints on stderr
 
     --model M     cnn or mlp (default cnn)
     --seconds S   train for S seconds (default 20)
+    --heap N      also keep N small Python objects alive (a large heap, for
+                  the census's cost: bench/census_cost)
 """
 import argparse
 import sys
@@ -32,7 +34,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", choices=("cnn", "mlp"), default="cnn")
     ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--heap", type=int, default=0)
     args = ap.parse_args()
+    heap = [[i] for i in range(args.heap)]  # noqa: F841  lists: tracked by the collector
     torch.set_num_threads(1)
     torch.manual_seed(0)
     if args.model == "cnn":

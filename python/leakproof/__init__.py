@@ -38,6 +38,14 @@ the program installed earlier; forked children get the previous handling
 back. Without leakproof, or without LEAKPROOF_STOP_SIGNAL, stop_requested()
 is always False and on_stop() registers nothing.
 
+Who holds it: under a supervisor that sets LEAKPROOF_CENSUS, importing this
+module starts the object census (leakproof/census.py,
+docs/internals/census.md): step() counts the live objects by type when one
+is due (every 30 s by default, at most 1 % of the job's time) and names what
+holds a type that keeps growing; `leakproof run --census` starts it without
+an import, through a startup hook (leakproof/hook/sitecustomize.py). step()
+also sends PyTorch's CUDA allocator figures when CUDA is initialised.
+
 Pure Python, standard library only: the supervisor puts this package on the
 job's PYTHONPATH, nothing needs installing. Without the supervisor
 (LEAKPROOF_FD unset or not a usable pipe) every call does nothing, and no call
@@ -479,9 +487,68 @@ def on_stop(callback):
 
 
 def step(n=None):
-    """The end of training step n (numbered by the supervisor when None)."""
+    """The end of training step n (numbered by the supervisor when None).
+    Under a supervisor that asks for them (LEAKPROOF_CENSUS), a step also
+    sends PyTorch's CUDA allocator figures when CUDA is initialised, and
+    takes the object census when one is due (leakproof/census.py)."""
     if _fd != -1:
         _send(_counter_line("step", n))
+        if _step_extras and _fd != -1:
+            _at_step()
+
+
+# ---- the object census and the allocator's figures at each step ----
+#
+# LEAKPROOF_CENSUS, set by a supervisor that reads census lines: "off", or
+# the seconds between two censuses. Old supervisors never set it, and then
+# nothing here sends anything they would not understand.
+_step_extras = "LEAKPROOF_CENSUS" in os.environ   # step() sends the allocator's figures
+_census = None                  # a census.Census, or None
+_gpu_every_s = 0.05             # allocator figures at most this often
+_gpu_last = 0.0
+
+
+def _census_interval():
+    value = os.environ.get("LEAKPROOF_CENSUS", "").strip()
+    try:
+        interval = float(value)
+    except ValueError:
+        return None
+    return interval if interval > 0 and interval == interval else None
+
+
+def _census_start(thread=False):
+    """Start the census when the supervisor asked for one (import does it;
+    the startup hook of `run --census` does it with thread=True, so a job
+    that never calls step() is counted too). Never raises."""
+    global _census
+    try:
+        interval = _census_interval()
+        if interval is None or not enabled():
+            return
+        with _lock:
+            if _census is None or _census.pid != os.getpid():
+                from leakproof import census
+                _census = census.Census(_send, interval)
+        if thread:
+            _census.start_thread()
+    except Exception:
+        pass
+
+
+def _at_step():
+    global _gpu_last
+    try:
+        import time
+        now = time.monotonic()
+        if now - _gpu_last >= _gpu_every_s and sys.modules.get("torch") is not None:
+            _gpu_last = now
+            gpu_from_torch()
+        census = _census
+        if census is not None:
+            census.at_step()
+    except Exception:
+        pass
 
 
 def epoch(n=None):
@@ -507,13 +574,16 @@ def result(**values):
             _send(line)
 
 
-def gpu(allocated=None, reserved=None):
+def gpu(allocated=None, reserved=None, **more):
     """The framework allocator's own view, in bytes: allocated by tensors,
-    reserved by the caching allocator."""
+    reserved by the caching allocator; more figures by name (inactive_split,
+    alloc_retries, ooms: what gpu_from_torch() sends)."""
     if _fd == -1:
         return
     parts = ["gpu"]
-    for name, value in (("allocated", allocated), ("reserved", reserved)):
+    values = [("allocated", allocated), ("reserved", reserved)]
+    values += [(_sanitize_name(k), v) for k, v in more.items()]
+    for name, value in values:
         if value is None:
             continue
         try:
@@ -524,20 +594,43 @@ def gpu(allocated=None, reserved=None):
         _send(" ".join(parts))
 
 
+# torch.cuda.memory_stats() keys sent beside allocated and reserved
+_TORCH_STATS = (("inactive_split", "inactive_split_bytes.all.current"),
+                ("alloc_retries", "num_alloc_retries"),
+                ("ooms", "num_ooms"))
+
+
 def gpu_from_torch(device=None):
-    """Send PyTorch's torch.cuda.memory_allocated() and memory_reserved() of
-    device (the current one when None) and return them as a pair, or None
-    when PyTorch is not imported or CUDA is not initialised (this never
-    imports torch nor creates a CUDA context)."""
+    """Send PyTorch's view of device (the current one when None) and return
+    (allocated, reserved), or None when PyTorch is not imported or CUDA is
+    not initialised (this never imports torch nor creates a CUDA context).
+    From torch.cuda.memory_stats(): allocated_bytes.all.current,
+    reserved_bytes.all.current, and as inactive_split, alloc_retries and
+    ooms the inactive split bytes, the allocation retries and the
+    out-of-memory errors so far; from memory_allocated() and
+    memory_reserved() when memory_stats() is missing or empty."""
     try:
         torch = sys.modules.get("torch")
         if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
             return None
-        allocated = int(torch.cuda.memory_allocated(device))
-        reserved = int(torch.cuda.memory_reserved(device))
+        stats = {}
+        try:
+            stats = torch.cuda.memory_stats(device) or {}
+        except Exception:
+            stats = {}
+        if "allocated_bytes.all.current" in stats and "reserved_bytes.all.current" in stats:
+            allocated = int(stats["allocated_bytes.all.current"])
+            reserved = int(stats["reserved_bytes.all.current"])
+        else:
+            allocated = int(torch.cuda.memory_allocated(device))
+            reserved = int(torch.cuda.memory_reserved(device))
+        more = {}
+        for name, key in _TORCH_STATS:
+            if key in stats:
+                more[name] = int(stats[key])
     except Exception:
         return None
-    gpu(allocated=allocated, reserved=reserved)
+    gpu(allocated=allocated, reserved=reserved, **more)
     return allocated, reserved
 
 
@@ -556,3 +649,6 @@ def mark(text):
         _send(data.decode("utf-8", "ignore"))
     except Exception:
         pass
+
+
+_census_start()

@@ -7,7 +7,9 @@ static const char usage[] =
 "usage: leakproof ls [options]\n"
 "\n"
 "List the runs in the store, newest first: id, start time, duration, how the\n"
-"job ended, steps, peak memory (under the run's measure), verdict, command.\n"
+"job ended, steps, peak memory (under the run's measure), verdict, where it\n"
+"ran (the host, then its SLURM job: JOB, JOB_TASK for an array task, .STEP\n"
+"for an srun step, and rN for rank N of a job of several), command.\n"
 "\n"
 "options:\n"
 "  -f, --format F         text (default) or json (an array of objects)\n"
@@ -27,6 +29,7 @@ static const char usage[] =
 
 #include "cmd/cmd.h"
 #include "model/summary.h"
+#include "platform/placement.h"
 #include "report/report.h"
 #include "store/store.h"
 #include "util/util.h"
@@ -58,20 +61,43 @@ static void short_status(char *buf, size_t sz, const struct run_row *r)
 		strcat(buf, ", partial");   /* rows were lost: see `leakproof report` */
 }
 
+/* The HOST column: "vm", "vm 12", "vm 10_3", "vm 12.0 r1" (cut to fit). */
+static void short_host(char *buf, size_t sz, const struct run_row *r)
+{
+	const struct placement *p = &r->place;
+	char job[80] = "", rank[16] = "";
+	if (p->slurm_array_job_id[0])
+		snprintf(job, sizeof(job), " %s_%s", p->slurm_array_job_id, p->slurm_array_task_id);
+	else if (p->slurm_job_id[0])
+		snprintf(job, sizeof(job), " %s", p->slurm_job_id);
+	if (job[0] && p->slurm_step_id[0])
+		snprintf(job + strlen(job), sizeof(job) - strlen(job), ".%s", p->slurm_step_id);
+	if (p->rank >= 0)
+		snprintf(rank, sizeof(rank), " r%d", p->rank);
+	snprintf(buf, sz, "%.24s%s%s", r->hostname[0] ? r->hostname : "?", job, rank);
+	for (char *c = buf; *c; c++)   /* the store is shared: no terminal controls */
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+}
+
 static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 {
 	int sw = 11;   /* the STATUS column: wider for "exit 0, partial" */
+	int hw = 4;    /* HOST */
 	for (size_t i = 0; i < n; i++) {
-		char status[32];
+		char status[32], host[128];
 		short_status(status, sizeof(status), &rows[i]);
 		if ((int)strlen(status) > sw)
 			sw = (int)strlen(status);
+		short_host(host, sizeof(host), &rows[i]);
+		if ((int)strlen(host) > hw)
+			hw = (int)strlen(host);
 	}
-	strbuf_addf(sb, "%5s  %-16s  %-12s  %-*s  %7s  %-9s  %-12s  %s\n", "ID", "STARTED",
-	            "DURATION", sw, "STATUS", "STEPS", "PEAK", "VERDICT", "COMMAND");
+	strbuf_addf(sb, "%5s  %-16s  %-12s  %-*s  %7s  %-9s  %-12s  %-*s  %s\n", "ID", "STARTED",
+	            "DURATION", sw, "STATUS", "STEPS", "PEAK", "VERDICT", hw, "HOST", "COMMAND");
 	for (size_t i = 0; i < n; i++) {
 		const struct run_row *r = &rows[i];
-		char started[32] = "?", dur[48], status[32], peak[32] = "-";
+		char started[32] = "?", dur[48], status[32], peak[32] = "-", host[128];
 		time_t t = (time_t)r->started_at;
 		struct tm tm;
 		if (localtime_r(&t, &tm))
@@ -84,12 +110,39 @@ static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 		char **argv;
 		size_t argc;
 		run_command_parse(r->command_json, &argv, &argc);
+		short_host(host, sizeof(host), r);
 		strbuf_addf(sb, "%5lld  %-16s  %-12s  %-*s  %7lld  %-9s  %-12s  ", (long long)r->id, started,
 		            dur, sw, status, (long long)r->steps, peak, r->verdict[0] ? r->verdict : "-");
+		strbuf_addf(sb, "%-*s  ", hw, host);
 		report_add_command_line(sb, argv, argc, COMMAND_MAX_CHARS);
 		strbuf_addch(sb, '\n');
 		run_argv_free(argv, argc);
 	}
+}
+
+/* ", "placement": {...}" as in `report --format json`. */
+static void add_placement_json(struct strbuf *sb, const struct placement *p)
+{
+	static const char *const keys[] = { "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id",
+	                                    "slurm_step_id", "gpus", "launcher", "job_key" };
+	const char *vals[] = { p->slurm_job_id, p->slurm_array_job_id, p->slurm_array_task_id, p->slurm_step_id,
+	                       p->gpus, p->launcher, p->job_key };
+	strbuf_addstr(sb, ",\n   \"placement\": {");
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		strbuf_addf(sb, "%s\"%s\": ", k ? ", " : "", keys[k]);
+		report_add_json_str_or_null(sb, vals[k]);
+	}
+	strbuf_addstr(sb, ", \"allocation_bytes\": ");
+	report_add_json_num(sb, p->alloc_mem_bytes ? (double)p->alloc_mem_bytes : NAN);
+	strbuf_addstr(sb, ", \"rank\": ");
+	report_add_json_num(sb, p->rank >= 0 ? p->rank : NAN);
+	strbuf_addstr(sb, ", \"local_rank\": ");
+	report_add_json_num(sb, p->local_rank >= 0 ? p->local_rank : NAN);
+	strbuf_addstr(sb, ", \"world_size\": ");
+	report_add_json_num(sb, p->world_size > 0 ? p->world_size : NAN);
+	strbuf_addstr(sb, ", \"node_id\": ");
+	report_add_json_num(sb, p->node_id >= 0 ? p->node_id : NAN);
+	strbuf_addch(sb, '}');
 }
 
 static void list_json(struct strbuf *sb, const struct run_row *rows, size_t n)
@@ -111,6 +164,10 @@ static void list_json(struct strbuf *sb, const struct run_row *rows, size_t n)
 		run_argv_free(argv, argc);
 		strbuf_addstr(sb, "], \"cwd\": ");
 		strbuf_add_json_str(sb, r->cwd);
+		strbuf_addstr(sb, ", \"hostname\": ");
+		strbuf_add_json_str(sb, r->hostname);
+		if (r->has_place && placement_known(&r->place))
+			add_placement_json(sb, &r->place);
 		strbuf_addstr(sb, ",\n   \"started_at\": ");
 		report_add_json_num(sb, r->started_at);
 		strbuf_addstr(sb, ", \"ended_at\": ");

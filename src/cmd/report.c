@@ -7,13 +7,20 @@
  */
 static const char usage[] =
 "usage: leakproof report [RUN | sweep:ID] [options]\n"
+"       leakproof report --job KEY|RUN [options]\n"
 "\n"
 "Show a stored run: its verdict (leak, no-leak or inconclusive) and the\n"
 "evidence, judged again from the samples in the store. RUN is a run id\n"
 "from `leakproof ls`; the latest run when it is left out (or, when that run\n"
-"was a sweep's trial, the sweep). sweep:ID (or sID) shows the table of a\n"
+"was a sweep's trial, the sweep; when it was one rank of a job of several,\n"
+"the job). sweep:ID (or sID) shows the table of a\n"
 "sweep: one row per trial with its per-step memory change, rate, peak,\n"
 "verdict, status and metric.\n"
+"\n"
+"A job of several ranks (`srun leakproof run -- ...`, or leakproof run under\n"
+"torchrun) is one run per rank sharing a job key: --job shows a\n"
+"row per rank (node, host, run, peak, growth, verdict) and which rank's\n"
+"memory grows.\n"
 "\n"
 "options:\n"
 "  -f, --format F         text (default: the end-of-run summary), md (Markdown\n"
@@ -32,7 +39,11 @@ static const char usage[] =
 "                         --trace): every growing site with its library,\n"
 "                         function and Python line, then the largest flat ones\n"
 "      --by DIMS          sweeps: one row per combination of these\n"
-"                         comma-separated dimensions (e.g. OMP_NUM_THREADS,lr)\n"
+"                         comma-separated dimensions (e.g. OMP_NUM_THREADS,lr);\n"
+"                         `host` groups by the host each trial ran on\n"
+"  -j, --job KEY|RUN      the job of several ranks with this key (as `ls\n"
+"                         --format json` shows it, e.g. slurm:12.0), or the\n"
+"                         job run RUN is a rank of\n"
 "  -h, --help             this help\n"
 "\n"
 "exit status: 0; 1 when the store or the run does not exist or cannot be\n"
@@ -46,6 +57,7 @@ static const char usage[] =
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "model/job.h"
 #include "model/sites.h"
 #include "model/summary.h"
 #include "report/report.h"
@@ -77,6 +89,7 @@ struct report_opts {
 	const char *store_opt, *output, *run_arg, *by;
 	int64_t run_id;              /* 0: the latest */
 	int64_t sweep_id;            /* -1: not a sweep; 0: the latest sweep */
+	const char *job;             /* --job: a key or a run id; "" the latest run's job */
 	bool trace;
 };
 
@@ -91,6 +104,7 @@ static int parse_options(int argc, char **argv, struct report_opts *o)
 		{ "output", required_argument, NULL, 'o' },
 		{ "by", required_argument, NULL, 'b' },
 		{ "trace", no_argument, NULL, 't' },
+		{ "job", required_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -99,7 +113,7 @@ static int parse_options(int argc, char **argv, struct report_opts *o)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":f:m:s:o:b:th", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":f:m:s:o:b:j:th", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (report_format_parse(optarg, &o->fmt) < 0)
@@ -125,6 +139,9 @@ static int parse_options(int argc, char **argv, struct report_opts *o)
 		case 't':
 			o->trace = true;
 			break;
+		case 'j':
+			o->job = optarg;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -145,20 +162,25 @@ static int parse_options(int argc, char **argv, struct report_opts *o)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (o->job && o->run_arg)
+		return usage_error("%s", "--job names the job: give it a run id or a key, not both");
 	return -1;
 }
 
 /* Phase 2: what to show. No run named and the latest run was a sweep's
- * trial: its sweep. */
+ * trial: its sweep; one rank of a job of several: the job. */
 static void resolve_latest(struct store *st, struct report_opts *o)
 {
-	if (o->sweep_id >= 0 || o->run_arg)
+	if (o->sweep_id >= 0 || o->run_arg || o->job)
 		return;
 	struct run_row latest;
 	if (store_get_run(st, 0, &latest) == 0) {
 		int64_t of = store_sweep_of_run(st, latest.id);
 		if (of > 0)
 			o->sweep_id = of;
+		else if (latest.has_place && latest.place.job_key[0] && !o->trace &&
+		         (o->fmt == REPORT_TEXT || o->fmt == REPORT_MD || o->fmt == REPORT_CSV || o->fmt == REPORT_JSON))
+			o->job = "";   /* (the html page, svg and junit show the run) */
 		run_row_release(&latest);
 	}
 }
@@ -169,6 +191,8 @@ static int check_options(const struct report_opts *o)
 {
 	if (o->sweep_id < 0 && o->by)
 		return usage_error("%s", "--by is for sweeps");
+	if (o->job && (o->trace || o->by || o->fmt == REPORT_HTML || o->fmt == REPORT_SVG || o->fmt == REPORT_JUNIT))
+		return usage_error("%s", "--job is for the text, md, csv and json tables, without --by or --trace");
 	if (o->by && o->fmt == REPORT_JUNIT)
 		return usage_error("%s", "--by is for the text, md, csv and json tables");
 	if (o->by && (o->fmt == REPORT_HTML || o->fmt == REPORT_SVG))
@@ -238,6 +262,18 @@ static int render_run(struct store *st, const char *path, const struct report_op
 	return status;
 }
 
+/* Phase 4 (a job of several ranks): its table into sb. 0, or 1 after a
+ * message. */
+static int render_job(struct store *st, const struct report_opts *o, struct strbuf *sb)
+{
+	struct job_model m;
+	int rc = job_model_load(st, o->job, o->measure, &m);
+	if (rc == 0)
+		rc = job_report_render(&m, o->fmt, sb) < 0 ? 1 : 0;
+	job_model_release(&m);
+	return rc ? 1 : 0;
+}
+
 /* Phase 5: sb to the output file, or stdout. 0, or 1 after a message. */
 static int write_output(const struct strbuf *sb, const char *output)
 {
@@ -277,7 +313,7 @@ int cmd_report(int argc, char **argv)
 
 	struct strbuf sb = STRBUF_INIT;
 	int status = o.sweep_id >= 0 ? (sweep_report_render(st, o.sweep_id, o.fmt, o.by, &sb) < 0 ? 1 : 0) :
-	             render_run(st, path, &o, &sb);
+	             o.job ? render_job(st, &o, &sb) : render_run(st, path, &o, &sb);
 	store_close(st);
 	if (status == 0)
 		status = write_output(&sb, o.output);

@@ -64,9 +64,10 @@ static const char usage[] =
 "slurmstepd's words); one whose worker was cancelled, preempted or reached\n"
 "its time limit is `interrupted` (cause cancelled, time-limit) and runs again.\n"
 "\n"
-"method optuna uses Optuna's own samplers (TPE) through the `optuna` command\n"
-"(python3-optuna); its study lives in optuna.db beside the store, named\n"
-"leakproof-sweep-ID. Failed and out-of-memory trials are told as `fail`.\n"
+"method optuna asks and tells one long-lived Optuna process (python3-optuna;\n"
+"the file's optuna: {sampler, sampler_kwargs, pruner, pruner_kwargs}); its\n"
+"study lives in optuna.db beside the store, named leakproof-sweep-ID. Failed\n"
+"and out-of-memory trials are told as `fail`.\n"
 "\n"
 "Trials see LEAKPROOF_TRIAL=SWEEP:INDEX:ATTEMPT and the env dimensions.\n"
 "Where NVML sees GPUs, each trial gets one with room for what similar trials\n"
@@ -122,6 +123,7 @@ int cmd_sweep(int argc, char **argv)
 		{ "result-regex", required_argument, NULL, 'r' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "no-skip", no_argument, NULL, 'S' },
+		{ "prefork", required_argument, NULL, 'P' },
 		{ "store", required_argument, NULL, 's' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -163,6 +165,9 @@ int cmd_sweep(int argc, char **argv)
 			break;
 		case 'S':
 			o.no_skip = true;
+			break;
+		case 'P':
+			o.prefork = optarg;
 			break;
 		case 's':
 			store_opt = optarg;

@@ -176,6 +176,48 @@ static void check_window(const char *s, size_t n, size_t w, struct hits *h)
 	}
 }
 
+/* Thirty-two bytes as one value: GCC's vector extension (two SSE2
+ * registers on x86-64, or one AVX2 register in the clone made for CPUs
+ * that have it; plain code elsewhere). */
+typedef unsigned char bytes32 __attribute__((vector_size(32)));
+
+static bool ends_key3(const char *p)
+{
+	char a = (char)(p[0] | 0x20), b = (char)(p[1] | 0x20), c = (char)(p[2] | 0x20);
+	return (a == 'o' && b == 'r' && c == 'y') || (a == 'l' && b == 'o' && c == 'c') ||
+	       (a == 'a' && b == 'u' && c == 's');
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+size_t cause_scan_skip(const char *s, size_t n)
+{
+	size_t i = 0;
+	/* Every key of near_key ends with one of these three letter triples;
+	 * folding with 0x20 lets a few other bytes through, never loses one. */
+	for (; i + 34 <= n; i += 32) {
+		bytes32 a, b, c;
+		memcpy(&a, s + i, 32);
+		memcpy(&b, s + i + 1, 32);
+		memcpy(&c, s + i + 2, 32);
+		a |= 0x20;
+		b |= 0x20;
+		c |= 0x20;
+		bytes32 m = (bytes32)((a == 'o') & (b == 'r') & (c == 'y')) |
+		            (bytes32)((a == 'l') & (b == 'o') & (c == 'c')) |
+		            (bytes32)((a == 'a') & (b == 'u') & (c == 's'));
+		uint64_t w[4];
+		memcpy(w, &m, 32);
+		if (w[0] | w[1] | w[2] | w[3])
+			break;
+	}
+	for (; i + 3 <= n; i++)
+		if (ends_key3(s + i))
+			return i;
+	return n;
+}
+
 /* One pass over the line, the messages found into h; false when the line
  * holds no key at all (nearly every line). */
 static bool find_messages(const char *s, size_t n, struct hits *h)

@@ -97,6 +97,14 @@ void cause_scan_init(struct cause_scan *cs);
  * each cut.
  */
 void cause_scan_line(struct cause_scan *cs, const char *line, size_t len);
+/*
+ * Where in s[0..n) a message may begin to show: the offset of the first
+ * place where the end of a key ("ory", "loc", "aus" in any case) is, or n
+ * when there is none. A line without such a place holds no message, so a
+ * caller scanning a block of many lines passes cause_scan_line() only the
+ * lines that hold one. Several bytes at a time; any bytes.
+ */
+size_t cause_scan_skip(const char *s, size_t n);
 
 struct cause_input {
 	bool exited;            /* exited normally (then exit_code is valid) */

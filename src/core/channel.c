@@ -142,6 +142,66 @@ static int parse_number(const char *p, struct chan_msg *out, char *err, size_t e
 	return 0;
 }
 
+/* The next space-separated word of p: its start, *p past it (and its one
+ * separator), *wlen its length; NULL at the end of the line. */
+static char *next_word(char **p, size_t *wlen)
+{
+	char *s = *p;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (!*s)
+		return NULL;
+	char *w = s;
+	while (*s && *s != ' ' && *s != '\t')
+		s++;
+	*wlen = (size_t)(s - w);
+	if (*s)
+		*s++ = '\0';
+	*p = s;
+	return w;
+}
+
+/* A whole non-negative decimal integer, at most CHANNEL_NUMBER_MAX. */
+static bool whole_number(const char *w, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(w, &end, 10);
+	if (end == w || *end || errno || v < 0 || v > CHANNEL_NUMBER_MAX || !isdigit((unsigned char)*w))
+		return false;
+	*out = v;
+	return true;
+}
+
+/* "SEQ TYPE COUNT BYTES [HOLDER]" or "SEQ * NAME=VALUE ..." from p, a
+ * pointer into buf (the copy of line). */
+static int parse_census(char *p, const char *line, size_t len, const char *buf, struct chan_msg *out,
+                        char *err, size_t errsz)
+{
+	size_t wlen;
+	char *w = next_word(&p, &wlen);
+	if (!w || !whole_number(w, &out->n))
+		return fail(err, errsz, "census: expected a census number, got '%.64s'", w ? w : "");
+	out->has_n = true;
+	if (!(w = next_word(&p, &wlen)))
+		return fail(err, errsz, "census: no type");
+	if (wlen > CHANNEL_TYPE_MAX)
+		return fail(err, errsz, "census: type longer than %d bytes", CHANNEL_TYPE_MAX);
+	memcpy(out->census_type, w, wlen + 1);
+	out->bytes = -1;
+	if (!strcmp(out->census_type, "*"))
+		return parse_kvs(p, out, false, err, errsz);
+	if (!(w = next_word(&p, &wlen)) || !whole_number(w, &out->count))
+		return fail(err, errsz, "census: expected a count of objects, got '%.64s'", w ? w : "");
+	if (!(w = next_word(&p, &wlen)) || (strcmp(w, "-") && !whole_number(w, &out->bytes)))
+		return fail(err, errsz, "census: expected bytes or '-', got '%.64s'", w ? w : "");
+	while (*p == ' ' || *p == '\t')
+		p++;
+	out->text = line + (p - buf);    /* the holder, in the caller's line */
+	out->text_len = len - (size_t)(p - buf);
+	return 0;
+}
+
 int channel_parse(const char *line, size_t len, struct chan_msg *out, char *err, size_t errsz)
 {
 	char buf[CHANNEL_LINE_MAX + 1];
@@ -174,6 +234,10 @@ int channel_parse(const char *line, size_t len, struct chan_msg *out, char *err,
 	if (VERB("metric") || VERB("result") || VERB("gpu")) {
 		out->type = VERB("metric") ? CHAN_METRIC : VERB("result") ? CHAN_RESULT : CHAN_GPU;
 		return parse_kvs(p, out, out->type == CHAN_RESULT, err, errsz) ? -1 : 1;
+	}
+	if (VERB("census")) {
+		out->type = CHAN_CENSUS;
+		return parse_census(p, line, len, buf, out, err, errsz) ? -1 : 1;
 	}
 	if (VERB("mark")) {
 		out->type = CHAN_MARK;

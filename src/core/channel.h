@@ -8,6 +8,9 @@
  *   result NAME=VALUE ...         a trial's outcome, for sweeps
  *   gpu allocated=B reserved=B    the framework allocator's own view
  *   mark TEXT                     a named event on the timeline
+ *   census SEQ TYPE COUNT BYTES [HOLDER]   one type in object census SEQ
+ *                                 (BYTES "-": unknown; HOLDER: free text)
+ *   census SEQ * NAME=VALUE ...   census SEQ itself: objects, cost_us, interval_s
  *
  * Lines are UTF-8, at most CHANNEL_LINE_MAX bytes without the newline. Longer
  * or malformed lines are counted by the caller, never fatal. Step and epoch
@@ -46,7 +49,9 @@ void linebuf_feed(struct linebuf *lb, const char *data, size_t n, line_fn fn, vo
 /* Deliver a final line without its end-of-line (at end of stream). */
 void linebuf_finish(struct linebuf *lb, line_fn fn, void *ctx);
 
-enum chan_type { CHAN_STEP, CHAN_EPOCH, CHAN_METRIC, CHAN_RESULT, CHAN_GPU, CHAN_MARK };
+enum chan_type { CHAN_STEP, CHAN_EPOCH, CHAN_METRIC, CHAN_RESULT, CHAN_GPU, CHAN_MARK, CHAN_CENSUS };
+
+#define CHANNEL_TYPE_MAX 127    /* bytes of a census TYPE */
 
 struct chan_kv {
 	char name[64];
@@ -59,8 +64,13 @@ struct chan_msg {
 	int64_t n;
 	int nkv;                  /* metric/result/gpu */
 	struct chan_kv kv[CHANNEL_KV_MAX];
-	const char *text;         /* mark: points into the parsed line */
+	const char *text;         /* mark, census HOLDER: points into the parsed
+	                           * line; census: text_len 0 without a holder */
 	size_t text_len;
+	/* census (n is SEQ): the type, NUL-terminated, "*" for the census's
+	 * own line (its figures in kv); count of objects; bytes, -1 unknown */
+	char census_type[CHANNEL_TYPE_MAX + 1];
+	int64_t count, bytes;
 };
 
 /*

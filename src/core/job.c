@@ -33,16 +33,23 @@ void sv_signal_job(struct sv *sv, int sig)
 	}
 }
 
-/* Reap every child that ended; true when none is left at all. */
+/* Reap every child that ended; true when none is left at all. On a
+ * pseudo-terminal, a stop of the main process is noted too (job_stop_sig,
+ * for the terminal to follow: console.c). */
 bool sv_reap(struct sv *sv)
 {
 	for (;;) {
 		int status;
-		pid_t pid = waitpid(-1, &status, WNOHANG);
+		pid_t pid = waitpid(-1, &status, WNOHANG | (sv->pty ? WUNTRACED : 0));
 		if (pid == 0)
 			return false;
 		if (pid < 0)
 			return errno == ECHILD;
+		if (WIFSTOPPED(status)) {
+			if (pid == sv->child && !sv->child_exited)
+				sv->job_stop_sig = WSTOPSIG(status);
+			continue;
+		}
 		if (pid == sv->child && !sv->child_exited) {
 			sv->child_exited = true;
 			if (WIFSIGNALED(status)) {

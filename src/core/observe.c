@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,10 +19,45 @@
 #include "core/channel.h"
 #include "core/sampler.h"
 #include "core/supervise-int.h"
+#include "platform/cgroup.h"
 #include "store/store.h"
 
 #define STEP_RESAMPLE_NS 200000LL          /* steps closer than this share a sample */
-#define READ_CHUNK 65536
+#define READ_CHUNK (256 * 1024)   /* one read of output; the pipes hold 1 MiB */
+
+/* The per-process rows of the latest sample. */
+static void store_proc_rows(struct sv *sv, double t)
+{
+	const struct proc_mem *pm;
+	size_t n = sampler_procs(sv->sampler, &pm);
+	for (size_t i = 0; i < n; i++)
+		store_add_proc_sample(sv->st, sv->run_id, t, pm[i].pid, pm[i].ppid, pm[i].name,
+		                      pm[i].rss, pm[i].pss, pm[i].uss, pm[i].swap, pm[i].gpu);
+}
+
+/* Memory by kind (growth kinds): the processes whose kinds moved, and the
+ * job cgroup's page cache and shmem as pid 0 when it was read again. */
+static void store_kind_rows(struct sv *sv, int64_t now_ns, double t)
+{
+	const struct proc_mem *pm;
+	size_t n = sampler_kinds_due(sv->sampler, now_ns, &pm);
+	for (size_t i = 0; i < n; i++) {
+		struct kind_row k = { .t = t, .pid = pm[i].pid, .ppid = pm[i].ppid, .anon = pm[i].anon,
+		                      .cow = pm[i].cow, .cow_base = pm[i].cow_base, .file = pm[i].file,
+		                      .shmem = pm[i].shmem, .gpu = pm[i].gpu };
+		memcpy(k.name, pm[i].name, sizeof(k.name));
+		store_add_kind_sample(sv->st, sv->run_id, &k);
+	}
+	struct cgroup_memstat ms;
+	uint64_t reads = sampler_job_kinds(sv->sampler, &ms);
+	if (reads && reads != sv->memstat_reads) {
+		sv->memstat_reads = reads;
+		struct kind_row k = { .t = t, .name = "cgroup", .anon = ms.anon_bytes,
+		                      .file = ms.file_cache_bytes, .shmem = ms.shmem_bytes };
+		store_add_kind_sample(sv->st, sv->run_id, &k);
+	}
+	sv->last_kinds_ns = now_ns;
+}
 
 /* Sample the tree now: store it, check the budgets, and the per-process
  * rows when due; commit the store once a second. */
@@ -41,18 +77,21 @@ void sv_take_sample(struct sv *sv, int64_t now_ns)
 	store_add_sample(sv->st, sv->run_id, &s);
 	sv_check_budgets(sv, &s, now_ns);
 
-	/* per-process rows once a second, and sooner while memory climbs, so
-	 * that "which process held the most" sees a job that dies fast */
-	if (now_ns - sv->last_proc_ns >= PROC_SAMPLE_EVERY_NS || v > sv->proc_level * 1.1) {
+	/* per-process rows (and their kinds) once a second, and sooner while
+	 * memory climbs, so that "which process held the most" sees a job
+	 * that dies fast; near the limit, rows and flushes every 200 ms, so
+	 * that the last steps before an out-of-memory end are in the store */
+	double level = s.has_cgroup && (double)s.cgroup > v ? (double)s.cgroup : v;
+	bool near = sv->near_limit_bytes > 0 && level >= sv->near_limit_bytes;
+	int64_t proc_every = near ? NEAR_LIMIT_EVERY_NS : PROC_SAMPLE_EVERY_NS;
+	if (now_ns - sv->last_proc_ns >= proc_every || v > sv->proc_level * 1.1) {
 		sv->proc_level = v;
-		const struct proc_mem *pm;
-		size_t n = sampler_procs(sv->sampler, &pm);
-		for (size_t i = 0; i < n; i++)
-			store_add_proc_sample(sv->st, sv->run_id, s.t, pm[i].pid, pm[i].ppid, pm[i].name,
-			                      pm[i].rss, pm[i].pss, pm[i].uss, pm[i].swap, pm[i].gpu);
+		store_proc_rows(sv, s.t);
 		sv->last_proc_ns = now_ns;
 	}
-	if (now_ns - sv->last_flush_ns >= FLUSH_EVERY_NS) {
+	if (now_ns - sv->last_kinds_ns >= KINDS_EVERY_NS)
+		store_kind_rows(sv, now_ns, s.t);
+	if (now_ns - sv->last_flush_ns >= (near ? NEAR_LIMIT_EVERY_NS : FLUSH_EVERY_NS)) {
 		store_flush(sv->st);
 		sv->last_flush_ns = now_ns;
 	}
@@ -136,6 +175,35 @@ static void on_step(struct sv *sv, bool has_n, int64_t n, enum step_source src)
 	}
 }
 
+/* One line of an object census (docs/internals/census.md): stored with
+ * the last step marked, for model/census.c to judge. */
+static void on_census(struct sv *sv, double t, const struct chan_msg *m)
+{
+	struct census_row r;
+	char holder[CHANNEL_LINE_MAX + 1];
+	memset(&r, 0, sizeof(r));
+	r.t = t;
+	r.step = sv->steps > 0 ? sv->last_step : -1;
+	r.seq = m->n;
+	snprintf(r.type, sizeof(r.type), "%s", m->census_type);
+	r.count = m->count;
+	r.bytes = m->bytes;
+	r.cost_us = -1;
+	if (!strcmp(m->census_type, "*")) {
+		for (int i = 0; i < m->nkv; i++) {
+			if (!strcmp(m->kv[i].name, "objects"))
+				r.count = (int64_t)m->kv[i].value;
+			else if (!strcmp(m->kv[i].name, "cost_us"))
+				r.cost_us = (int64_t)m->kv[i].value;
+		}
+	} else if (m->text_len) {
+		memcpy(holder, m->text, m->text_len);
+		holder[m->text_len] = '\0';
+		r.holder = holder;
+	}
+	store_add_census(sv->st, sv->run_id, &r);
+}
+
 /* One line of the client channel ($LEAKPROOF_FD): a step, epoch, metric,
  * GPU figure, result or mark (core/channel.h). A linebuf callback. */
 void sv_on_channel_line(void *ctx, const char *line, size_t len, bool truncated)
@@ -186,6 +254,9 @@ void sv_on_channel_line(void *ctx, const char *line, size_t len, bool truncated)
 		for (int i = 0; i < m.nkv; i++)
 			store_add_result(sv->st, sv->run_id, m.kv[i].name, m.kv[i].value);
 		break;
+	case CHAN_CENSUS:
+		on_census(sv, t, &m);
+		break;
 	case CHAN_MARK: {
 		char text[CHANNEL_LINE_MAX + 1];
 		memcpy(text, m.text, m.text_len);
@@ -197,30 +268,140 @@ void sv_on_channel_line(void *ctx, const char *line, size_t len, bool truncated)
 }
 
 /* One line of the job's stdout or stderr: scanned for out-of-memory
- * messages, results (--result-regex) and steps (--step-regex). */
-void sv_on_output_line(void *ctx, const char *line, size_t len, bool truncated)
+ * messages, results (--result-regex) and steps (--step-regex), each when
+ * its flag says the line may hold one. */
+static void on_output_line(struct sv *sv, const char *line, size_t len, bool cause, bool result, bool step)
 {
-	struct sv *sv = ctx;
 	bool has_n;
 	int64_t n = 0;
-	(void)truncated;   /* a cut line is matched on its first CHANNEL_LINE_MAX bytes */
 	char value[64];
-	cause_scan_line(&sv->scan, line, len);
-	if (sv->o->result_re && step_regex_capture(sv->o->result_re, line, len, value, sizeof(value))) {
+	if (cause)
+		cause_scan_line(&sv->scan, line, len);
+	if (result && sv->o->result_re && step_regex_capture(sv->o->result_re, line, len, value, sizeof(value))) {
 		char *end;
 		double v = strtod(value, &end);
 		if (end != value && isfinite(v))
 			store_add_result(sv->st, sv->run_id, sv->o->result_name ? sv->o->result_name : "result", v);
 	}
-	if (sv->o->step_re && step_regex_match(sv->o->step_re, line, len, &has_n, &n))
+	if (step && sv->o->step_re && step_regex_match(sv->o->step_re, line, len, &has_n, &n))
 		on_step(sv, has_n, n, STEP_SOURCE_REGEX);
 }
 
-/* Read what is there on fd (at most a few chunks, so sampling is not
+/* May the line s[b..e) match re alone? Searched for in the block s[0..n)
+ * from b when the last search's match (*at) lies behind (scan.h). */
+static bool may_match(struct step_regex *re, const char *s, size_t b, size_t e, size_t n, size_t *at, bool *known)
+{
+	if (!re)
+		return false;
+	if (!*known || *at < b) {
+		*at = step_regex_next(re, s, b, n);
+		*known = true;
+	}
+	return *at == SIZE_MAX || *at <= e;   /* SIZE_MAX: gave up, every line alone */
+}
+
+/* A linebuf callback: a line that was gathered across reads. */
+void sv_on_output_line(void *ctx, const char *line, size_t len, bool truncated)
+{
+	(void)truncated;   /* a cut line is matched on its first CHANNEL_LINE_MAX bytes */
+	on_output_line(ctx, line, len, true, true, true);
+}
+
+/* The end of the line that starts at i: the first '\n' or '\r' at or
+ * after it, or n. *cr is where the next '\r' at or after i is (n: none),
+ * kept between calls so a block without one costs one memchr for it. */
+static size_t line_end(const char *s, size_t i, size_t n, size_t *cr)
+{
+	if (*cr < i) {
+		const char *p = memchr(s + i, '\r', n - i);
+		*cr = p ? (size_t)(p - s) : n;
+	}
+	const char *nl = memchr(s + i, '\n', *cr - i);
+	return nl ? (size_t)(nl - s) : *cr;
+}
+
+/* Where the line holding position at begins: just after the last '\n' or
+ * '\r' in s[from..at), else from. */
+static size_t line_start(const char *s, size_t from, size_t at)
+{
+	const char *nl = memrchr(s + from, '\n', at - from);
+	const char *cr = memrchr(s + from, '\r', at - from);
+	const char *p = nl > cr ? nl : cr;
+	return p ? (size_t)(p - s) + 1 : from;
+}
+
+/*
+ * A block of the job's output, as read: its lines scanned where they lie,
+ * not copied. The same lines, cut the same way, as linebuf_feed() would
+ * deliver them (a carriage return ends a line; "\r\n" and repeated "\r"
+ * make no empty line; a line is scanned on its first CHANNEL_LINE_MAX
+ * bytes); only a line begun in an earlier block, and the unfinished line
+ * at the end of this one, go through the linebuf. Out-of-memory messages
+ * are looked for only in lines where cause_scan_skip() finds the end of a
+ * key, the regexes only in lines where a search of the whole block with
+ * their multi-line twins finds a match beginning (step_regex_next()), and
+ * without --step-regex and --result-regex no other line is looked at:
+ * most output is crossed at the speed of memchr.
+ */
+static void scan_output(struct sv *sv, struct linebuf *lb, const char *s, size_t n)
+{
+	size_t i = 0, cr = 0;
+	const char *p = memchr(s, '\r', n);
+	cr = p ? (size_t)(p - s) : n;
+	if (lb->len || lb->overflow) {   /* the end of a line begun before */
+		size_t e = line_end(s, 0, n, &cr);
+		i = e < n ? e + 1 : n;
+		linebuf_feed(lb, s, i, sv_on_output_line, sv);
+	}
+	bool every_line = sv->o->step_re || sv->o->result_re;
+	size_t key = i + cause_scan_skip(s + i, n - i);
+	size_t tail = i;   /* where the unfinished last line begins */
+	if (every_line) {
+		size_t step_at = 0, result_at = 0;
+		bool step_known = false, result_known = false;
+		while (i < n) {
+			size_t e = line_end(s, i, n, &cr);
+			if (e == n)
+				break;
+			bool after_cr = lb->after_cr;
+			lb->after_cr = s[e] == '\r';
+			size_t len = e - i;
+			if (len || (s[e] == '\n' && !after_cr)) {
+				bool cut = len > CHANNEL_LINE_MAX;   /* matched alone, cut as ever */
+				bool cause = key < e;
+				bool step = cut || may_match(sv->o->step_re, s, i, e, n, &step_at, &step_known);
+				bool result = cut || may_match(sv->o->result_re, s, i, e, n, &result_at, &result_known);
+				if (cause || step || result)
+					on_output_line(sv, s + i, cut ? CHANNEL_LINE_MAX : len, cause, result, step);
+				if (cause)
+					key = e + 1 + cause_scan_skip(s + e + 1, n - e - 1);
+			}
+			i = e + 1;
+		}
+		tail = i;
+	} else {
+		while (key < n) {
+			size_t b = line_start(s, i, key);
+			size_t e = line_end(s, key, n, &cr);
+			if (e == n)
+				break;   /* in the unfinished line: the linebuf scans it */
+			on_output_line(sv, s + b, e - b > CHANNEL_LINE_MAX ? CHANNEL_LINE_MAX : e - b, true, false, false);
+			i = e + 1;
+			key = i + cause_scan_skip(s + i, n - i);
+		}
+		tail = line_start(s, i, n);
+		if (tail > i || (tail == i && i > 0 && (s[i - 1] == '\n' || s[i - 1] == '\r')))
+			lb->after_cr = s[tail - 1] == '\r';
+	}
+	if (tail < n)
+		linebuf_feed(lb, s + tail, n - tail, sv_on_output_line, sv);
+}
+
+/* Read what is there on fd (at most a few blocks, so sampling is not
  * starved by a flood). Returns false at end of file. */
 bool sv_pump(struct sv *sv, int *fdp, int out_fd, bool *broken, struct linebuf *lb, line_fn fn)
 {
-	char buf[READ_CHUNK];
+	static char buf[READ_CHUNK];
 	for (int rounds = 0; rounds < 4; rounds++) {
 		ssize_t n = read(*fdp, buf, sizeof(buf));
 		if (n < 0) {
@@ -236,12 +417,12 @@ bool sv_pump(struct sv *sv, int *fdp, int out_fd, bool *broken, struct linebuf *
 			*fdp = -1;
 			return false;
 		}
-		if (out_fd >= 0 && !*broken) {
-			sv_status_clear(sv);
-			if (sv_write_all(out_fd, buf, (size_t)n) < 0)
-				*broken = true;   /* keep draining so the job never blocks */
-		}
-		linebuf_feed(lb, buf, (size_t)n, fn, sv);
+		if (out_fd >= 0)
+			sv_pass_output(sv, out_fd, buf, (size_t)n, broken);   /* broken: keep draining */
+		if (fn == sv_on_output_line)
+			scan_output(sv, lb, buf, (size_t)n);
+		else
+			linebuf_feed(lb, buf, (size_t)n, fn, sv);
 		if ((size_t)n < sizeof(buf))
 			return true;
 	}

@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "platform/cgroup.h"
 #include "platform/nvml.h"
 #include "platform/proc.h"
 #include "util/util.h"
@@ -50,6 +51,10 @@
 #define SAMPLER_MAX_PROCS (1u << 16)      /* members followed at once */
 #define MEMBER_STAT_EVERY_NS 1000000000LL /* name, ppid, faults of each member */
 #define FAULT_REFRESH_EVERY_NS 10000000000LL /* faults alone re-read a rollup at most this often */
+#define COW_REFRESH_EVERY_NS 500000000LL  /* ... a forked child that still shares: this often */
+#define MEMSTAT_EVERY_NS 200000000LL      /* the cgroup's memory.stat, when its usage moved */
+#define KINDS_MOVE_BYTES (64u << 10)      /* a kind moved by this much: its row is due */
+#define KINDS_HEARTBEAT_NS 5000000000LL   /* ... and at least this often */
 #define MOVE_REFRESH_EVERY_NS 100000000LL  /* an RSS move alone: at most this often */
 #define QUIET_AFTER_NS 500000000LL        /* a value unchanged this long is quiet ... */
 #define QUIET_EVERY_NS 100000000LL        /* ... and read only this often */
@@ -111,6 +116,18 @@ struct member {
 	uint64_t rss_at_exact, pss_exact, uss_exact, swap, minflt_at_exact, minflt;
 	uint64_t pss, uss;          /* this tick: exact or estimated */
 	uint64_t gpu;
+	/* growth kinds (docs/internals/growth-kinds.md) */
+	bool statm_seen;            /* its first statm was read */
+	bool cow_candidate;         /* a child of a member: may share its parent's pages */
+	bool cow_checked;           /* its first rollup said whether it does */
+	uint64_t shared;            /* statm, this tick: resident file + shmem pages */
+	uint64_t shared_at_exact;   /* ... at the last rollup */
+	uint64_t pss_file_exact, pss_shmem_exact;
+	uint64_t cow_base;          /* a forked child: its anonymous memory when first
+	                             * seen, all of it shared with the parent; 0: none */
+	uint64_t cow;               /* of those pages, how many it holds privately now */
+	int64_t kinds_ns;           /* when sampler_kinds_due() last returned it; 0: never */
+	uint64_t kinds_sent[5];     /* what it returned then: anon, cow, file, shmem, gpu */
 };
 
 /* ---- what a /proc walk knows about each PID ---------------------------- */
@@ -159,6 +176,11 @@ struct sampler {
 	struct source usage_src;
 	uint64_t usage;             /* latest memory.current / memory.usage_in_bytes */
 	bool have_usage;
+	struct cgroup_memstat memstat;  /* the page cache, shmem and anon of the cgroup */
+	bool have_memstat;
+	int64_t memstat_ns;         /* when memory.stat was last read */
+	uint64_t usage_at_memstat;  /* the usage then: unchanged, so is memory.stat */
+	uint64_t memstat_reads;     /* successful reads so far */
 	char *procs_buf;
 	size_t procs_cap;
 	pid_t *pids;
@@ -256,6 +278,11 @@ static void refresh_stat(struct sampler *s, struct member *m, int64_t now_ns)
 	m->ppid = st.ppid;
 	m->minflt = st.minflt;
 	size_t len = strnlen(st.comm, sizeof(m->name) - 1);
+	if (m->cow_candidate && (len != strlen(m->name) || memcmp(m->name, st.comm, len))) {
+		/* a new program (exec): nothing is shared with the parent now */
+		m->cow_candidate = false;
+		m->cow_base = m->cow = 0;
+	}
 	memcpy(m->name, st.comm, len);
 	m->name[len] = '\0';
 }
@@ -534,6 +561,33 @@ static int scan_cgroup(struct sampler *s, int64_t now_ns)
 
 /* ---- smaps_rollup -------------------------------------------------------- */
 
+/*
+ * Copy-on-write privatisation of a forked child (growth-kinds.md): right
+ * after a fork every resident anonymous page of the child is shared with
+ * the parent, so its Private_Dirty is ~0. Later, Private_Dirty counts the
+ * pages it copied (a write to a shared page) plus the memory it allocated
+ * itself; the second also raises its anonymous total and the first does
+ * not. So the copies are Private_Dirty - (Anonymous - cow_base), clamped to
+ * [0, cow_base]. A child that shares nothing at its first rollup (it ran
+ * exec, or is not a fork of a member) is not followed.
+ */
+static void update_cow(struct member *m, const struct proc_smaps *sm)
+{
+	uint64_t anon = sm->anonymous_bytes;
+	uint64_t priv = sm->private_dirty_bytes < anon ? sm->private_dirty_bytes : anon;
+	if (!m->cow_checked) {
+		m->cow_checked = true;
+		if (anon - priv < REFRESH_FLOOR_BYTES || !m->cow_base) {
+			m->cow_candidate = false;
+			m->cow_base = m->cow = 0;
+			return;
+		}
+	}
+	uint64_t own = anon > m->cow_base ? anon - m->cow_base : 0;
+	uint64_t cow = priv > own ? priv - own : 0;
+	m->cow = cow < m->cow_base ? cow : m->cow_base;
+}
+
 static void read_rollup(struct sampler *s, struct member *m, int64_t now_ns)
 {
 	struct proc_smaps sm;
@@ -564,6 +618,11 @@ static void read_rollup(struct sampler *s, struct member *m, int64_t now_ns)
 	m->pss_exact = sm.pss_bytes;
 	m->uss_exact = proc_smaps_uss(&sm);
 	m->swap = sm.swap_bytes;
+	m->shared_at_exact = m->shared;
+	m->pss_file_exact = sm.pss_file_bytes;
+	m->pss_shmem_exact = sm.pss_shmem_bytes;
+	if (m->cow_candidate)
+		update_cow(m, &sm);
 }
 
 static uint64_t threshold(const struct sampler *s, uint64_t rss)
@@ -610,7 +669,8 @@ static double want_rollup(const struct sampler *s, const struct member *m, int64
 		return 2 + moved / (moved + base);
 	double faulted = m->minflt > m->minflt_at_exact ?
 	                 (double)(m->minflt - m->minflt_at_exact) * (double)s->page_bytes : 0;
-	if (faulted > (double)thr && now_ns - m->exact_ns >= FAULT_REFRESH_EVERY_NS)
+	int64_t fault_every = m->cow_base ? COW_REFRESH_EVERY_NS : FAULT_REFRESH_EVERY_NS;
+	if (faulted > (double)thr && now_ns - m->exact_ns >= fault_every)
 		return 1 + faulted / (faulted + base);
 	return 0;
 }
@@ -928,6 +988,16 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 		src_read(&s->usage_src, now_ns, s->have_usage ? v : UINT64_MAX);
 		s->usage = v;
 	}
+	/* memory.stat: dearer (a larger text), and only for the kinds, so at
+	 * most once a second and only when the usage moved since */
+	if (s->cfg.cgroup_dir && s->usage_fd >= 0 &&
+	    (force_exact || (now_ns - s->memstat_ns >= MEMSTAT_EVERY_NS &&
+	                     (!s->memstat_ns || s->usage != s->usage_at_memstat)))) {
+		s->memstat_ns = now_ns;
+		s->usage_at_memstat = s->usage;
+		s->have_memstat = cgroup_read_memstat(s->cfg.cgroup_dir, &s->memstat) == 0;
+		s->memstat_reads += s->have_memstat;
+	}
 	for (size_t i = 0; i < s->n; i++)
 		s->m[i].exact_now = false;
 	for (size_t i = 0; i < s->n; ) {
@@ -948,6 +1018,17 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 		m->rss = sm.resident_pages * s->page_bytes;
 		m->anon = sm.resident_pages > sm.shared_pages ?
 		          (sm.resident_pages - sm.shared_pages) * s->page_bytes : 0;
+		m->shared = sm.shared_pages * s->page_bytes;
+		if (!m->statm_seen && m->live) {
+			/* first sight: a child of a member may be a fork sharing
+			 * its parent's pages (update_cow() decides) */
+			m->statm_seen = true;
+			struct member *parent = m->ppid > 0 ? member_find(s, m->ppid) : NULL;
+			if (parent && parent->pid != m->pid) {
+				m->cow_candidate = true;
+				m->cow_base = m->anon;
+			}
+		}
 		src_read(&m->src, now_ns, sm.resident_pages ^ sm.shared_pages << 32 ^ sm.size_pages << 48);
 		i++;
 	}
@@ -1009,28 +1090,66 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 	return out->nprocs;
 }
 
-size_t sampler_procs(struct sampler *s, const struct proc_mem **out)
+static void fill_proc(const struct sampler *s, const struct member *m, struct proc_mem *p)
+{
+	p->pid = m->pid;
+	p->ppid = m->ppid;
+	memcpy(p->name, m->name, sizeof(p->name));
+	p->rss = m->rss;
+	p->pss = m->pss;
+	p->uss = m->uss;
+	p->swap = m->swap;
+	p->gpu = s->gpu_device_total ? 0 : m->gpu;
+	p->anon = m->anon;
+	p->shmem = m->pss_shmem_exact;
+	/* file-backed: PSS of the mapped files at the last rollup, moved by
+	 * what statm's resident file + shmem pages did since */
+	p->file = m->have_exact ? shift(m->pss_file_exact, m->shared_at_exact, m->shared) : m->shared;
+	p->cow = m->cow;
+	p->cow_base = m->cow_base;
+}
+
+static void out_room(struct sampler *s)
 {
 	if (s->out_alloc < s->n) {
 		free(s->out);
 		s->out_alloc = s->alloc;
 		s->out = xmalloc(s->out_alloc * sizeof(*s->out));
 	}
+}
+
+size_t sampler_kinds_due(struct sampler *s, int64_t now_ns, const struct proc_mem **out)
+{
+	out_room(s);
 	size_t k = 0;
 	for (size_t i = 0; i < s->n; i++) {
-		const struct member *m = &s->m[i];
+		struct member *m = &s->m[i];
 		if (!m->live)
 			continue;
-		struct proc_mem *p = &s->out[k++];
-		p->pid = m->pid;
-		p->ppid = m->ppid;
-		memcpy(p->name, m->name, sizeof(p->name));
-		p->rss = m->rss;
-		p->pss = m->pss;
-		p->uss = m->uss;
-		p->swap = m->swap;
-		p->gpu = s->gpu_device_total ? 0 : m->gpu;
+		struct proc_mem *p = &s->out[k];
+		fill_proc(s, m, p);
+		uint64_t v[5] = { p->anon, p->cow, p->file, p->shmem, p->gpu };
+		bool moved = !m->kinds_ns || now_ns - m->kinds_ns >= KINDS_HEARTBEAT_NS;
+		for (int j = 0; j < 5 && !moved; j++)
+			moved = (v[j] > m->kinds_sent[j] ? v[j] - m->kinds_sent[j] : m->kinds_sent[j] - v[j]) >=
+			        KINDS_MOVE_BYTES;
+		if (!moved)
+			continue;
+		m->kinds_ns = now_ns;
+		memcpy(m->kinds_sent, v, sizeof(v));
+		k++;
 	}
+	*out = s->out;
+	return k;
+}
+
+size_t sampler_procs(struct sampler *s, const struct proc_mem **out)
+{
+	out_room(s);
+	size_t k = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->m[i].live)
+			fill_proc(s, &s->m[i], &s->out[k++]);
 	*out = s->out;
 	return k;
 }
@@ -1043,6 +1162,14 @@ int64_t sampler_next_due(const struct sampler *s)
 int64_t sampler_rollup_ns(const struct sampler *s)
 {
 	return s->rollup_ns;
+}
+
+uint64_t sampler_job_kinds(const struct sampler *s, struct cgroup_memstat *out)
+{
+	if (!s->have_memstat)
+		return 0;
+	*out = s->memstat;
+	return s->memstat_reads;
 }
 
 bool sampler_gpu_is_device_total(const struct sampler *s)

@@ -70,6 +70,12 @@ struct proc_mem {
 	pid_t pid, ppid;
 	char name[32];
 	uint64_t rss, pss, uss, swap, gpu;
+	/* growth kinds (docs/internals/growth-kinds.md), bytes */
+	uint64_t anon;              /* resident anonymous pages (statm, this tick) */
+	uint64_t file;              /* file-backed mapped pages, PSS (rollup, moved by statm) */
+	uint64_t shmem;             /* shared memory mapped, PSS (last rollup) */
+	uint64_t cow;               /* a forked child: parent's pages it copied (last rollup) */
+	uint64_t cow_base;          /* ... out of this many it shared at first sight; 0: not one */
 };
 size_t sampler_procs(struct sampler *s, const struct proc_mem **out);
 
@@ -83,6 +89,19 @@ int64_t sampler_next_due(const struct sampler *s);
 
 /* CPU time the sampler spent in smaps_rollup reads so far, nanoseconds. */
 int64_t sampler_rollup_ns(const struct sampler *s);
+
+/* The members whose kinds (anon, cow, file, shmem, gpu) moved by 64 KiB or
+ * more since this function last returned them, or that it has not returned
+ * for 5 s (so a quiet process is known to be alive): the rows of the store's
+ * kind_samples. Same lifetime as sampler_procs()'s array (they share it). */
+size_t sampler_kinds_due(struct sampler *s, int64_t now_ns, const struct proc_mem **out);
+
+/* The job cgroup's page cache, shmem and anonymous memory (memory.stat,
+ * read at most once a second, only when its usage moved). Returns how many
+ * times it was read so far (a new number: a new reading), 0 without a
+ * cgroup or before a first read. */
+struct cgroup_memstat;
+uint64_t sampler_job_kinds(const struct sampler *s, struct cgroup_memstat *out);
 
 /* True when the latest GPU figure is the devices' whole usage: NVML listed
  * processes but none of the tree's (a container's own PID namespace), or

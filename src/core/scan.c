@@ -8,12 +8,21 @@
  * that reaches the bound does not match; the first one is said once.
  * Patterns with more than STEP_REGEX_MAX_GROUPS groups are refused: the
  * bound counts steps, and each step copies a frame as wide as the groups.
+ *
+ * A block of output many lines long is searched once with a twin of the
+ * pattern compiled multi-line (^ and $ at every line's ends), so that the
+ * lines before the first possible match are passed over without a call
+ * each; the line where it starts is then matched alone, as every line was
+ * before, so what matches does not change (step_regex_next()). Patterns
+ * whose meaning could differ across a line's ends (lookaround, \A, \z,
+ * \Z, \G, verbs) have no twin: each line is matched alone.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "core/scan.h"
 #include "core/channel.h"
 
 #include <pcre2.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +40,8 @@
 
 struct step_regex {
 	pcre2_code *code;
+	pcre2_code *block;           /* the multi-line twin; NULL: none */
+	pcre2_match_data *block_md;
 	pcre2_match_data *md;
 	pcre2_match_context *mctx;
 	bool has_group;
@@ -51,6 +62,54 @@ static int match(struct step_regex *re, const char *line, size_t len)
 		        re->what, MATCH_LIMIT);
 	}
 	return rc;
+}
+
+/* Could the pattern mean something else in a block of lines than in one
+ * line alone? Anything that looks past a line's ends or at the subject's. */
+static bool block_unsafe(const char *pattern)
+{
+	static const char *const risky[] = { "(?=", "(?!", "(?<", "(*", "\\A", "\\z", "\\Z", "\\G", "(?m", "(?-m" };
+	for (size_t i = 0; i < sizeof(risky) / sizeof(risky[0]); i++)
+		if (strstr(pattern, risky[i]))
+			return true;
+	return false;
+}
+
+/* The multi-line twin of pattern (see above), or NULL. */
+static void compile_block(struct step_regex *re, const char *pattern)
+{
+	if (block_unsafe(pattern))
+		return;
+	pcre2_compile_context *cc = pcre2_compile_context_create(NULL);
+	if (!cc)
+		return;
+	pcre2_set_newline(cc, PCRE2_NEWLINE_ANYCRLF);   /* "\r" ends a line too */
+	int errcode;
+	PCRE2_SIZE erroff;
+	re->block = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
+	                          PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_MULTILINE, &errcode, &erroff, cc);
+	pcre2_compile_context_free(cc);
+	if (!re->block)
+		return;
+	re->block_md = pcre2_match_data_create(1, NULL);
+	if (!re->block_md) {
+		pcre2_code_free(re->block);
+		re->block = NULL;
+		return;
+	}
+	(void)pcre2_jit_compile(re->block, PCRE2_JIT_COMPLETE);
+}
+
+size_t step_regex_next(struct step_regex *re, const char *s, size_t from, size_t n)
+{
+	if (!re->block)
+		return from;
+	int rc = pcre2_match(re->block, (PCRE2_SPTR)s, n, from, 0, re->block_md, re->mctx);
+	if (rc == PCRE2_ERROR_NOMATCH)
+		return n;
+	if (rc < 0)
+		return SIZE_MAX;
+	return pcre2_get_ovector_pointer(re->block_md)[0];
 }
 
 struct step_regex *step_regex_new(const char *pattern, const char *what)
@@ -92,6 +151,7 @@ struct step_regex *step_regex_new(const char *pattern, const char *what)
 	pcre2_set_depth_limit(re->mctx, DEPTH_LIMIT);
 	pcre2_set_heap_limit(re->mctx, HEAP_LIMIT_KIB);
 	(void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);   /* interpreted when JIT is not there */
+	compile_block(re, pattern);
 	re->has_group = groups >= 1;
 	re->what = what;
 	return re;
@@ -104,6 +164,8 @@ void step_regex_free(struct step_regex *re)
 	pcre2_match_context_free(re->mctx);
 	pcre2_match_data_free(re->md);
 	pcre2_code_free(re->code);
+	pcre2_match_data_free(re->block_md);
+	pcre2_code_free(re->block);
 	free(re);
 }
 

@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
+#include <termios.h>
 
 #include "core/cause.h"
 #include "core/channel.h"
@@ -42,6 +43,10 @@
 #define NS_PER_S 1000000000LL
 #define FLUSH_EVERY_NS NS_PER_S            /* commit the store this often */
 #define PROC_SAMPLE_EVERY_NS NS_PER_S      /* per-process rows this often */
+#define KINDS_EVERY_NS (NS_PER_S / 5)      /* kind rows that moved, this often */
+#define NEAR_LIMIT_FRACTION 0.8            /* memory above this part of the limit: */
+#define NEAR_LIMIT_EVERY_NS (NS_PER_S / 5) /* per-process rows and flushes this often
+                                            * (the OOM flight recorder's last steps) */
 #define STATUS_EVERY_NS (NS_PER_S / 4)     /* live status line redraws */
 #define LIVE_RING 64                       /* steps kept for the live growth estimate */
 
@@ -119,7 +124,21 @@ struct sv {
 
 	int64_t last_flush_ns, last_proc_ns, last_status_ns;
 	double proc_level;                     /* the measure at the last per-process rows */
+	int64_t last_kinds_ns;                 /* kind rows last looked at */
+	uint64_t memstat_reads;                /* the cgroup's kinds last stored */
+	double near_limit_bytes;               /* NEAR_LIMIT_FRACTION of the limit; 0: none */
 	bool tty, status_drawn;
+
+	/* the terminal (console.c): when leakproof runs in one, the job gets a
+	 * pseudo-terminal of its own (docs/internals/terminal.md) */
+	bool pty;                              /* the job runs on one */
+	int term_fd;                           /* where its output goes: 1 or 2 */
+	int pty_in;                            /* its master, for what is typed; -1: none */
+	int infd;                              /* our stdin while it is read (raw, in the foreground); -1 */
+	bool raw;                              /* our terminal is in raw mode, saved_term before */
+	struct termios saved_term;
+	bool line_open;                        /* the job's last byte on the terminal ended no line */
+	int job_stop_sig;                      /* the job's main process stopped by this; 0: not */
 	double ring_x[LIVE_RING], ring_y[LIVE_RING];
 	size_t ring_n;
 	double first_step_t;
@@ -149,6 +168,17 @@ bool find_beside_binary(const char *const *rel, size_t nrel, const char *leaf, c
 
 /* console.c */
 int sv_write_all(int fd, const char *p, size_t n);
+void sv_term_init(struct sv *sv);
+int sv_term_open_pty(struct sv *sv, int *master, int *slave);
+void sv_term_enter(struct sv *sv);
+void sv_term_leave(struct sv *sv);
+void sv_term_winch(struct sv *sv);
+void sv_term_input(struct sv *sv);
+void sv_term_suspend(struct sv *sv);
+void sv_term_follow_stop(struct sv *sv, int64_t now_ns);
+void sv_term_continued(struct sv *sv);
+void sv_term_close_pty(struct sv *sv);
+void sv_pass_output(struct sv *sv, int fd, const char *p, size_t n, bool *broken);
 void sv_status_clear(struct sv *sv);
 void sv_status_draw(struct sv *sv, int64_t now_ns);
 void sv_say(struct sv *sv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -6,9 +6,12 @@
  * workers orphaned by the job are reparented to it and can be found and
  * ended. One poll() set carries every event source:
  *
- *   signalfd   SIGCHLD (reap), SIGINT/SIGTERM/SIGHUP/SIGQUIT (forward)
+ *   signalfd   SIGCHLD (reap), SIGINT/SIGTERM/SIGHUP/SIGQUIT (forward);
+ *              on a terminal also SIGWINCH, SIGTSTP, SIGCONT (console.c)
  *   timerfd    the sampling tick
  *   stdout/err the job's output, passed through unchanged and scanned
+ *              (on a terminal, one of them is the job's pseudo-terminal)
+ *   stdin      on a terminal, in the foreground: what is typed, to the job
  *   channel    the client protocol on $LEAKPROOF_FD
  *   trace      --trace: what the preloaded tracers say
  *
@@ -50,6 +53,7 @@
 #include "core/trace.h"
 #include "platform/cgroup.h"
 #include "platform/nvml.h"
+#include "platform/placement.h"
 #include "platform/proc.h"
 #include "platform/spawn.h"
 #include "store/store.h"
@@ -68,6 +72,7 @@ void supervise_opts_init(struct supervise_opts *o)
 	o->stop_signal = SIGTERM;
 	o->grace_ns = 30 * NS_PER_S;
 	o->max_restarts = 10;
+	o->census_ns = CENSUS_AUTO_NS;
 }
 
 /* ---- processes ------------------------------------------------------- */
@@ -93,6 +98,18 @@ static void on_signal(struct sv *sv, int64_t now)
 		int sig = (int)si.ssi_signo;
 		if (sig == SIGCHLD)
 			continue;
+		if (sig == SIGWINCH) {
+			sv_term_winch(sv);
+			continue;
+		}
+		if (sig == SIGCONT) {
+			sv_term_continued(sv);
+			continue;
+		}
+		if (sig == SIGTSTP) {   /* Ctrl-Z on our terminal, not raw: the job stops, we follow */
+			sv_term_suspend(sv);
+			continue;
+		}
 		/* Forward to the whole job, SIGKILL after the grace period; a
 		 * second one, or one while ending, kills at once. */
 		if (sv->state == SV_RUNNING && sv->forwarded_stop) {
@@ -127,6 +144,17 @@ static void on_signal(struct sv *sv, int64_t now)
 static void note_reaped(struct sv *sv, int64_t now)
 {
 	bool none_left = sv_reap(sv);
+	if (sv->job_stop_sig && !sv->child_exited) {
+		/* what it wrote before it stopped is passed on first */
+		bool dummy = false;
+		if (sv->outfd >= 0)
+			sv_pump(sv, &sv->outfd, STDOUT_FILENO, &sv->out_broken, &sv->out_lb, sv_on_output_line);
+		if (sv->errfd >= 0)
+			sv_pump(sv, &sv->errfd, STDERR_FILENO, &sv->err_broken, &sv->err_lb, sv_on_output_line);
+		if (sv->chanfd >= 0)
+			sv_pump(sv, &sv->chanfd, -1, &dummy, &sv->chan_lb, sv_on_channel_line);
+		sv_term_follow_stop(sv, now);
+	}
 	if (sv->child_exited && sv->state == SV_RUNNING) {
 		char d[64];
 		if (sv->exit_signal)
@@ -173,9 +201,10 @@ static size_t env_add_pinned_fd(char **env, size_t k, const char *var, int fd)
 static char **build_env(const struct sv *sv, int chan_fd, int trace_fd)
 {
 	static const char *const unset[] = { "LEAKPROOF_FD", "LEAKPROOF_RUN", "LEAKPROOF_RESTART", "PYTHONPATH",
-	                                     "LEAKPROOF_STOP_SIGNAL", "LEAKPROOF_TRIAL", "LEAKPROOF_TRACE_*" };
+	                                     "LEAKPROOF_STOP_SIGNAL", "LEAKPROOF_TRIAL", "LEAKPROOF_TRACE_*",
+	                                     "LEAKPROOF_CENSUS" };
 	size_t nunset = sizeof(unset) / sizeof(unset[0]);
-	char **env = xcalloc(nunset + 16, sizeof(char *));
+	char **env = xcalloc(nunset + 20, sizeof(char *));
 	size_t k = 0;
 	const char *pypath = getenv("PYTHONPATH");
 	for (size_t i = 0; i < nunset; i++)
@@ -196,9 +225,18 @@ static char **build_env(const struct sv *sv, int chan_fd, int trace_fd)
 		            (long long)sv->o->trial[1], (long long)sv->o->trial[2]);
 		env[k++] = strbuf_detach(&sb, NULL);
 	}
+	if (sv->o->census_ns > 0)
+		strbuf_addf(&sb, "LEAKPROOF_CENSUS=%.3f", (double)sv->o->census_ns / 1e9);
+	else
+		strbuf_addstr(&sb, "LEAKPROOF_CENSUS=off");
+	env[k++] = strbuf_detach(&sb, NULL);
 	const char *client = python_client_dir();
 	if (client || pypath) {
 		strbuf_addstr(&sb, "PYTHONPATH=");
+		/* --census: the startup hook first, so that its sitecustomize is
+		 * the one Python imports; it runs the user's own after it */
+		if (client && sv->o->census_hook && sv->o->census_ns > 0)
+			strbuf_addf(&sb, "%s/leakproof/hook:", client);
 		if (client)
 			strbuf_addstr(&sb, client);
 		if (client && pypath && *pypath)
@@ -299,9 +337,28 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 		.new_group = true, .death_signal = SIGTERM, .sigmask = oldmask,
 		.child_hook = job_child_setup, .hook_data = sv,
 	};
+	/* On a terminal: a pseudo-terminal of its own for each of its standard
+	 * descriptors that is a terminal for us (console.c) */
+	int master = -1, slave = -1;
+	if (sv->pty && sv_term_open_pty(sv, &master, &slave) < 0) {
+		warning("cannot open a pseudo-terminal for the job (%s): it gets pipes", strerror(errno));
+		sv->pty = false;
+	}
+	if (sv->pty) {
+		sp.new_session = true;
+		sp.ctty = slave;
+		if (isatty(STDIN_FILENO))
+			sp.in = (struct spawn_fd){ SPAWN_FD, slave };
+		if (isatty(STDOUT_FILENO))
+			sp.out = (struct spawn_fd){ SPAWN_FD, slave };
+		if (isatty(STDERR_FILENO))
+			sp.err = (struct spawn_fd){ SPAWN_FD, slave };
+	}
 	int rc = spawn_start(&sp);
 	int e = errno;
 	free_env(env);
+	if (slave >= 0)
+		close(slave);   /* the job's now: its end closes the master */
 	close(chanp[1]);
 	if (tracep[1] >= 0)
 		close(tracep[1]);
@@ -309,6 +366,9 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 		close(chanp[0]);
 		if (tracep[0] >= 0)
 			close(tracep[0]);
+		if (master >= 0)
+			close(master);
+		sv_term_close_pty(sv);
 		errno = e;
 		if (rc == SPAWN_NOT_FOUND) {
 			error("cannot run '%s': command not found", sp.argv[0]);
@@ -322,11 +382,17 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 	}
 	sv->child = sp.pid;
 	sv_guard_tell(sv, (int32_t)sp.pid);   /* its process group */
-	sv->outfd = sp.out.fd;
-	sv->errfd = sp.err.fd;
+	/* the pty's output comes where the first descriptor on it would go */
+	sv->outfd = sp.out.how == SPAWN_PIPE ? sp.out.fd : master;
+	sv->errfd = sp.err.how == SPAWN_PIPE ? sp.err.fd : sp.out.how == SPAWN_PIPE ? master : -1;
 	sv->chanfd = chanp[0];
-	fcntl(sv->outfd, F_SETFL, O_NONBLOCK);
-	fcntl(sv->errfd, F_SETFL, O_NONBLOCK);
+	for (int i = 0; i < 2; i++) {
+		int fd = i ? sv->errfd : sv->outfd;
+		if (fd >= 0 && fd != master) {
+			fcntl(fd, F_SETFL, O_NONBLOCK);
+			fcntl(fd, F_SETPIPE_SZ, 1 << 20);   /* fewer, larger reads; best effort */
+		}
+	}
 	fcntl(sv->chanfd, F_SETFL, O_NONBLOCK);
 	sv->tracefd = tracep[0];
 	if (sv->tracefd >= 0)
@@ -409,7 +475,7 @@ static void loop(struct sv *sv)
 			}
 		}
 
-		struct pollfd pfd[6];
+		struct pollfd pfd[7];
 		int nfd = 0;
 		pfd[nfd++] = (struct pollfd){ .fd = sv->sigfd, .events = POLLIN };
 		pfd[nfd++] = (struct pollfd){ .fd = sv->timerfd, .events = POLLIN };
@@ -417,6 +483,7 @@ static void loop(struct sv *sv)
 		pfd[nfd++] = (struct pollfd){ .fd = sv->errfd, .events = POLLIN };
 		pfd[nfd++] = (struct pollfd){ .fd = sv->chanfd, .events = POLLIN };
 		pfd[nfd++] = (struct pollfd){ .fd = sv->tracefd, .events = POLLIN };
+		pfd[nfd++] = (struct pollfd){ .fd = sv->state == SV_RUNNING ? sv->infd : -1, .events = POLLIN };
 		int timeout = -1;
 		if (sv->state == SV_RUNNING && sv->stop_deadline_ns) {
 			int64_t left = sv->stop_deadline_ns - now;
@@ -463,13 +530,16 @@ static void loop(struct sv *sv)
 			sv_pump(sv, &sv->tracefd, -1, &dummy, &sv->trace_lb, sv_on_trace_line);
 			sv_trace_maybe_write(sv, now);
 		}
+		if (pfd[6].revents & (POLLIN | POLLHUP | POLLERR))
+			sv_term_input(sv);
 	}
 }
 
 static int setup_signals(struct sv *sv, sigset_t *oldmask)
 {
 	static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, 0 };
-	sv->sigfd = spawn_signalfd(sigs, oldmask);
+	static const int on_pty[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGTSTP, SIGCONT, 0 };
+	sv->sigfd = spawn_signalfd(sv->pty ? on_pty : sigs, oldmask);
 	if (sv->sigfd < 0)
 		return error_errno("cannot create signalfd");
 	signal(SIGPIPE, SIG_IGN);   /* a closed stdout must not kill the supervisor */
@@ -505,6 +575,7 @@ static int begin_segment(struct sv *sv, sigset_t *oldmask)
 	int rc = start_job(sv, oldmask);
 	if (rc)
 		return rc;
+	sv_term_enter(sv);
 	store_segment_set_pid(sv->st, sv->run_id, sv->seg, sv->child);
 	sv_take_sample(sv, mono_ns());
 	return 0;
@@ -526,6 +597,7 @@ static void sv_init(struct sv *sv, struct store *st, const struct supervise_opts
 	linebuf_init(&sv->err_lb, true);
 	linebuf_init(&sv->chan_lb, false);
 	sv->tty = o->status_line == 1 || (o->status_line < 0 && isatty(STDERR_FILENO));
+	sv_term_init(sv);
 }
 
 /* Where the job will run: its own cgroup (or why not), NVML, and what
@@ -548,19 +620,23 @@ static void find_resources(struct sv *sv)
 		        sv->no_cg_why[0] ? sv->no_cg_why : "no memory controller");
 }
 
-/* The run in the store, with what it runs, where, and under which limit.
+/* The run in the store, with what it runs, where (host, allocation, rank),
+ * and under which limit.
  * 0, or -1 after a message. */
 static int record_run_begin(struct sv *sv)
 {
 	const struct supervise_opts *o = sv->o;
 	const char *limit_source;
 	uint64_t limit = sv_projection_limit(o, &limit_source);
+	sv->near_limit_bytes = (double)limit * NEAR_LIMIT_FRACTION;
 	struct strbuf cmd = STRBUF_INIT;
 	command_json(&cmd, o->argv);
 	char cwd[PATH_MAX], host[256] = "";
 	if (!getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "?");
 	gethostname(host, sizeof(host) - 1);
+	struct placement place;  /* its SLURM allocation, its rank in a job of several */
+	placement_here(&place);
 	struct proc_stat self;   /* who supervises: a later leakproof tells a dead one */
 	bool know_self = read_proc_stat(NULL, getpid(), &self) == 0;
 	struct run_begin rb = {
@@ -577,6 +653,7 @@ static int record_run_begin(struct sv *sv)
 		.mem_total_bytes = sv_machine_memory(),
 		.cgroup_mode = sv->have_cg ? (sv->cg.version == 2 ? "v2" : "v1") : "none",
 		.step_regex = o->step_regex,
+		.placement = placement_known(&place) || place.alloc_mem_bytes ? &place : NULL,
 	};
 	sv->run_id = store_run_begin(sv->st, &rb);
 	strbuf_release(&cmd);
@@ -680,6 +757,8 @@ static int run_segments(struct sv *sv, sigset_t *oldmask)
 		loop(sv);
 		sv_guard_tell(sv, 0);   /* no process group of the job left */
 		sv_status_clear(sv);
+		sv_term_leave(sv);
+		sv_term_close_pty(sv);
 		if (!sv_end_segment(sv))
 			return 0;
 		if (sv_wait_before_restart(sv) < 0)
@@ -736,6 +815,8 @@ static void release(struct sv *sv)
 		cgroup_remove(&sv->cg);
 	}
 	sv_guard_tell(sv, -1);   /* the job is ended and its cgroup gone */
+	sv_term_leave(sv);
+	sv_term_close_pty(sv);
 	sampler_free(sv->sampler);
 	sv_trace_release(sv);
 	nvml_close(sv->nvml);

@@ -39,10 +39,21 @@ struct supervise_opts {
 	int max_restarts;
 	bool use_cgroup;           /* put the job in a cgroup of its own when possible */
 	int status_line;           /* 1 on, 0 off, -1 auto (stderr is a terminal) */
+	bool no_pty;               /* pipes for the job even when leakproof runs in a
+	                            * terminal (else it gets a pseudo-terminal) */
 	int64_t leftover_grace_ns; /* SIGTERM to SIGKILL for processes left behind */
 	bool trace;                /* --trace: preload the allocation tracer */
 	int64_t trace_mean;        /* its sampling mean, bytes; 0: the tracer's default */
+	int64_t census_ns;         /* between two object censuses of a Python job
+	                            * that imports the client (LEAKPROOF_CENSUS);
+	                            * 0: none (--no-census) */
+	bool census_hook;          /* --census: start the census by a startup hook
+	                            * (a sitecustomize first on PYTHONPATH) */
 };
+/* The census interval without --census (the client's own, once imported)
+ * and with it: docs/internals/census.md. */
+#define CENSUS_AUTO_NS (30 * 1000000000LL)
+#define CENSUS_ASKED_NS (5 * 1000000000LL)
 enum {
 	RESTART_AT_LIMIT = 1,      /* stop at the soft limit, start again */
 	RESTART_EVERY = 2,         /* stop after restart_every steps, start again */

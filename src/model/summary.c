@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/census.h"
+#include "model/kinds.h"
 #include "model/sites.h"
 #include "util/json.h"
 #include "util/stats.h"
@@ -151,6 +153,26 @@ static void compose_reason(struct run_summary *s)
 		snprintf(s->reason, sizeof(s->reason), "not enough data to judge");
 }
 
+/* The fastest growing site of a traced run in a few words, for the
+ * flight recorder ("" when none grows). */
+static void trace_top_site_words(const struct trace_report *tr, char *buf, size_t sz)
+{
+	buf[0] = '\0';
+	if (!tr || !tr->nsites || !tr->sites[0].growing)
+		return;
+	const struct trace_site_report *r = &tr->sites[0];
+	char g[32];
+	fmt_bytes(g, sizeof(g), r->growth);
+	if (r->npython)
+		snprintf(buf, sz, "%s (%s:%d), +%s per %s", r->python[0].function, r->python[0].file,
+		         r->python[0].line, g, tr->x_unit);
+	else if (r->blame < r->nframes)
+		snprintf(buf, sz, "%s%s%s in %s, +%s per %s",
+		         r->frames[r->blame].function[0] ? r->frames[r->blame].function : "?",
+		         r->frames[r->blame].source[0] ? " at " : "", r->frames[r->blame].source,
+		         r->frames[r->blame].library, g, tr->x_unit);
+}
+
 static double median_step_rate(const struct step_rec *st, size_t n)
 {
 	if (n < 2)
@@ -244,6 +266,7 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 	size_t cap = s->steps > s->nsamples ? s->steps : s->nsamples;
 	double *x = xmalloc((cap ? cap : 1) * sizeof(double));
 	double *y = xmalloc((cap ? cap : 1) * sizeof(double));
+	double *xt = xmalloc((cap ? cap : 1) * sizeof(double));   /* each x's time */
 	size_t n = 0;
 	if (s->steps) {
 		/* With restarts, memory starts afresh in each process: judge the
@@ -259,6 +282,7 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 			if (v < 0)
 				continue;
 			x[n] = increasing ? (double)s->step_recs[i].step : (double)(i - first + 1);
+			xt[n] = s->step_recs[i].mem.t;
 			y[n++] = v;
 		}
 		s->steps_per_second = median_step_rate(s->step_recs, s->steps);
@@ -281,7 +305,7 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 	opts.limit_bytes = s->limit_bytes;
 	opts.x_unit = s->x_unit;
 	analyze_series(x, y, n, &opts, &s->a);
-	free(x);
+	s->verdict_judged = s->a.verdict;
 	free(y);
 
 	if (s->a.warmup_points && isfinite(s->a.warmup_end_x))
@@ -323,7 +347,53 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 		*s->trace = tr;
 	}
 
+	struct census_report cr;
+	int cr_rc = census_report_load(st, id, s->steps, s->duration_s, &cr);
+	struct gpu_report gr;
+	int gr_rc = cr_rc < 0 ? -1 : gpu_report_load(st, id, s->step_recs, s->steps, &gr);
+	if (cr_rc == 0) {
+		s->census = xmalloc(sizeof(*s->census));
+		*s->census = cr;
+	}
+	if (gr_rc == 0) {
+		s->gpu = xmalloc(sizeof(*s->gpu));
+		*s->gpu = gr;
+	}
+	if (cr_rc < 0 || gr_rc < 0) {
+		run_summary_release(s);
+		return -1;
+	}
+
+	/* What kind of memory grows, and where; the flight recorder. The
+	 * kinds are judged on the verdict's own x (its steps; seconds
+	 * otherwise). */
+	s->kinds = xcalloc(1, sizeof(*s->kinds));
+	bool by_step = strcmp(s->x_unit, "s") != 0;
+	char top_site[160] = "";
+	trace_top_site_words(s->trace, top_site, sizeof(top_site));
+	int k_rc = run_kinds_load(st, id, x, xt, by_step ? n : 0, s->bin_seconds, s->run.started_at, &opts, &s->a,
+	                          s->segments, s->nsegments, top_site, s->kinds);
+	free(x);
+	free(xt);
+	if (k_rc < 0) {
+		run_summary_release(s);
+		return -1;
+	}
 	compose_reason(s);
+	struct run_kinds *k = s->kinds;
+	if (k->has_diagnosis && k->diagnosis_kind == KIND_COW && k->cow_rising) {
+		/* copy-on-write levels off at its bound: project to that, not on */
+		k->cow_level_bytes = s->a.last_bytes + fmax(0, k->cow_bound_bytes - k->cow_bytes);
+		if (s->limit_bytes <= 0 || k->cow_level_bytes < s->limit_bytes) {
+			s->a.projected_to_limit = -1;
+			s->projected_seconds = -1;
+		}
+	}
+	if (k->overrides_verdict) {
+		s->a.verdict = VERDICT_NO_LEAK;
+		snprintf(s->reason, sizeof(s->reason), "memory grew, but as %s that is not a leak (see the diagnosis)",
+		         mem_kind_name(s->kinds->diagnosis_kind));
+	}
 	return 0;
 }
 
@@ -342,6 +412,15 @@ void run_summary_release(struct run_summary *s)
 	if (s->trace) {
 		trace_report_release(s->trace);
 		free(s->trace);
+	}
+	if (s->census) {
+		census_report_release(s->census);
+		free(s->census);
+	}
+	free(s->gpu);
+	if (s->kinds) {
+		run_kinds_release(s->kinds);
+		free(s->kinds);
 	}
 	memset(s, 0, sizeof(*s));
 }

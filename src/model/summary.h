@@ -14,6 +14,9 @@
 #include "store/store.h"
 
 struct trace_report;
+struct census_report;
+struct gpu_report;
+struct run_kinds;
 
 /* The narrowest time bin of a run judged over time, in seconds. */
 #define RUN_SUMMARY_MIN_BIN_SECONDS 1.0
@@ -54,6 +57,12 @@ struct run_summary {
 	struct segment_row *segments;
 	size_t nsegments;
 	struct trace_report *trace;    /* allocation sites (--trace); NULL: not traced */
+	struct census_report *census;  /* the object census (model/census.h); NULL: none */
+	struct gpu_report *gpu;        /* PyTorch's CUDA allocator beside NVML; NULL: none */
+	struct run_kinds *kinds;       /* growth kinds, diagnosis, OOM flight recorder
+	                                * (model/kinds.h); never NULL after a load */
+	enum verdict verdict_judged;   /* the statistics' verdict; a.verdict differs when
+	                                * the diagnosis found the growth is not a leak */
 	double *segment_start_bytes;   /* per segment: the measure at its first
 	                                * sample (-1: none), to show the reset */
 };

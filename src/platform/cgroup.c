@@ -385,6 +385,47 @@ static void find_key_line(const char *k, size_t klen, uint64_t val, void *vctx)
 	}
 }
 
+/* memory.stat: the page cache (active_file + inactive_file: clean and
+ * dirty file pages, shmem excluded on both versions, since shmem lives on
+ * the anonymous LRU lists), shmem and anonymous memory. On v1 the
+ * hierarchical total_* keys win over the cgroup's own, so children are
+ * counted as on v2. */
+struct memstat_ctx {
+	uint64_t v[2][4];           /* [own, total_][active_file, inactive_file, shmem, anon] */
+	unsigned seen[2];
+};
+
+static void memstat_line(const char *k, size_t klen, uint64_t val, void *vctx)
+{
+	static const char *const keys[4] = { "active_file", "inactive_file", "shmem", "anon" };
+	struct memstat_ctx *ctx = vctx;
+	int total = klen > 6 && !memcmp(k, "total_", 6);
+	if (total) {
+		k += 6;
+		klen -= 6;
+	}
+	for (int i = 0; i < 4; i++)
+		if (key_is(k, klen, keys[i]) || (i == 3 && key_is(k, klen, "rss"))) {
+			ctx->v[total][i] = val;
+			ctx->seen[total] |= 1u << i;
+		}
+}
+
+int parse_memory_stat(const char *buf, struct cgroup_memstat *out)
+{
+	struct memstat_ctx ctx;
+	memset(&ctx, 0, sizeof(ctx));
+	memset(out, 0, sizeof(*out));
+	for_each_keyed_line(buf, memstat_line, &ctx);
+	int w = (ctx.seen[1] & 3u) == 3u ? 1 : 0;
+	if ((ctx.seen[w] & 3u) != 3u)
+		return -1;
+	out->file_cache_bytes = ctx.v[w][0] + ctx.v[w][1];
+	out->shmem_bytes = ctx.v[w][2];
+	out->anon_bytes = ctx.v[w][3];
+	return 0;
+}
+
 /* ---- file helpers ---------------------------------------------------- */
 
 /* DIR/NAME into out; false (errno ENAMETOOLONG) when it does not fit. */
@@ -1166,4 +1207,12 @@ uint64_t cgroup_self_limit(void)
 	strbuf_release(&why);
 	free(p);
 	return best;
+}
+
+int cgroup_read_memstat(const char *dir, struct cgroup_memstat *out)
+{
+	char buf[SMALL_FILE_CAP * 4];
+	if (read_in_dir(dir, "memory.stat", buf, sizeof(buf)) < 0)
+		return -1;
+	return parse_memory_stat(buf, out);
 }

@@ -71,6 +71,12 @@ struct cgroup_events {
 /* Without a memory controller: -1 quietly, errno ENOTSUP. */
 int cgroup_read_events(const struct job_cgroup *cg, struct cgroup_events *out);
 
+/* The memory.stat of the cgroup directory dir (one open, read and close;
+ * ~20-40 us). Returns 0, or -1 (no memory controller, unreadable, or not
+ * parsed). */
+struct cgroup_memstat;
+int cgroup_read_memstat(const char *dir, struct cgroup_memstat *out);
+
 /* ---- parsers, exposed for tests (pure: no I/O) ---------------------- */
 
 /* From /proc/PID/cgroup text: the v2 path ("0::PATH") and the v1 memory
@@ -88,6 +94,15 @@ int parse_cgroup_mounts(const char *mountinfo, char *v2_mount, size_t v2sz,
  * Return 0 when at least one known key was read, else -1. */
 int parse_memory_events(const char *buf, struct cgroup_events *out);
 int parse_oom_control(const char *buf, struct cgroup_events *out);
+/* A cgroup's memory.stat (v1 or v2), in bytes. */
+struct cgroup_memstat {
+	uint64_t file_cache_bytes;  /* active_file + inactive_file: the page cache */
+	uint64_t shmem_bytes;       /* shmem, tmpfs (/dev/shm) */
+	uint64_t anon_bytes;        /* v2 anon, v1 rss */
+};
+/* Parse memory.stat text (v1: the total_* keys when present). Returns 0,
+ * or -1 when active_file and inactive_file are missing. */
+int parse_memory_stat(const char *buf, struct cgroup_memstat *out);
 /* "max" or a number (v2 memory.max; v1 values near 2^63 mean unlimited):
  * 0 for unlimited (any value >= 2^62). Returns 0, or -1 for anything else
  * (junk, a sign, a number beyond 2^64 - 1). */

@@ -203,11 +203,11 @@ static bool next_line(const char **at, const char **line, size_t *len)
 
 enum {
 	SM_RSS, SM_PSS, SM_PSS_ANON, SM_PSS_FILE, SM_PSS_SHMEM, SM_SHARED_CLEAN, SM_SHARED_DIRTY,
-	SM_PRIVATE_CLEAN, SM_PRIVATE_DIRTY, SM_SWAP, SM_SWAP_PSS, SM_COUNT
+	SM_PRIVATE_CLEAN, SM_PRIVATE_DIRTY, SM_SWAP, SM_SWAP_PSS, SM_ANONYMOUS, SM_COUNT
 };
 static const char *const smaps_keys[SM_COUNT] = {
 	"Rss", "Pss", "Pss_Anon", "Pss_File", "Pss_Shmem", "Shared_Clean", "Shared_Dirty",
-	"Private_Clean", "Private_Dirty", "Swap", "SwapPss",
+	"Private_Clean", "Private_Dirty", "Swap", "SwapPss", "Anonymous",
 };
 
 static uint64_t *smaps_field(struct proc_smaps *sm, int which)
@@ -223,6 +223,7 @@ static uint64_t *smaps_field(struct proc_smaps *sm, int which)
 	case SM_PRIVATE_CLEAN: return &sm->private_clean_bytes;
 	case SM_PRIVATE_DIRTY: return &sm->private_dirty_bytes;
 	case SM_SWAP: return &sm->swap_bytes;
+	case SM_ANONYMOUS: return &sm->anonymous_bytes;
 	default: return &sm->swap_pss_bytes;
 	}
 }

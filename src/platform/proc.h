@@ -60,6 +60,7 @@ struct proc_smaps {
 	uint64_t shared_clean_bytes, shared_dirty_bytes;
 	uint64_t private_clean_bytes, private_dirty_bytes;
 	uint64_t swap_bytes, swap_pss_bytes;
+	uint64_t anonymous_bytes;   /* resident anonymous pages, shared or not */
 	bool has_pss_split;         /* Pss_Anon/Pss_File/Pss_Shmem present (Linux 5.7+) */
 };
 /* USS: pages only this process maps, Private_Clean + Private_Dirty. */

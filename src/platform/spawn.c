@@ -20,9 +20,11 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -143,8 +145,13 @@ static _Noreturn void child_fail(int report_fd, enum stage st)
 /* After fork, in the child: only async-signal-safe calls. */
 static _Noreturn void child_run(const struct spawn *sp, pid_t parent, const int *fds, char **envp, int report_fd)
 {
-	if (sp->new_group)
+	if (sp->new_session) {
+		setsid();
+		if (sp->ctty > 0)
+			ioctl(sp->ctty, TIOCSCTTY, 0);
+	} else if (sp->new_group) {
 		setpgid(0, 0);
+	}
 	if (sp->child_hook)
 		sp->child_hook(sp->hook_data);
 	if (sp->death_signal) {
@@ -218,7 +225,7 @@ int spawn_start(struct spawn *sp)
 		goto out;
 	if (pid == 0)
 		child_run(sp, parent, child_fd, envp, report[1]);
-	if (sp->new_group)
+	if (sp->new_group && !sp->new_session)
 		setpgid(pid, pid);   /* both sides, so there is no race */
 	close_fd(&report[1]);
 	for (int i = 0; i < 3; i++)
@@ -364,6 +371,37 @@ int spawn_capture(struct spawn *sp, struct spawn_capture *cap)
 	close_fd(&sp->out.fd);
 	close_fd(&sp->err.fd);
 	return rc;
+}
+
+/* ---- pseudo-terminals ------------------------------------------------------ */
+
+int spawn_openpty(int *master, int *slave, const struct termios *term, const struct winsize *win)
+{
+	char name[128];
+	*master = *slave = -1;
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0)
+		return -1;
+	if ((m = above_std(m)) < 0)
+		return -1;
+	int sl = -1;
+	if (grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof(name)) != 0 ||
+	    (sl = above_std(open(name, O_RDWR | O_NOCTTY | O_CLOEXEC))) < 0)
+		goto fail;
+	if ((term && tcsetattr(sl, TCSANOW, term) < 0) || (win && ioctl(sl, TIOCSWINSZ, win) < 0))
+		goto fail;
+	if (fcntl(m, F_SETFL, O_NONBLOCK) < 0)
+		goto fail;
+	*master = m;
+	*slave = sl;
+	return 0;
+fail:;
+	int e = errno;
+	close(m);
+	if (sl >= 0)
+		close(sl);
+	errno = e;
+	return -1;
 }
 
 /* ---- signals as a descriptor ------------------------------------------------ */

@@ -62,6 +62,11 @@ struct spawn {
 	const int *keep_fds;       /* descriptors the child keeps open (their */
 	size_t nkeep;              /* close-on-exec flag is cleared in the child) */
 	bool new_group;            /* its own process group (setpgid on both sides) */
+	/* Its own session (setsid(), so also its own process group; new_group
+	 * is then not needed) with ctty, a pseudo-terminal's slave end (see
+	 * spawn_openpty()), as its controlling terminal; -1 or 0: none */
+	bool new_session;
+	int ctty;
 	int death_signal;          /* sent to it when we die (PR_SET_PDEATHSIG); 0: none */
 	const sigset_t *sigmask;   /* its signal mask; NULL: the empty set */
 	/* SIGINT, SIGTERM, SIGQUIT, SIGHUP and SIGCHLD back to their default
@@ -115,6 +120,17 @@ struct spawn_capture {
  * sp->why "poll" or "waitpid"; the child is killed and reaped).
  */
 int spawn_capture(struct spawn *sp, struct spawn_capture *cap);
+
+/*
+ * A new pseudo-terminal: *master (non-blocking) and *slave, both
+ * close-on-exec and above descriptor 2, the caller's to close. The slave
+ * starts with the modes of term and the size of win where they are not
+ * NULL. 0, or -1 with errno (nothing left open).
+ */
+struct termios;
+struct winsize;
+int spawn_openpty(int *master /* out */, int *slave /* out */, const struct termios *term,
+                  const struct winsize *win);
 
 /*
  * Block the signals in sigs (a list ended by 0) and return a signalfd that

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/kinds.h"
 #include "report/charts.h"
 #include "report/render.h"
 
@@ -190,7 +191,18 @@ static void add_header(struct strbuf *sb, const struct run_summary *s)
 	strbuf_release(&cmd);
 	strbuf_addf(sb, "<p class=\"verdict v-%s\" id=\"verdict\"><b>%s</b> \xe2\x80\x94 ", v, v);
 	plot_add_xml(sb, s->reason);
-	strbuf_addstr(sb, "</p>\n<div class=\"cards\">\n");
+	strbuf_addstr(sb, "</p>\n");
+	if (s->kinds && s->kinds->has_diagnosis) {   /* the kind that drives it */
+		strbuf_addstr(sb, "<p class=\"diagnosis\" id=\"diagnosis\">");
+		plot_add_xml(sb, s->kinds->diagnosis);
+		strbuf_addstr(sb, "</p>\n");
+	}
+	if (s->kinds && s->kinds->oom) {              /* the flight recorder */
+		strbuf_addstr(sb, "<p class=\"flight\" id=\"flight-recorder\"><b>The last seconds before the end:</b> ");
+		plot_add_xml(sb, s->kinds->flight);
+		strbuf_addstr(sb, "</p>\n");
+	}
+	strbuf_addstr(sb, "<div class=\"cards\">\n");
 	if (render_have_slope(s)) {
 		snprintf(b2, sizeof(b2), "growth%s (%s)", render_x_suffix(s), measure_name(s->measure));
 		card(sb, render_signed_bytes(b, sizeof(b), s->a.slope), b2);

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "platform/placement.h"
 #include "report/render.h"
 
 #define EVENTS_MAX 1000
@@ -42,6 +43,38 @@ static void inner(struct strbuf *sb, const char *name, bool first)
 	strbuf_addstr(sb, ": ");
 }
 
+/* "placement": {...}: where the run ran (base/placement.h); unknowns null. */
+static void add_placement(struct strbuf *sb, const struct placement *p)
+{
+	inner(sb, "placement", false);
+	strbuf_addch(sb, '{');
+	inner(sb, "slurm_job_id", true);
+	report_add_json_str_or_null(sb, p->slurm_job_id);
+	inner(sb, "slurm_array_job_id", false);
+	report_add_json_str_or_null(sb, p->slurm_array_job_id);
+	inner(sb, "slurm_array_task_id", false);
+	report_add_json_str_or_null(sb, p->slurm_array_task_id);
+	inner(sb, "slurm_step_id", false);
+	report_add_json_str_or_null(sb, p->slurm_step_id);
+	inner(sb, "allocation_bytes", false);
+	report_add_json_num(sb, p->alloc_mem_bytes ? (double)p->alloc_mem_bytes : NAN);
+	inner(sb, "gpus", false);
+	report_add_json_str_or_null(sb, p->gpus);
+	inner(sb, "launcher", false);
+	report_add_json_str_or_null(sb, p->launcher);
+	inner(sb, "job_key", false);
+	report_add_json_str_or_null(sb, p->job_key);
+	inner(sb, "rank", false);
+	report_add_json_num(sb, p->rank >= 0 ? p->rank : NAN);
+	inner(sb, "local_rank", false);
+	report_add_json_num(sb, p->local_rank >= 0 ? p->local_rank : NAN);
+	inner(sb, "world_size", false);
+	report_add_json_num(sb, p->world_size > 0 ? p->world_size : NAN);
+	inner(sb, "node_id", false);
+	report_add_json_num(sb, p->node_id >= 0 ? p->node_id : NAN);
+	strbuf_addch(sb, '}');
+}
+
 static void add_run(struct strbuf *sb, const struct run_summary *s)
 {
 	const struct run_row *r = &s->run;
@@ -62,6 +95,8 @@ static void add_run(struct strbuf *sb, const struct run_summary *s)
 	strbuf_add_json_str(sb, r->cwd);
 	inner(sb, "hostname", false);
 	strbuf_add_json_str(sb, r->hostname);
+	if (r->has_place && placement_known(&r->place))   /* a SLURM job, GPUs, a rank */
+		add_placement(sb, &r->place);
 	strbuf_addstr(sb, ",\n    ");
 	inner(sb, "status", true);
 	strbuf_add_json_str(sb, r->status);
@@ -252,5 +287,16 @@ void report_write_json(const struct run_summary *s, const struct report_extras *
 		trace_report_json(s->trace, sb);
 	else
 		strbuf_addstr(sb, "null");
+	key(sb, "census");
+	if (s->census)
+		census_report_json(s->census, sb);
+	else
+		strbuf_addstr(sb, "null");
+	key(sb, "gpu_memory");
+	if (s->gpu)
+		gpu_report_json(s->gpu, sb);
+	else
+		strbuf_addstr(sb, "null");
+	render_kinds_json(s, sb);
 	strbuf_addstr(sb, "\n}\n");
 }

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "model/kinds.h"
 #include "report/render.h"
 
 #define COMMAND_MAX_CHARS 200
@@ -35,6 +36,8 @@ void report_write_md(const struct run_summary *s, const struct report_extras *x,
 	strbuf_addstr(sb, "| | |\n|---|---|\n");
 	strbuf_addf(&cell, "**%s** \xe2\x80\x94 %s", verdict_name(a->verdict), s->reason);
 	add_row(sb, "Verdict", strbuf_str(&cell));
+	if (s->kinds && s->kinds->has_diagnosis)
+		add_row(sb, "Diagnosis", s->kinds->diagnosis);
 
 	strbuf_reset(&cell);
 	render_outcome_line(&cell, s);
@@ -70,6 +73,9 @@ void report_write_md(const struct run_summary *s, const struct report_extras *x,
 		strbuf_release(&proj);
 		add_row(sb, "Limit", strbuf_str(&cell));
 	}
+	strbuf_reset(&cell);
+	if (report_add_placement(&cell, &s->run))
+		add_row(sb, "Host", strbuf_str(&cell));
 	if (s->has_top_proc) {
 		strbuf_reset(&cell);
 		strbuf_addf(&cell, "pid %d (%s) %s", s->top_proc.pid, s->top_proc.name,
@@ -108,6 +114,12 @@ void report_write_md(const struct run_summary *s, const struct report_extras *x,
 			strbuf_addf(sb, " %.3g |\n", s->steps_per_second);
 		else
 			strbuf_addstr(sb, " \xe2\x80\x93 |\n");
+	}
+
+	if (s->kinds && s->kinds->oom) {
+		strbuf_addstr(sb, "\n**The last seconds before the end:** ");
+		render_add_md_cell(sb, s->kinds->flight);
+		strbuf_addch(sb, '\n');
 	}
 
 	strbuf_release(&cell);

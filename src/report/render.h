@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "report/report.h"
+#include "report/census.h"
 #include "report/trace.h"
 #include "util/util.h"
 
@@ -39,6 +40,15 @@ int sweep_write_svg(struct store *st, int64_t sweep_id, enum report_format fmt, 
                     struct strbuf *sb);
 int sweep_write_junit(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
                       struct strbuf *sb);
+
+/* ---- kinds.c: growth kinds, the diagnosis, the OOM flight recorder ------- */
+
+/* The diagnosis line and the growing kinds, as lines of the text report. */
+void render_kinds_text(const struct run_summary *s, struct strbuf *sb);
+/* The flight recorder's paragraph and table, after an out-of-memory end. */
+void render_flight_text(const struct run_summary *s, struct strbuf *sb);
+/* ",\n  \"growth_kinds\": [...], \"diagnosis\": ..., \"flight_recorder\": ..." */
+void render_kinds_json(const struct run_summary *s, struct strbuf *sb);
 
 /* ---- wording.c: what the renderers say the same way ---------------------- */
 

@@ -7,6 +7,7 @@
 #ifndef LP_REPORT_H
 #define LP_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 
@@ -49,6 +50,11 @@ void report_render(const struct run_summary *s, enum report_format fmt, const st
  * column), the svg chart of memory, or junit (one testcase per trial). 0, or -1 after a message. */
 int sweep_report_render(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
                         struct strbuf *sb);
+/* A job of several ranks (model/job.h) in fmt, appended to sb: a row per
+ * rank and which rank's memory grows (job.c). text, md, csv and json; -1
+ * for another format (nothing appended). */
+struct job_model;
+int job_report_render(const struct job_model *m, enum report_format fmt, struct strbuf *sb);
 /* Write sb to out and flush: 0, or -1 when out failed (no message). */
 int report_flush(const struct strbuf *sb, FILE *out);
 /* report_render() and report_flush() in one, without extras: 0, or -1 when
@@ -94,6 +100,10 @@ void report_add_command_line(struct strbuf *sb, char *const *argv, size_t argc, 
 /* How the run ended: "exited 0", "killed by signal 9 (SIGKILL)", "running",
  * "failed to start (exit 127)", "interrupted". Returns buf. */
 char *report_fmt_outcome(char *buf, size_t bufsz, const struct run_row *r);
+/* Where run r ran, in one line, appended to sb: "vm · SLURM job 12 (array
+ * 10_3), step 0 · allocation 300 MiB · GPUs 0,1 · rank 1 of 2 (node 0)";
+ * only the host when nothing more is known. Returns whether more was. */
+bool report_add_placement(struct strbuf *sb, const struct run_row *r);
 /* JSON: a number (null when not finite); strings: strbuf_add_json_str(). */
 void report_add_json_num(struct strbuf *sb, double v);
 /* JSON: a string, or null when s is NULL or empty. */

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "model/kinds.h"
 #include "report/render.h"
 
 #define COMMAND_MAX_CHARS 120
@@ -50,14 +51,18 @@ static void add_quantiles(struct strbuf *sb, const struct run_summary *s)
 static void add_limit(struct strbuf *sb, const struct run_summary *s)
 {
 	struct strbuf proj = STRBUF_INIT;
-	char lim[32];
+	char lim[32], level[32];
 	if (s->limit_bytes <= 0)
 		return;
 	fmt_bytes(lim, sizeof(lim), s->limit_bytes);
 	const char *src = !strcmp(s->limit_source, "machine") ? "machine memory" :
 	                  !strcmp(s->limit_source, "max-mem") ? "--max-mem" : s->limit_source;
 	double pct = 100.0 * (double)s->peak_bytes / s->limit_bytes;
-	if (render_projection(&proj, s))
+	if (s->kinds && s->kinds->cow_level_bytes > 0 && s->kinds->cow_level_bytes < s->limit_bytes)
+		strbuf_addf(sb, "  limit     %s (%s); copy-on-write levels off at most at %s, %.0f%% of it\n", lim, src,
+		            fmt_bytes(level, sizeof(level), s->kinds->cow_level_bytes),
+		            100.0 * s->kinds->cow_level_bytes / s->limit_bytes);
+	else if (render_projection(&proj, s))
 		strbuf_addf(sb, "  limit     at this rate reaches %s (%s) %s\n", lim, src, strbuf_str(&proj));
 	else if (pct < 1)
 		strbuf_addf(sb, "  limit     %s (%s); the peak is under 1%% of it\n", lim, src);
@@ -120,6 +125,7 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 
 	add_head(sb, s);
 	strbuf_addf(sb, "  verdict   %s \xe2\x80\x94 %s\n", verdict_name(a->verdict), s->reason);
+	render_kinds_text(s, sb);
 
 	if (render_have_slope(s)) {
 		strbuf_addf(sb, "  growth    %s%s", render_signed_bytes(b1, sizeof(b1), a->slope),
@@ -152,6 +158,11 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 		add_limit(sb, s);
 	}
 
+	struct strbuf where = STRBUF_INIT;
+	if (report_add_placement(&where, &s->run))
+		strbuf_addf(sb, "  host      %s\n", strbuf_str(&where));
+	strbuf_release(&where);
+
 	add_quantiles(sb, s);
 
 	add_segments(sb, s);
@@ -176,6 +187,11 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 		render_add_clean(sb, s->top_proc.name);
 		strbuf_addf(sb, ") %s\n", fmt_bytes(b1, sizeof(b1), render_top_proc_bytes(s)));
 	}
+	if (s->census)
+		census_report_text(s->census, sb);
+	if (s->gpu)
+		gpu_report_text(s->gpu, sb);
 	if (s->trace)
 		trace_report_text(s->trace, TRACE_SITES_SHOWN, sb);
+	render_flight_text(s, sb);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform/placement.h"
 #include "report/render.h"
 #include "util/json.h"
 #include "util/util.h"
@@ -327,4 +328,41 @@ void render_range(struct strbuf *sb, double low, double high)
 			break;
 	}
 	strbuf_addf(sb, "%.*f\xe2\x80\x93%.*f %s", prec, low / div, prec, high / div, units[u]);
+}
+
+bool report_add_placement(struct strbuf *sb, const struct run_row *r)
+{
+	const struct placement *p = &r->place;
+	render_add_clean(sb, r->hostname[0] ? r->hostname : "?");
+	if (!r->has_place || !placement_known(p))
+		return false;
+	if (p->slurm_job_id[0]) {
+		strbuf_addstr(sb, " \xc2\xb7 SLURM job ");
+		render_add_clean(sb, p->slurm_job_id);
+		if (p->slurm_array_job_id[0]) {
+			strbuf_addstr(sb, " (array ");
+			render_add_clean(sb, p->slurm_array_job_id);
+			strbuf_addch(sb, '_');
+			render_add_clean(sb, p->slurm_array_task_id);
+			strbuf_addch(sb, ')');
+		}
+		if (p->slurm_step_id[0]) {
+			strbuf_addstr(sb, ", step ");
+			render_add_clean(sb, p->slurm_step_id);
+		}
+	}
+	if (p->alloc_mem_bytes) {
+		char b[32];
+		strbuf_addf(sb, " \xc2\xb7 allocation %s", fmt_bytes(b, sizeof(b), (double)p->alloc_mem_bytes));
+	}
+	if (p->gpus[0]) {
+		strbuf_addstr(sb, " \xc2\xb7 GPUs ");
+		render_add_clean(sb, p->gpus);
+	}
+	if (p->rank >= 0) {
+		strbuf_addf(sb, " \xc2\xb7 rank %d of %d", p->rank, p->world_size);
+		if (p->node_id >= 0)
+			strbuf_addf(sb, " (node %d)", p->node_id);
+	}
+	return true;
 }

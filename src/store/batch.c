@@ -1,6 +1,7 @@
 /*
  * batch.c — the store's write path for frequent rows: samples, per-process
- * samples, steps, metrics, events and results, and store_flush().
+ * samples, steps, metrics, events, results and census rows, and
+ * store_flush().
  *
  * The writer (the supervisor) holds its samples and per-process samples
  * (one sample per tick, up to 1 kHz) in plain C arrays until the next
@@ -45,6 +46,8 @@ enum stmt_id {
 	STMT_METRIC,
 	STMT_EVENT,
 	STMT_RESULT,
+	STMT_CENSUS,
+	STMT_KIND_SAMPLE,
 	STMT_COUNT
 };
 
@@ -61,6 +64,10 @@ static const char *const stmt_sql[STMT_COUNT] = {
 	[STMT_METRIC] = "INSERT INTO temp.stage_metrics (run_id, step, t, name, value) VALUES (?1, ?2, ?3, ?4, ?5)",
 	[STMT_EVENT] = "INSERT INTO temp.stage_events (run_id, t, kind, detail) VALUES (?1, ?2, ?3, ?4)",
 	[STMT_RESULT] = "INSERT INTO temp.stage_results (run_id, name, value) VALUES (?1, ?2, ?3)",
+	[STMT_CENSUS] = "INSERT INTO temp.stage_census (run_id, t, step, seq, type, count, bytes, holder, cost_us)"
+	                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	[STMT_KIND_SAMPLE] = "INSERT INTO temp.stage_kind_samples (run_id, t, pid, ppid, name, anon, cow, cow_base, file, shmem, gpu)"
+	                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
 };
 
 /*
@@ -75,6 +82,8 @@ static const struct { enum stmt_id stmt; const char *table; const char *verb; } 
 	{ STMT_METRIC, "metrics", "INSERT" },
 	{ STMT_EVENT, "events", "INSERT" },
 	{ STMT_RESULT, "results", "INSERT OR REPLACE" },
+	{ STMT_CENSUS, "census", "INSERT" },
+	{ STMT_KIND_SAMPLE, "kind_samples", "INSERT" },
 };
 #define NSTAGED (sizeof(staged) / sizeof(staged[0]))
 
@@ -392,6 +401,7 @@ int store_flush(struct store *st)
 			}
 		}
 	}
+	store_check_dropped(st);
 	if (ok)
 		st->write_failed = false;
 	st->batch_failed = false;
@@ -441,6 +451,25 @@ int store_add_proc_sample(struct store *st, int64_t run_id, double t, int pid, i
 		b->held_procs = xmalloc(PROC_BUF_ROWS * sizeof(*b->held_procs));
 	b->held_procs[b->nheld_procs++] = h;
 	return r;
+}
+
+int store_add_kind_sample(struct store *st, int64_t run_id, const struct kind_row *k)
+{
+	struct db_stmt *s;
+	if (store_check_writable(st) < 0 || !(s = cached_stmt(st, STMT_KIND_SAMPLE)))
+		return -1;
+	db_bind_int64(s, 1, run_id);
+	db_bind_double(s, 2, k->t);
+	db_bind_int64(s, 3, k->pid);
+	db_bind_int64(s, 4, k->ppid);
+	db_bind_text(s, 5, k->name);
+	db_bind_int64(s, 6, u64_to_db(k->anon));
+	db_bind_int64(s, 7, u64_to_db(k->cow));
+	db_bind_int64(s, 8, u64_to_db(k->cow_base));
+	db_bind_int64(s, 9, u64_to_db(k->file));
+	db_bind_int64(s, 10, u64_to_db(k->shmem));
+	db_bind_int64(s, 11, u64_to_db(k->gpu));
+	return step_insert(st, s, "a kind sample");
 }
 
 int store_add_step(struct store *st, int64_t run_id, const struct step_rec *r)
@@ -495,4 +524,33 @@ int store_add_result(struct store *st, int64_t run_id, const char *name, double 
 	db_bind_text(s, 2, name ? name : "");
 	db_bind_double(s, 3, value);
 	return step_insert(st, s, "a result");
+}
+
+int store_add_census(struct store *st, int64_t run_id, const struct census_row *r)
+{
+	struct db_stmt *s;
+	if (store_check_writable(st) < 0 || !(s = cached_stmt(st, STMT_CENSUS)))
+		return -1;
+	db_bind_int64(s, 1, run_id);
+	db_bind_double(s, 2, r->t);
+	if (r->step >= 0)
+		db_bind_int64(s, 3, r->step);
+	else
+		db_bind_null(s, 3);
+	db_bind_int64(s, 4, r->seq);
+	db_bind_text(s, 5, r->type);
+	db_bind_int64(s, 6, r->count);
+	if (r->bytes >= 0)
+		db_bind_int64(s, 7, r->bytes);
+	else
+		db_bind_null(s, 7);
+	if (r->holder && *r->holder)
+		db_bind_text(s, 8, r->holder);
+	else
+		db_bind_null(s, 8);
+	if (r->cost_us >= 0)
+		db_bind_int64(s, 9, r->cost_us);
+	else
+		db_bind_null(s, 9);
+	return step_insert(st, s, "a census row");
 }

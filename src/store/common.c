@@ -30,7 +30,9 @@ void col_strcpy(struct db_stmt *s, int col, char *dst, size_t cap)
 
 const char *store_failure_reason(struct store *st, char *buf, size_t sz)
 {
-	if (db_errcode(st->db) == DB_BUSY)
+	if (db_errcode(st->db) == DB_BUSY && strcmp(st->db->drv->name, "sqlite"))
+		snprintf(buf, sz, "%s", db_errmsg(st->db));   /* a server away: its own words */
+	else if (db_errcode(st->db) == DB_BUSY)
 		snprintf(buf, sz, "another process held its write lock for over 5 s (%s)", db_errmsg(st->db));
 	else
 		snprintf(buf, sz, "%s", db_errmsg(st->db));
@@ -64,6 +66,21 @@ int store_write_error(struct store *st, const char *what)
 int store_write_delayed(struct store *st, const char *what)
 {
 	return write_failed(st, what, false);
+}
+
+void store_check_dropped(struct store *st)
+{
+	char why[256] = "";
+	uint64_t n = db_dropped(st->db, why, sizeof(why));
+	if (n <= st->dropped_seen)
+		return;
+	st->dropped_seen = n;
+	if (!st->lost) {
+		st->lost = true;
+		st->lost_t = -1;   /* which rows: not known here */
+		st->lost_gaps = true;
+		snprintf(st->lost_why, sizeof(st->lost_why), "%s", why);
+	}
 }
 
 int store_read_error(struct store *st)

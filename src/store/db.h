@@ -99,6 +99,10 @@ struct db_driver {
 	 * start instead of grown). true when a retry is worth it. */
 	bool (*make_room)(struct db *db);
 	size_t (*memory_used)(void);
+	/* Optional: rows this connection has dropped since it opened (a server
+	 * unreachable past the driver's buffer), and why into why. The store
+	 * marks its run partial when the count grows. NULL: never drops. */
+	uint64_t (*dropped)(struct db *db, char *why, size_t whysz);
 };
 
 /* The backends, by the store string: db.c's table. */
@@ -193,6 +197,10 @@ static inline enum db_rc db_get_version(struct db *db, int64_t *version, bool *f
 }
 static inline enum db_rc db_set_version(struct db *db, int64_t version) { return db->drv->set_version(db, version); }
 static inline bool db_make_room(struct db *db) { return db->drv->make_room && db->drv->make_room(db); }
+static inline uint64_t db_dropped(struct db *db, char *why, size_t whysz)
+{
+	return db->drv->dropped ? db->drv->dropped(db, why, whysz) : 0;
+}
 
 /* Step a statement that returns no rows, then reset it: DB_OK or the
  * failure. */

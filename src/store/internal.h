@@ -20,6 +20,10 @@
 #ifndef LP_STORE_INTERNAL_H
 #define LP_STORE_INTERNAL_H
 
+/* The schema version that added placements and runs.gpu_peak_bytes
+ * (schema.c): older stores are read without them. */
+#define PLACEMENT_VERSION 10
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +46,8 @@ struct store {
 	double lost_t;
 	char lost_why[256];
 	char last_why[600];   /* the reason of the last write that failed */
+	uint64_t dropped_seen;   /* db_dropped() when last looked at */
+	bool lost_gaps;          /* the lost rows are gaps (an outage), not all from lost_t on */
 	struct batch *batch;  /* batch.c: the rows waiting for store_flush(); NULL read-only */
 	/* trace.c: the sites of trace_run already written (bit per site id) */
 	int64_t trace_run;
@@ -76,6 +82,10 @@ int store_write_error(struct store *st, const char *what);
 int store_write_delayed(struct store *st, const char *what);
 /* The reason of the last failure in words, into buf; returns buf. */
 const char *store_failure_reason(struct store *st, char *buf, size_t sz);
+/* Whether the driver dropped rows since the last look (a server
+ * unreachable past its buffer): if so, the run is noted partial
+ * (st->lost) with the driver's reason. */
+void store_check_dropped(struct store *st);
 /* "cannot read store 'PATH': REASON". Returns -1. */
 int store_read_error(struct store *st);
 /* 0, or -1 with a message when the store is open read-only. */

@@ -38,8 +38,9 @@
  * attempts; a silent network is given up on within seconds (conn_keys:
  * tcp_user_timeout, keepalives), so a query on a dead connection blocks
  * the flush that long at most, once. What is buffered is bounded by
- * BUFFER_MAX_BYTES: rows beyond it
- * are dropped and counted, and said. On close, what is still buffered is
+ * BUFFER_MAX_BYTES ($LEAKPROOF_PG_BUFFER_BYTES, at least 4096, for tests):
+ * rows beyond it are dropped, counted and said, and the store marks the
+ * run partial (db_dropped, runs.lost). On close, what is still buffered is
  * written if the server comes back within DRAIN_S seconds.
  */
 #include "store/db.h"
@@ -249,6 +250,8 @@ struct pg_db {
 	struct queued *queue, **queue_tail;
 	size_t buffered_bytes;
 	uint64_t dropped_rows;  /* beyond BUFFER_MAX_BYTES, since the last report */
+	uint64_t dropped_total; /* since it opened (db_dropped) */
+	size_t buffer_max;      /* BUFFER_MAX_BYTES, or $LEAKPROOF_PG_BUFFER_BYTES */
 	struct pg_stmt *deferred;   /* statements holding rows for the open transaction */
 	bool said_dropping;
 };
@@ -384,6 +387,12 @@ static void say_back(struct pg_db *d);
 static enum db_rc conn_ready(struct pg_db *d)
 {
 	PQsetNoticeProcessor(d->conn, NULL, NULL);
+	/* No JIT: the store's queries are index lookups whose planned cost
+	 * (a correlated subquery per trial) crosses jit_above_cost, and
+	 * compiling them took 0.7 s of a sweep table's 1.4 s at 100,000
+	 * trials (BENCHMARKS.md §9). A server without JIT (before 11) refuses
+	 * the setting: nothing lost. */
+	PQclear(PQexec(d->conn, "SET jit = off"));
 	if (run_sql(d, "SET client_min_messages = warning") != DB_OK ||
 	    (d->readonly && run_sql(d, "SET default_transaction_read_only = on") != DB_OK))
 		return d->err;
@@ -470,16 +479,17 @@ static void free_vals(char **vals, int n)
 /* Whether bytes more may be buffered; counts and says what is dropped. */
 static bool buffer_room(struct pg_db *d, size_t bytes)
 {
-	if (d->buffered_bytes + bytes <= BUFFER_MAX_BYTES) {
+	if (d->buffered_bytes + bytes <= d->buffer_max) {
 		d->buffered_bytes += bytes;
 		return true;
 	}
 	d->dropped_rows++;
+	d->dropped_total++;   /* the store marks the run partial (pg_dropped) */
 	if (!d->said_dropping) {
 		d->said_dropping = true;
-		/* TODO(storefault): mark the run partial (runs.lost) here. */
-		warning("store '%s': %u MiB buffered while unreachable: newer rows are dropped until it is back",
-		        d->shown, BUFFER_MAX_BYTES >> 20);
+		char cap[32];
+		warning("store '%s': %s buffered while unreachable: newer rows are dropped until it is back"
+		        " (the run will be marked partial)", d->shown, fmt_bytes(cap, sizeof(cap), (double)d->buffer_max));
 	}
 	return false;
 }
@@ -873,6 +883,40 @@ static void pg_close(struct db *db)
 	free(d);
 }
 
+/* libpq's reason a connection failed, on one line, into why: "the
+ * PostgreSQL server cannot be reached (connection to server at ... failed:
+ * Connection refused; Is the server running ...?)". Runs being recorded
+ * meanwhile keep their rows (up to the buffer) and write them when it is
+ * back: said so to a reader, since `ls` and `report` are what one runs to
+ * look. */
+static void unreachable_why(const char *msg, bool reader, char *why, size_t whysz)
+{
+	char line[400];
+	size_t n = 0;
+	for (const char *p = msg; *p && n + 1 < sizeof(line); p++) {
+		if (*p == '\n' || *p == '\t') {
+			while (p[1] == '\n' || p[1] == '\t' || p[1] == ' ')
+				p++;
+			if (p[1] && n + 2 < sizeof(line)) {
+				line[n++] = ';';
+				line[n++] = ' ';
+			}
+			continue;
+		}
+		line[n++] = *p;
+	}
+	line[n] = '\0';
+	bool refused = strstr(msg, "Connection refused") || strstr(msg, "No such file") ||
+	               strstr(msg, "timeout expired") || strstr(msg, "could not connect") ||
+	               strstr(msg, "the database system is") || strstr(msg, "No route") ||
+	               strstr(msg, "could not translate host");
+	if (refused)
+		snprintf(why, whysz, "the PostgreSQL server cannot be reached (%s)%s", line,
+		         reader ? "; runs being recorded keep their rows and write them when it is back" : "");
+	else
+		snprintf(why, whysz, "%s", line);
+}
+
 static int pg_open(const char *target, bool readonly, struct db **out, char *why, size_t whysz)
 {
 	*out = NULL;
@@ -884,13 +928,18 @@ static int pg_open(const char *target, bool readonly, struct db **out, char *why
 	d->shown = db_redact(target);
 	d->readonly = readonly;
 	d->queue_tail = &d->queue;
+	d->buffer_max = BUFFER_MAX_BYTES;
+	const char *cap = getenv("LEAKPROOF_PG_BUFFER_BYTES");   /* tests, tuning */
+	if (cap && *cap) {
+		char *end;
+		unsigned long long v = strtoull(cap, &end, 10);
+		if (!*end && v >= 4096 && v <= (1ULL << 40))
+			d->buffer_max = (size_t)v;
+	}
 	const char *const vals[] = CONN_VALUES(d->conninfo);
 	d->conn = PQconnectdbParams(conn_keys, vals, 1);
 	if (!d->conn || PQstatus(d->conn) != CONNECTION_OK) {
-		snprintf(why, whysz, "%s", d->conn ? PQerrorMessage(d->conn) : "out of memory");
-		size_t n = strlen(why);
-		while (n && (why[n - 1] == '\n' || why[n - 1] == ' '))
-			why[--n] = '\0';
+		unreachable_why(d->conn ? PQerrorMessage(d->conn) : "out of memory", readonly, why, whysz);
 		pg_close(&d->base);
 		return -1;
 	}
@@ -1308,6 +1357,17 @@ static enum db_rc pg_set_version(struct db *db, int64_t version)
 	return rc == DB_OK ? run_sql(d, sql) : rc;
 }
 
+static uint64_t pg_dropped(struct db *db, char *why, size_t whysz)
+{
+	struct pg_db *d = pgdb(db);
+	if (d->dropped_total) {
+		char cap[32];
+		snprintf(why, whysz, "the server was unreachable past the %s buffer, and rows were dropped",
+		         fmt_bytes(cap, sizeof(cap), (double)d->buffer_max));
+	}
+	return d->dropped_total;
+}
+
 const struct db_driver db_postgresql_driver = {
 	.name = "postgresql",
 	.open = pg_open,
@@ -1335,4 +1395,5 @@ const struct db_driver db_postgresql_driver = {
 	.errmsg = pg_errmsg,
 	.get_version = pg_get_version,
 	.set_version = pg_set_version,
+	.dropped = pg_dropped,
 };

@@ -96,6 +96,44 @@ static void bind_segment_begin(struct db_stmt *s, const void *arg)
 	db_bind_double(s, 4, a->started_at);
 }
 
+/* Where it runs (schema 7), beside the run: NULL for what is not known. */
+static void bind_text_or_null(struct db_stmt *s, int i, const char *v)
+{
+	if (v && *v)
+		db_bind_text(s, i, v);
+	else
+		db_bind_null(s, i);
+}
+
+static void bind_int_or_null(struct db_stmt *s, int i, int64_t v, int64_t none)
+{
+	if (v != none)
+		db_bind_int64(s, i, v);
+	else
+		db_bind_null(s, i);
+}
+
+static void bind_placement(struct db_stmt *s, int64_t run_id, const struct placement *p)
+{
+	db_bind_int64(s, 1, run_id);
+	bind_text_or_null(s, 2, p->slurm_job_id);
+	bind_text_or_null(s, 3, p->slurm_array_job_id);
+	bind_text_or_null(s, 4, p->slurm_array_task_id);
+	bind_text_or_null(s, 5, p->slurm_step_id);
+	bind_int_or_null(s, 6, u64_to_db(p->alloc_mem_bytes), 0);
+	bind_text_or_null(s, 7, p->gpus);
+	bind_text_or_null(s, 8, p->launcher);
+	bind_text_or_null(s, 9, p->job_key);
+	bind_int_or_null(s, 10, p->rank, -1);
+	bind_int_or_null(s, 11, p->local_rank, -1);
+	bind_int_or_null(s, 12, p->world_size, 0);
+	bind_int_or_null(s, 13, p->node_id, -1);
+}
+
+#define PLACEMENT_INSERT_SQL "INSERT INTO placements (run_id, slurm_job_id, slurm_array_job_id," \
+	" slurm_array_task_id, slurm_step_id, alloc_mem_bytes, gpus, launcher, job_key, job_rank, local_rank," \
+	" world_size, node_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+
 #define SEGMENT_INSERT_SQL "INSERT INTO segments (run_id, seq, pid, started_at) VALUES (?1, ?2, ?3, ?4)"
 
 /* Why the run could not begin, said so that nobody takes it for a run
@@ -112,8 +150,8 @@ static int64_t begin_failed(struct store *st, struct db_stmt *s)
 	return -1;
 }
 
-/* The run and its segment 0 in one transaction: a run begins whole or not
- * at all. */
+/* The run, its segment 0 and its placement in one transaction: a run
+ * begins whole or not at all. */
 int64_t store_run_begin(struct store *st, const struct run_begin *rb)
 {
 	struct db_stmt *s;
@@ -137,10 +175,20 @@ int64_t store_run_begin(struct store *st, const struct run_begin *rb)
 	if (db_step(s) != DB_DONE)
 		return begin_failed(st, s);
 	db_finalize(s);
+	if (rb->placement) {
+		if (db_prepare(st->db, PLACEMENT_INSERT_SQL, false, &s) != DB_OK)
+			return begin_failed(st, NULL);
+		bind_placement(s, id, rb->placement);
+		if (db_step(s) != DB_DONE)
+			return begin_failed(st, s);
+		db_finalize(s);
+	}
 	if (db_commit(st->db) != DB_OK)
 		return begin_failed(st, NULL);
 	return id;
 }
+
+static void bind_run_id(struct db_stmt *s, const void *arg);
 
 struct run_end_args { int64_t run_id; const struct run_end *re; const char *lost; };
 
@@ -175,7 +223,8 @@ static const char *describe_lost(struct store *st, int64_t run_id, int64_t steps
 {
 	struct db_stmt *s;
 	int64_t stored = 0, last = 0;
-	bool has_last = false;
+	bool has_last = false, counted = false;
+	store_check_dropped(st);
 	if (!st->lost)
 		return NULL;
 	if (db_prepare(st->db, "SELECT count(*), (SELECT max(step) FROM steps WHERE run_id = ?1"
@@ -183,13 +232,16 @@ static const char *describe_lost(struct store *st, int64_t run_id, int64_t steps
 		db_bind_int64(s, 1, run_id);
 		db_bind_double(s, 2, st->lost_t);
 		if (db_step(s) == DB_ROW) {
+			counted = true;
 			stored = db_column_int64(s, 0);
 			has_last = !db_column_is_null(s, 1);
 			last = db_column_int64(s, 1);
 		}
 		db_finalize(s);
 	}
-	if (steps > stored && has_last)
+	if (!counted)   /* the store cannot be read now (a server away): no numbers */
+		snprintf(buf, sz, "some rows were not stored: %s", st->lost_why);
+	else if (steps > stored && has_last && !st->lost_gaps)
 		snprintf(buf, sz, "steps after %lld were not stored (%lld of %lld missing): %s", (long long)last,
 		         (long long)(steps - stored), (long long)steps, st->lost_why);
 	else if (steps > stored)
@@ -232,6 +284,11 @@ int store_run_end(struct store *st, int64_t run_id, const struct run_end *re)
 		return error("cannot write the end of run %lld to store '%s': %s; `leakproof ls` will show it"
 		             " as still running%s", (long long)run_id, st->path, st->last_why,
 		             a.lost ? " and its rows are not all there" : "");
+	/* Its GPU peak, kept for the sweep's table (schema 7): the samples are
+	 * all in (the supervisor flushes before it ends the run). */
+	if (st->version >= PLACEMENT_VERSION)
+		run_once(st, "UPDATE runs SET gpu_peak_bytes = (SELECT coalesce(max(gpu), 0) FROM samples"
+		         " WHERE run_id = ?1) WHERE id = ?1", "the GPU peak of a run", bind_run_id, &run_id);
 	/* A segment still open ends with the run. */
 	return run_once(st, "UPDATE segments SET ended_at = ?2, exit_code = ?3, exit_signal = ?4, cause = ?5"
 	                " WHERE run_id = ?1 AND ended_at IS NULL",
@@ -308,11 +365,18 @@ int store_segment_end(struct store *st, int64_t run_id, int64_t seq, const struc
 #define RUN_COLUMNS "id, started_at, coalesce(ended_at, 0), command, cwd, hostname, status, verdict," \
 	" step_regex, cgroup_mode, limit_source, measure, step_source, interval_ns, steps, bad_lines," \
 	" long_lines, limit_bytes, mem_total_bytes, peak_bytes, coalesce(exit_code, -1)," \
-	" coalesce(exit_signal, 0), coalesce(growth_bytes_per_step, 0), %s, %s"
+	" coalesce(exit_signal, 0), coalesce(growth_bytes_per_step, 0), %s, %s, %s"
+/* The placement's columns (schema 7; a LEFT JOIN, all NULL without a row). */
+#define PLACEMENT_COLUMNS "placements.run_id, slurm_job_id, slurm_array_job_id, slurm_array_task_id," \
+	" slurm_step_id, coalesce(alloc_mem_bytes, 0), gpus, launcher, job_key, coalesce(job_rank, -1)," \
+	" coalesce(local_rank, -1), coalesce(world_size, 0), coalesce(node_id, -1)"
+#define PLACEMENT_NONE "NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, -1, -1, 0, -1"
+#define PLACEMENT_JOIN "LEFT JOIN placements ON placements.run_id = runs.id"
 /* The lost column, or NULL in a store older than it (read as it is). */
 #define LOST_VERSION 5
 /* The supervisor's pid and start time, or 0 in a store older than them. */
 #define SUPERVISOR_VERSION 6
+#define KINDS_VERSION 9        /* kind_samples (growth kinds) */
 #define SUPERVISOR_COLUMNS "coalesce(supervisor_pid, 0), coalesce(supervisor_start, 0)"
 
 /* Whether a run recorded as running on host by supervisor pid, started at
@@ -364,11 +428,32 @@ int store_mark_stale_runs(struct store *st)
 /* "SELECT RUN_COLUMNS FROM runs rest" for this store, into sql. */
 static const char *run_select(struct store *st, const char *rest, char *sql, size_t sz)
 {
-	char cols[1024];
+	char cols[1536];
+	bool placed = st->version >= PLACEMENT_VERSION;
 	snprintf(cols, sizeof(cols), RUN_COLUMNS, st->version >= LOST_VERSION ? "lost" : "NULL",
-	         st->version >= SUPERVISOR_VERSION ? SUPERVISOR_COLUMNS : "0, 0");
-	snprintf(sql, sz, "SELECT %s FROM runs %s", cols, rest);
+	         st->version >= SUPERVISOR_VERSION ? SUPERVISOR_COLUMNS : "0, 0",
+	         placed ? PLACEMENT_COLUMNS : PLACEMENT_NONE);
+	snprintf(sql, sz, "SELECT %s FROM runs %s %s", cols, placed ? PLACEMENT_JOIN : "", rest);
 	return sql;
+}
+
+/* The placement's columns from index first (PLACEMENT_COLUMNS). */
+static void read_placement(struct db_stmt *s, int first, struct run_row *r)
+{
+	struct placement *p = &r->place;
+	r->has_place = !db_column_is_null(s, first);
+	col_strcpy(s, first + 1, p->slurm_job_id, sizeof(p->slurm_job_id));
+	col_strcpy(s, first + 2, p->slurm_array_job_id, sizeof(p->slurm_array_job_id));
+	col_strcpy(s, first + 3, p->slurm_array_task_id, sizeof(p->slurm_array_task_id));
+	col_strcpy(s, first + 4, p->slurm_step_id, sizeof(p->slurm_step_id));
+	p->alloc_mem_bytes = db_to_u64(db_column_int64(s, first + 5));
+	col_strcpy(s, first + 6, p->gpus, sizeof(p->gpus));
+	col_strcpy(s, first + 7, p->launcher, sizeof(p->launcher));
+	col_strcpy(s, first + 8, p->job_key, sizeof(p->job_key));
+	p->rank = db_column_int(s, first + 9);
+	p->local_rank = db_column_int(s, first + 10);
+	p->world_size = db_column_int(s, first + 11);
+	p->node_id = db_column_int(s, first + 12);
 }
 
 static void read_run_row(struct db_stmt *s, struct run_row *r)
@@ -400,6 +485,7 @@ static void read_run_row(struct db_stmt *s, struct run_row *r)
 	r->exit_signal = db_column_int(s, 21);
 	r->growth_bytes_per_step = db_column_double(s, 22);
 	r->lost = col_strdup(s, 23);
+	read_placement(s, 26, r);
 	/* read-only readers (ls, report) see a dead supervisor's run as it is */
 	if (r->status && !strcmp(r->status, "running") &&
 	    supervisor_gone(r->hostname, db_column_int64(s, 24), db_column_int64(s, 25))) {
@@ -429,7 +515,7 @@ void run_row_release(struct run_row *r)
 int store_get_run(struct store *st, int64_t id, struct run_row *out)
 {
 	struct db_stmt *s;
-	char buf[1536];
+	char buf[2048];
 	const char *sql = run_select(st, id > 0 ? "WHERE id = ?1" : "ORDER BY id DESC LIMIT 1", buf, sizeof(buf));
 	memset(out, 0, sizeof(*out));
 	if (db_prepare(st->db, sql, false, &s) != DB_OK)
@@ -463,9 +549,26 @@ int store_list_runs(struct store *st, struct run_row **out, size_t *n)
 	struct db_stmt *s;
 	*out = NULL;
 	*n = 0;
-	char sql[1536];
+	char sql[2048];
 	if (db_prepare(st->db, run_select(st, "ORDER BY id DESC", sql, sizeof(sql)), false, &s) != DB_OK)
 		return store_read_error(st);
+	int rc;
+	*out = store_load_rows(st, s, sizeof(**out), read_run, drop_runs, n, &rc);
+	return rc;
+}
+
+int store_list_job_runs(struct store *st, const char *job_key, struct run_row **out, size_t *n)
+{
+	struct db_stmt *s;
+	*out = NULL;
+	*n = 0;
+	if (st->version < PLACEMENT_VERSION || !job_key || !*job_key)
+		return 0;
+	char sql[2048];
+	if (db_prepare(st->db, run_select(st, "WHERE job_key = ?1 ORDER BY job_rank, id", sql, sizeof(sql)), false,
+	               &s) != DB_OK)
+		return store_read_error(st);
+	db_bind_text(s, 1, job_key);
 	int rc;
 	*out = store_load_rows(st, s, sizeof(**out), read_run, drop_runs, n, &rc);
 	return rc;
@@ -590,6 +693,44 @@ void event_rows_free(struct event_row *rows, size_t n)
 	free(rows);
 }
 
+static void read_census(struct db_stmt *s, void *row)
+{
+	struct census_row *r = row;
+	r->t = db_column_double(s, 0);
+	r->step = db_column_is_null(s, 1) ? -1 : db_column_int64(s, 1);
+	r->seq = db_column_int64(s, 2);
+	col_strcpy(s, 3, r->type, sizeof(r->type));
+	r->count = db_column_int64(s, 4);
+	r->bytes = db_column_is_null(s, 5) ? -1 : db_column_int64(s, 5);
+	r->holder = col_strdup_or_null(s, 6);
+	r->cost_us = db_column_is_null(s, 7) ? -1 : db_column_int64(s, 7);
+}
+
+static void drop_census(void *rows, size_t n)
+{
+	census_rows_free(rows, n);
+}
+
+int store_load_census(struct store *st, int64_t run_id, struct census_row **out, size_t *n)
+{
+	struct db_stmt *s;
+	*out = NULL;
+	*n = 0;
+	if (store_prepare_read(st, "SELECT t, step, seq, type, count, bytes, holder, cost_us FROM census"
+	                       " WHERE run_id = ?1 ORDER BY t, rowid", run_id, &s) < 0)
+		return -1;
+	int rc;
+	*out = store_load_rows(st, s, sizeof(**out), read_census, drop_census, n, &rc);
+	return rc;
+}
+
+void census_rows_free(struct census_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].holder);
+	free(rows);
+}
+
 static void read_result(struct db_stmt *s, void *row)
 {
 	struct result_row *r = row;
@@ -638,6 +779,37 @@ int store_top_procs(struct store *st, int64_t run_id, struct proc_row **out, siz
 	db_bind_int64(s, 2, max > (size_t)INT64_MAX ? INT64_MAX : (int64_t)max);
 	int rc;
 	*out = store_load_rows(st, s, sizeof(**out), read_proc, NULL, n, &rc);
+	return rc;
+}
+
+static void read_kind(struct db_stmt *s, void *row)
+{
+	struct kind_row *k = row;
+	k->t = db_column_double(s, 0);
+	k->pid = db_column_int(s, 1);
+	k->ppid = db_column_int(s, 2);
+	const char *name = db_column_text(s, 3);
+	snprintf(k->name, sizeof(k->name), "%s", name ? name : "");
+	k->anon = db_to_u64(db_column_int64(s, 4));
+	k->cow = db_to_u64(db_column_int64(s, 5));
+	k->cow_base = db_to_u64(db_column_int64(s, 6));
+	k->file = db_to_u64(db_column_int64(s, 7));
+	k->shmem = db_to_u64(db_column_int64(s, 8));
+	k->gpu = db_to_u64(db_column_int64(s, 9));
+}
+
+int store_load_kind_samples(struct store *st, int64_t run_id, struct kind_row **out, size_t *n)
+{
+	struct db_stmt *s;
+	*out = NULL;
+	*n = 0;
+	if (st->version < KINDS_VERSION)
+		return 0;               /* an older store, read as it is: no kinds */
+	if (store_prepare_read(st, "SELECT t, pid, ppid, name, anon, cow, cow_base, file, shmem, gpu"
+	                       " FROM kind_samples WHERE run_id = ?1 ORDER BY t, pid", run_id, &s) < 0)
+		return -1;
+	int rc;
+	*out = store_load_rows(st, s, sizeof(**out), read_kind, NULL, n, &rc);
 	return rc;
 }
 

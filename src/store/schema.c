@@ -188,7 +188,50 @@ static const char *const migrations[] = {
 	"CREATE INDEX trials_status ON trials(sweep_id, status, idx);"
 	"ALTER TABLE sweeps ADD COLUMN executor TEXT;"        /* NULL: local; slurm */
 	"ALTER TABLE sweeps ADD COLUMN slurm_job INTEGER;",   /* the array job last submitted */
-	/* 8: what a sweep's memory model predicted of a trial when it was
+	/* 8: the object census of Python jobs (core/observe.c, model/census.c) */
+	"CREATE TABLE census ("
+	"  run_id INTEGER NOT NULL,"
+	"  t REAL NOT NULL,"
+	"  step INTEGER,"                        /* the last step marked by then; NULL: none */
+	"  seq INTEGER NOT NULL,"                /* the census's number in the job */
+	"  type TEXT NOT NULL,"                  /* '*': the census itself */
+	"  count INTEGER NOT NULL,"              /* objects ('*': all it looked at) */
+	"  bytes INTEGER,"                       /* NULL: unknown */
+	"  holder TEXT,"                         /* what holds the new ones; NULL: none found */
+	"  cost_us INTEGER"                      /* '*': the census's time in the job */
+	");"
+	"CREATE INDEX census_run ON census(run_id, t);",
+	/* 9: memory by kind, per process (growth kinds; pid 0: the job's cgroup) */
+	"CREATE TABLE kind_samples ("
+	"  run_id INTEGER NOT NULL,"
+	"  t REAL NOT NULL,"
+	"  pid INTEGER NOT NULL, ppid INTEGER NOT NULL, name TEXT NOT NULL,"
+	"  anon INTEGER NOT NULL,"              /* resident anonymous; cgroup: anon */
+	"  cow INTEGER NOT NULL,"               /* parent's pages copied by a forked child */
+	"  cow_base INTEGER NOT NULL,"          /* ... out of this many shared at first sight */
+	"  file INTEGER NOT NULL,"              /* file-backed mapped (PSS); cgroup: page cache */
+	"  shmem INTEGER NOT NULL,"             /* shared memory (PSS); cgroup: shmem */
+	"  gpu INTEGER NOT NULL"
+	");"
+	"CREATE INDEX kind_samples_run ON kind_samples(run_id, t);",
+	/* 10: where a run ran: its allocation, and its rank in a job of several
+	 * (base/placement.h); no row: nothing known beyond runs.hostname. And
+	 * runs.gpu_peak_bytes. */
+	"CREATE TABLE placements ("
+	"  run_id INTEGER PRIMARY KEY,"
+	"  slurm_job_id TEXT, slurm_array_job_id TEXT, slurm_array_task_id TEXT, slurm_step_id TEXT,"
+	"  alloc_mem_bytes INTEGER,"             /* the allocation's memory; NULL unknown */
+	"  gpus TEXT,"                           /* CUDA_VISIBLE_DEVICES or SLURM's GPU list */
+	"  launcher TEXT,"                       /* slurm, torchrun; NULL: a lone run */
+	"  job_key TEXT,"                        /* shared by the ranks of one job */
+	"  job_rank INTEGER, local_rank INTEGER, world_size INTEGER, node_id INTEGER"
+	");"
+	"CREATE INDEX placements_job ON placements(job_key, job_rank);"
+	/* the most GPU memory at one sample, kept at the run's end so that a
+	 * sweep's table does not read every sample of every trial; NULL:
+	 * not ended (or older), read from samples */
+	"ALTER TABLE runs ADD COLUMN gpu_peak_bytes INTEGER;",
+	/* 11: what a sweep's memory model predicted of a trial when it was
 	 * started or skipped (sweep/memmodel.c); bytes, NULL: unknown */
 	"CREATE TABLE trial_predictions ("
 	"  sweep_id INTEGER NOT NULL,"

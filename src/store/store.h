@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/placement.h"
 #include "base/sample.h"
 
 struct store;
@@ -76,6 +77,7 @@ struct run_begin {
 	int pid;                    /* the job's first process; 0 when not started yet */
 	int supervisor_pid;         /* leakproof's own pid, on hostname; 0: unknown */
 	uint64_t supervisor_start;  /* its start time (/proc/PID/stat starttime, ticks) */
+	const struct placement *placement;   /* its allocation and rank; NULL: none known */
 };
 /* Mark `interrupted` every run recorded as running on this host whose
  * supervisor (supervisor_pid, supervisor_start) is gone: killed with no
@@ -132,6 +134,18 @@ int store_add_sample(struct store *st, int64_t run_id, const struct mem_sample *
 int store_add_proc_sample(struct store *st, int64_t run_id, double t, int pid, int ppid,
                           const char *name, uint64_t rss, uint64_t pss, uint64_t uss,
                           uint64_t swap, uint64_t gpu);
+/* Memory by kind of one process at a moment (growth kinds,
+ * docs/internals/growth-kinds.md); pid 0 is the job's cgroup as a whole
+ * (anon, page cache as file, shmem). Stored with the per-process samples. */
+struct kind_row {
+	double t;
+	int pid, ppid;
+	char name[32];
+	uint64_t anon, cow, cow_base, file, shmem, gpu;
+};
+int store_add_kind_sample(struct store *st, int64_t run_id, const struct kind_row *k);
+/* A run's kind rows ordered by t, then pid; the array is freed with free(). */
+int store_load_kind_samples(struct store *st, int64_t run_id, struct kind_row **out, size_t *n);
 struct step_rec {
 	int64_t step;
 	int64_t epoch;              /* -1 when unknown */
@@ -163,6 +177,8 @@ struct run_row {
 	char *lost;                      /* "": the run is whole; else what of it its
 	                                  * writer could not store ("steps after 374
 	                                  * were not stored (...): REASON") */
+	bool has_place;                  /* a placement was recorded (schema 10) */
+	struct placement place;          /* else zeroed, ranks -1 */
 };
 void run_row_release(struct run_row *r);
 
@@ -172,6 +188,9 @@ int store_get_run(struct store *st, int64_t id, struct run_row *out);
  * run_rows_free(). */
 int store_list_runs(struct store *st, struct run_row **out, size_t *n);
 void run_rows_free(struct run_row *rows, size_t n);
+/* The runs of one job of several ranks (placement.job_key), by rank then
+ * id, as store_list_runs(). A store older than schema 10 has none. */
+int store_list_job_runs(struct store *st, const char *job_key, struct run_row **out, size_t *n);
 
 int store_load_samples(struct store *st, int64_t run_id, struct mem_sample **out, size_t *n);
 int store_load_steps(struct store *st, int64_t run_id, struct step_rec **out, size_t *n);
@@ -188,6 +207,25 @@ struct proc_row { int pid, ppid; char name[64]; uint64_t rss, pss, uss, swap, gp
 int store_top_procs(struct store *st, int64_t run_id, struct proc_row **out, size_t *n, size_t max);
 /* The arrays of the load functions above (metrics, results, samples, steps,
  * procs) are freed with free(); events with event_rows_free(). */
+
+/* One row of a Python job's object census (docs/internals/census.md): the
+ * count of one type in census seq, or with type "*" the census itself
+ * (count: the objects it looked at; cost_us: its time in the job). */
+struct census_row {
+	double t;
+	int64_t step;                    /* the last step marked by then; -1 none */
+	int64_t seq;
+	char type[128];
+	int64_t count;
+	int64_t bytes;                   /* -1 unknown */
+	char *holder;                    /* NULL: none found (owned by the row) */
+	int64_t cost_us;                 /* -1 unknown; "*" rows only */
+};
+/* holder is copied; NULL or "" stores none. */
+int store_add_census(struct store *st, int64_t run_id, const struct census_row *r);
+/* In order of time; freed with census_rows_free(). */
+int store_load_census(struct store *st, int64_t run_id, struct census_row **out, size_t *n);
+void census_rows_free(struct census_row *rows, size_t n);
 
 struct segment_row {
 	int64_t seq;

@@ -242,14 +242,18 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 	*out = NULL;
 	*n = 0;
 	char sql[2048];
-	snprintf(sql, sizeof(sql), "%s%s ORDER BY t.idx, t.attempt",
+	/* the GPU peak kept at the run's end (schema 10), else read from its samples */
+	const char *gpu = st->version >= PLACEMENT_VERSION ? "coalesce(r.gpu_peak_bytes,"
+	                  " (SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id))"
+	                                   : "(SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id)";
+	const char *host = st->version >= PLACEMENT_VERSION ? ", r.hostname" : ", NULL";
+	snprintf(sql, sizeof(sql), "%s%s%s%s%s%s ORDER BY t.idx, t.attempt",
 	        "SELECT t.sweep_id, t.idx, t.attempt, t.params, t.env, t.argv, t.status, t.cause, t.note,"
 	        " coalesce(t.run_id, 0), t.metric, coalesce(t.optuna_number, -1), coalesce(t.started_at, 0),"
 	        " coalesce(t.ended_at, 0), r.verdict, r.growth_bytes_per_step, r.step_q0, r.step_q1, r.step_q2,"
-	        " r.step_q3, r.step_q4, r.steps_per_second, coalesce(r.peak_bytes, 0), coalesce(r.steps, 0), t.vals,"
-	        " (SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id),"
-	        " t.worker, coalesce(t.lease_until, 0), coalesce(t.slurm_job, 0), coalesce(t.slurm_task, -1)"
-	        " FROM trials t LEFT JOIN runs r ON r.id = t.run_id WHERE t.sweep_id = ?1",
+	        " r.step_q3, r.step_q4, r.steps_per_second, coalesce(r.peak_bytes, 0), coalesce(r.steps, 0), t.vals, ",
+	        gpu, ", t.worker, coalesce(t.lease_until, 0), coalesce(t.slurm_job, 0), coalesce(t.slurm_task, -1)",
+	        host, " FROM trials t LEFT JOIN runs r ON r.id = t.run_id WHERE t.sweep_id = ?1",
 	        idx >= 0 ? " AND t.idx = ?2 AND t.attempt = ?3" : "");
 	struct db_stmt *s = prepare(st, sql, "read the trials");
 	if (!s)
@@ -297,6 +301,7 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 		t->lease_until = db_column_double(s, 27);
 		t->slurm_job = db_column_int64(s, 28);
 		t->slurm_task = db_column_int64(s, 29);
+		t->host = col_strdup(s, 30);
 	}
 	if (rc != DB_DONE) {
 		sweep_error(st, "read the trials");
@@ -343,6 +348,7 @@ void trial_row_release(struct trial_row *t)
 	free(t->verdict);
 	free(t->vals);
 	free(t->worker);
+	free(t->host);
 	memset(t, 0, sizeof(*t));
 }
 

@@ -66,6 +66,7 @@ struct trial_row {
 	char *worker;                     /* HOST:PID; "" none (store_trial_put: NULL) */
 	double lease_until;               /* wall seconds; 0 none */
 	int64_t slurm_job, slurm_task;    /* the worker's array job (0 none) and task (-1 none) */
+	char *host;                       /* the host it ran on; "" unknown */
 };
 /* Insert or replace the row (sweep_id, idx, attempt). Strings may be NULL. */
 int store_trial_put(struct store *st, const struct trial_row *t);

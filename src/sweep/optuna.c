@@ -1,22 +1,28 @@
 /*
- * optuna.c — `leakproof sweep` method optuna, through Optuna's command line.
+ * optuna.c — `leakproof sweep` method optuna, through one long-lived
+ * Optuna process.
  *
- * Three parts: a runner that starts one `optuna` command (fork/execvpe, no
- * shell, stdin from /dev/null, stdout and stderr through pipes read by one
- * poll loop, a time limit, PYTHONWARNINGS=ignore to silence Optuna's
- * ExperimentalWarning); a small strict JSON reader for what those commands
- * print; and the mapping between a sweep spec's dimensions and Optuna's
- * distributions. See optuna.h for the API and docs/internals/optuna.md for
- * the commands and the measured costs (about 1.3 s per command).
+ * Four parts: a small strict JSON reader for what Optuna answers; the
+ * mapping between a sweep spec's dimensions and Optuna's distributions;
+ * the study's storage (an SQLite file beside the store, or a PostgreSQL
+ * store's own database); and the Optuna process, a Python script on
+ * Optuna's API behind JSON lines on a socketpair, restarted when it dies.
+ * See optuna.h for the API and docs/internals/optuna.md for the protocol
+ * and the measured costs.
  */
 #include "sweep/optuna.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,8 +31,7 @@
 #include "util/util.h"
 
 #define OPTUNA_TIMEOUT_MS 120000
-#define OUT_CAP_BYTES (4 << 20)        /* stdout of one command */
-#define ERR_KEEP_BYTES 16384           /* the tail of stderr kept for messages */
+#define OPTUNA_PG_SCHEMA "optuna"     /* Optuna's tables in a PostgreSQL store's database */
 #define MAX_INT_BOUND 9007199254740992.0 /* 2^53: integers a double holds exactly */
 
 /* ------------------------------------------------------------------ */
@@ -43,159 +48,11 @@ static void fmt_shortest(char *buf, size_t n, double v)
 }
 
 /* ------------------------------------------------------------------ */
-/* Running one optuna command */
+/* The optuna program */
 
 static const char *optuna_prog(const struct optuna_study *st)
 {
 	return st->optuna && *st->optuna ? st->optuna : "optuna";
-}
-
-/*
- * The line of stderr that says what went wrong, escape sequences (colours)
- * removed, at most 1000 bytes; "" when there is none. The caller frees.
- * After a Python traceback that is the exception's line, the first
- * unindented one after the last "Traceback (most recent call last):" (the
- * last line can be SQLAlchemy's "(Background on this error at: URL)" or the
- * "[SQL: ...]" of a long message); otherwise (argparse's "optuna tell:
- * error: ...", a traceback cut off by the tail) the last non-empty line.
- */
-static char *error_line(const struct strbuf *err)
-{
-	static const char tb[] = "Traceback (most recent call last):";
-	struct strbuf clean = STRBUF_INIT;
-	const char *s = strbuf_str(err);
-	for (size_t i = 0; i < err->len; i++) {
-		if (s[i] == '\033' && i + 1 < err->len && s[i + 1] == '[') {
-			i += 2;
-			while (i < err->len && !(s[i] >= '@' && s[i] <= '~'))
-				i++;
-			continue;
-		}
-		strbuf_addch(&clean, s[i]);
-	}
-	const char *c = strbuf_str(&clean), *last = NULL, *exc = NULL;
-	size_t last_len = 0, exc_len = 0;
-	bool in_tb = false;
-	for (const char *line = c; *line; ) {
-		const char *nl = strchr(line, '\n');
-		size_t len = nl ? (size_t)(nl - line) : strlen(line);
-		while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ' ||
-				   line[len - 1] == '\t'))
-			len--;
-		if (len == sizeof(tb) - 1 && !memcmp(line, tb, len)) {
-			in_tb = true;
-			exc = NULL;
-		} else if (len > 0 && in_tb && line[0] != ' ' && line[0] != '\t') {
-			in_tb = false;
-			exc = line;
-			exc_len = len;
-		}
-		if (len > 0) {
-			last = line;
-			last_len = len;
-		}
-		if (!nl)
-			break;
-		line = nl + 1;
-	}
-	const char *pick = exc ? exc : last;
-	size_t pick_len = exc ? exc_len : last_len;
-	if (pick_len > 1000)
-		pick_len = 1000;
-	char *out = xmalloc(pick_len + 1);
-	if (pick_len)
-		memcpy(out, pick, pick_len);
-	out[pick_len] = '\0';
-	strbuf_release(&clean);
-	return out;
-}
-
-/* The optuna command line: prog, then args (NULL-terminated). The caller
- * frees the array (not its strings). */
-static const char **optuna_argv(const char *prog, const char *const *args)
-{
-	size_t nargs = 0;
-	while (args[nargs])
-		nargs++;
-	const char **argv = xcalloc(nargs + 2, sizeof(*argv));
-	argv[0] = prog;
-	for (size_t i = 0; i < nargs; i++)
-		argv[i + 1] = args[i];
-	return argv;
-}
-
-/* Say why prog did not run (rc from spawn_capture(), errno its cause). */
-static void report_not_run(const char *prog, const char *what, int rc, const struct spawn *sp)
-{
-	if (rc == SPAWN_NOT_FOUND)
-		error("cannot run '%s': %s (is Optuna installed? Debian and Ubuntu: "
-		      "apt install python3-optuna; else pip install optuna)",
-		      prog, strerror(errno));
-	else if (rc == SPAWN_CANNOT_EXEC)
-		error_errno("cannot run '%s'", prog);
-	else if (sp->pid > 0)
-		error_errno("'%s': %s", what, sp->why);   /* waiting for it failed */
-	else
-		error_errno("cannot run '%s': %s", prog, sp->why);
-}
-
-/* 0 when the command ran and exited 0; else -1 after saying how it ended. */
-static int judge_end(const char *what, int timeout_ms, const struct spawn_capture *cap)
-{
-	if (cap->timed_out) {
-		error("'%s' did not finish within %d s (killed)", what, (timeout_ms + 999) / 1000);
-		return -1;
-	}
-	if (cap->too_big) {
-		error("'%s' printed more than %d MiB (killed)", what, OUT_CAP_BYTES >> 20);
-		return -1;
-	}
-	int status = cap->wait_status;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;
-	char *line = error_line(&cap->err);
-	char how[64];
-	if (WIFEXITED(status))
-		snprintf(how, sizeof(how), "exit status %d", WEXITSTATUS(status));
-	else
-		snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(status));
-	error("'%s' failed (%s): %s", what, how, *line ? line : "no message on stderr");
-	free(line);
-	return -1;
-}
-
-/*
- * Run `optuna ARGS...` (args NULL-terminated; what names the command in
- * messages, "optuna ask") through platform/spawn.h: no shell, stdin from
- * /dev/null, Python's default signal actions, PYTHONWARNINGS=ignore to
- * silence Optuna's ExperimentalWarning, a time limit. Its stdout goes to
- * *out; it must exit 0. Returns 0, or -1 after printing a message.
- */
-static int run_optuna(const struct optuna_study *st, const char *what,
-		      const char *const *args, struct strbuf *out)
-{
-	static const char *const env[] = { "PYTHONWARNINGS=ignore", NULL };
-	const char *prog = optuna_prog(st);
-	int timeout_ms = st->timeout_ms > 0 ? st->timeout_ms : OPTUNA_TIMEOUT_MS;
-	const char **argv = optuna_argv(prog, args);
-	struct spawn sp = {
-		.argv = argv, .path_lookup = true, .env = env, .in.how = SPAWN_NULL, .reset_signals = true,
-	};
-	struct spawn_capture cap = SPAWN_CAPTURE_INIT;
-	cap.timeout_ms = timeout_ms;
-	cap.out_cap_bytes = OUT_CAP_BYTES;
-	cap.err_tail_bytes = ERR_KEEP_BYTES;
-
-	int rc = spawn_capture(&sp, &cap);
-	if (rc)
-		report_not_run(prog, what, rc, &sp);
-	else
-		rc = judge_end(what, timeout_ms, &cap);
-	strbuf_release(out);
-	*out = cap.out;   /* what it printed, also on failure */
-	strbuf_release(&cap.err);
-	free(argv);
-	return rc ? -1 : 0;
 }
 
 /* A short printable excerpt of text for messages; the caller frees. */
@@ -498,7 +355,7 @@ fail:
 }
 
 /* ------------------------------------------------------------------ */
-/* The commands */
+/* Seeds, studies and storage */
 
 uint32_t optuna_ask_seed(uint64_t seed, uint64_t seq)
 {
@@ -509,16 +366,6 @@ uint32_t optuna_ask_seed(uint64_t seed, uint64_t seq)
 	return (uint32_t)(z >> 32);
 }
 
-/* "--NAME=VALUE" as one argument (the caller frees). The '=' form keeps
- * argparse from taking a value that starts with '-' ("-1e-05", "-inf") for
- * an option. */
-static char *opt(const char *name, const char *value)
-{
-	struct strbuf sb = STRBUF_INIT;
-	strbuf_addf(&sb, "--%s=%s", name, value);
-	return strbuf_detach(&sb, NULL);
-}
-
 static int check_study(const struct optuna_study *st)
 {
 	if (!st->storage || !*st->storage || !st->name || !*st->name)
@@ -526,116 +373,75 @@ static int check_study(const struct optuna_study *st)
 	return 0;
 }
 
-int optuna_create(const struct optuna_study *st)
+/* The scheme's length when uri is a PostgreSQL URI ("postgresql://",
+ * "postgres://"), else 0. */
+static size_t pg_scheme(const char *uri)
 {
-	if (check_study(st))
-		return -1;
-	const char *dir = st->maximize ? "maximize" : "minimize";
-	char *storage = opt("storage", st->storage), *name = opt("study-name", st->name);
-	char *direction = opt("direction", dir);
-	const char *create[] = { "create-study", "-q", storage, name, direction,
-				 "--skip-if-exists", NULL };
-	const char *studies[] = { "studies", "-q", storage, "-f", "json", NULL };
-	struct strbuf out = STRBUF_INIT;
-	struct jval root = { 0 };
-	int rc = -1;
-
-	if (run_optuna(st, "optuna create-study", create, &out) ||
-	    run_optuna(st, "optuna studies", studies, &out) ||
-	    json_parse(strbuf_str(&out), "optuna studies", &root))
-		goto done;
-	if (root.type != J_ARR) {
-		error("unexpected output from 'optuna studies': not a list");
-		goto done;
-	}
-	for (size_t i = 0; i < root.n; i++) {
-		const struct jval *s = &root.items[i], *n = jval_get(s, "name"), *d = jval_get(s, "direction");
-		if (!n || n->type != J_STR || strcmp(n->s, st->name))
-			continue;
-		/* ["MINIMIZE"] in 3.1; a bare string is taken too. */
-		if (d && d->type == J_ARR && d->n == 1)
-			d = &d->items[0];
-		if (!d || d->type != J_STR) {
-			error("study '%s' in '%s' has %zu objectives; a leakproof sweep has one",
-			      st->name, st->storage, d && d->type == J_ARR ? d->n : (size_t)0);
-			goto done;
-		}
-		if (strcasecmp(d->s, dir)) {
-			error("study '%s' in '%s' is to %s, but the sweep's goal is to %s "
-			      "(give the sweep another study name or storage)",
-			      st->name, st->storage, st->maximize ? "minimize" : "maximize", dir);
-			goto done;
-		}
-		rc = 0;
-		goto done;
-	}
-	error("study '%s' is not in '%s' after 'optuna create-study'", st->name, st->storage);
-done:
-	jval_release(&root);
-	strbuf_release(&out);
-	free(storage);
-	free(name);
-	free(direction);
-	return rc;
+	if (!strncmp(uri, "postgresql://", 13))
+		return 13;
+	if (!strncmp(uri, "postgres://", 11))
+		return 11;
+	return 0;
 }
 
-int optuna_ask(const struct optuna_study *st, const struct sweep_spec *spec,
-	       uint64_t seq, int64_t *number, struct sweep_assign *out)
+/* The end of the userinfo of a URI's authority (its '@'), or NULL. */
+static const char *userinfo_end(const char *auth)
 {
-	out->values = NULL;
-	if (check_study(st))
-		return -1;
-	char *space = optuna_search_space_json(spec);
-	if (!space)
-		return -1;
-	char kwargs[64];
-	snprintf(kwargs, sizeof(kwargs), "{\"seed\": %u}", (unsigned)optuna_ask_seed(st->seed, seq));
-	char *storage = opt("storage", st->storage), *name = opt("study-name", st->name);
-	char *sampler = opt("sampler", st->sampler && *st->sampler ? st->sampler : "TPESampler");
-	char *skw = opt("sampler-kwargs", kwargs), *ss = opt("search-space", space);
-	const char *args[] = { "ask", "-q", storage, name, sampler, skw, ss, "-f", "json", NULL };
-	struct strbuf outb = STRBUF_INIT;
-	int rc = -1;
-	if (run_optuna(st, "optuna ask", args, &outb) == 0)
-		rc = optuna_parse_ask(strbuf_str(&outb), spec, number, out);
-	strbuf_release(&outb);
-	free(space);
-	free(storage);
-	free(name);
-	free(sampler);
-	free(skw);
-	free(ss);
-	return rc;
+	const char *end = auth + strcspn(auth, "/?#");
+	const char *at = memchr(auth, '@', (size_t)(end - auth));
+	while (at) {       /* the last '@' before the host */
+		const char *next = memchr(at + 1, '@', (size_t)(end - at - 1));
+		if (!next)
+			break;
+		at = next;
+	}
+	return at;
 }
 
-int optuna_tell(const struct optuna_study *st, int64_t number, bool ok, double value)
+char *optuna_storage_password(const char *store_path)
 {
-	if (check_study(st))
-		return -1;
-	if (number < 0)
-		return error("optuna tell: bad trial number %lld", (long long)number);
-	char buf[40];
-	bool complete = ok && !isnan(value);
-	char *storage = opt("storage", st->storage), *name = opt("study-name", st->name);
-	snprintf(buf, sizeof(buf), "%lld", (long long)number);
-	char *trial = opt("trial-number", buf);
-	fmt_shortest(buf, sizeof(buf), value);
-	char *values = complete ? opt("values", buf) : NULL;
-	const char *args[] = { "tell", "-q", storage, name, trial,
-			       complete ? "--state=complete" : "--state=fail",
-			       "--skip-if-finished", values, NULL };
-	struct strbuf out = STRBUF_INIT;
-	int rc = run_optuna(st, "optuna tell", args, &out);
-	strbuf_release(&out);
-	free(storage);
-	free(name);
-	free(trial);
-	free(values);
-	return rc;
+	size_t k = pg_scheme(store_path);
+	if (!k)
+		return NULL;
+	const char *auth = store_path + k, *at = userinfo_end(auth);
+	const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+	if (!colon)
+		return NULL;
+	struct strbuf sb = STRBUF_INIT;
+	for (const char *q = colon + 1; q < at; q++) {
+		if (*q == '%' && q + 2 < at && isxdigit((unsigned char)q[1]) && isxdigit((unsigned char)q[2])) {
+			char hex[3] = { q[1], q[2], '\0' };
+			strbuf_addch(&sb, (char)strtol(hex, NULL, 16));
+			q += 2;
+		} else {
+			strbuf_addch(&sb, *q);
+		}
+	}
+	return strbuf_detach(&sb, NULL);
 }
 
 char *optuna_default_storage(const char *store_path)
 {
+	size_t k = pg_scheme(store_path);
+	if (k) {
+		/* the same server and database through SQLAlchemy and psycopg2,
+		 * the password left out (optuna_storage_password()) */
+		struct strbuf sb = STRBUF_INIT;
+		const char *auth = store_path + k, *at = userinfo_end(auth);
+		const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+		strbuf_addstr(&sb, "postgresql+psycopg2://");
+		if (colon) {
+			strbuf_add(&sb, auth, (size_t)(colon - auth));
+			strbuf_addstr(&sb, at);
+		} else {
+			strbuf_addstr(&sb, auth);
+		}
+		/* Optuna's tables (trials, studies, ...) in a schema of their
+		 * own: the store has a "trials" table too */
+		strbuf_addstr(&sb, strchr(auth, '?') ? "&" : "?");
+		strbuf_addstr(&sb, "options=-csearch_path%3D" OPTUNA_PG_SCHEMA);
+		return strbuf_detach(&sb, NULL);
+	}
 	struct strbuf dir = STRBUF_INIT, url = STRBUF_INIT;
 	const char *slash = strrchr(store_path, '/');
 	if (!slash)
@@ -676,4 +482,580 @@ char *optuna_default_storage(const char *store_path)
 		    strcmp(strbuf_str(&dir), "/") ? strbuf_str(&dir) : "");
 	strbuf_release(&dir);
 	return strbuf_detach(&url, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* The long-lived Optuna process */
+
+/*
+ * The script the Optuna process runs (python3 -c): Optuna's own Python API
+ * behind one JSON request per line on stdin, one JSON reply per line on
+ * stdout, in order:
+ *   {"op": "open", "storage", "study", "direction", "sampler",
+ *    "sampler_kwargs", "pruner", "pruner_kwargs", "seed", "space"} -> {"ok": true}
+ *   {"op": "ask"}                                    -> {"number": N, "params": {...}}
+ *   {"op": "tell", "number": N, "state": "complete", "value": V}  -> {"ok": true}
+ *   {"op": "tell", "number": N, "state": "fail"}     -> {"ok": true}
+ * and {"error": "Type: message"} for any request that failed. It ends at
+ * the end of its input. docs/internals/optuna.md has the protocol.
+ */
+static const char coproc_script[] =
+	"import inspect, json, sys, warnings\n"
+	"warnings.simplefilter('ignore')\n"
+	"import optuna\n"
+	"optuna.logging.set_verbosity(optuna.logging.ERROR)\n"
+	"from optuna.distributions import json_to_distribution\n"
+	"from optuna.trial import TrialState\n"
+	"\n"
+	"def reply(obj):\n"
+	"    sys.stdout.write(json.dumps(obj) + '\\n')\n"
+	"    sys.stdout.flush()\n"
+	"\n"
+	"def make(module, kind, name, kwargs, seed):\n"
+	"    cls = getattr(module, name, None)\n"
+	"    if not inspect.isclass(cls):\n"
+	"        raise ValueError('optuna has no %s named %r' % (kind, name))\n"
+	"    kwargs = dict(kwargs or {})\n"
+	"    if seed is not None and 'seed' not in kwargs and 'seed' in inspect.signature(cls).parameters:\n"
+	"        kwargs['seed'] = seed\n"
+	"    return cls(**kwargs)\n"
+	"\n"
+	"study = space = None\n"
+	"for line in sys.stdin:\n"
+	"    try:\n"
+	"        req = json.loads(line)\n"
+	"        op = req.get('op')\n"
+	"        if op == 'open':\n"
+	"            sampler = make(optuna.samplers, 'sampler', req['sampler'], req.get('sampler_kwargs'), req.get('seed'))\n"
+	"            pruner = None\n"
+	"            if req.get('pruner'):\n"
+	"                pruner = make(optuna.pruners, 'pruner', req['pruner'], req.get('pruner_kwargs'), None)\n"
+	"            storage = req['storage']\n"
+	"            if req.get('password') is not None:\n"
+	"                import sqlalchemy.engine\n"
+	"                url = sqlalchemy.engine.make_url(storage).set(password=req['password'])\n"
+	"                storage = url.render_as_string(hide_password=False)\n"
+	"            if storage.startswith('postgresql'):\n"
+	"                import re, sqlalchemy\n"
+	"                m = re.search('search_path%3D([A-Za-z_][A-Za-z0-9_]*)', req['storage'])\n"
+	"                if m:\n"
+	"                    engine = sqlalchemy.create_engine(storage)\n"
+	"                    with engine.begin() as c:\n"
+	"                        c.execute(sqlalchemy.text('CREATE SCHEMA IF NOT EXISTS ' + m.group(1)))\n"
+	"                    engine.dispose()\n"
+	"            study = optuna.create_study(storage=storage, study_name=req['study'],\n"
+	"                                        direction=req['direction'], sampler=sampler, pruner=pruner,\n"
+	"                                        load_if_exists=True)\n"
+	"            dirs = study.directions\n"
+	"            if len(dirs) != 1:\n"
+	"                raise ValueError('study %r in %r has %d objectives; a leakproof sweep has one'\n"
+	"                                 % (req['study'], req['storage'], len(dirs)))\n"
+	"            if dirs[0].name.lower() != req['direction']:\n"
+	"                raise ValueError('study %r in %r is to %s, but the sweep goal is to %s (give the sweep '\n"
+	"                                 'another study name or storage)' % (req['study'], req['storage'],\n"
+	"                                 dirs[0].name.lower(), req['direction']))\n"
+	"            space = {k: json_to_distribution(json.dumps(v)) for k, v in req['space'].items()}\n"
+	"            reply({'ok': True})\n"
+	"        elif op == 'ask':\n"
+	"            t = study.ask(space)\n"
+	"            reply({'number': t.number, 'params': t.params})\n"
+	"        elif op == 'tell':\n"
+	"            if req.get('state') == 'complete':\n"
+	"                study.tell(req['number'], req['value'], skip_if_finished=True)\n"
+	"            else:\n"
+	"                study.tell(req['number'], state=TrialState.FAIL, skip_if_finished=True)\n"
+	"            reply({'ok': True})\n"
+	"        else:\n"
+	"            raise ValueError('unknown request %r' % (op,))\n"
+	"    except Exception as e:\n"
+	"        reply({'error': '%s: %s' % (type(e).__name__, e)})\n";
+
+#define COPROC_TAG "leakproof-optuna"   /* in its argv, to be found in ps */
+#define COPROC_RESTARTS 3              /* deaths in a row without a reply */
+#define REPLY_CAP_BYTES (4 << 20)
+
+/* A request sent and not yet answered. */
+struct pending {
+	char *line;            /* the request, "...\n" (resent after a restart) */
+	int64_t number;        /* a tell's trial; -1 for the rest */
+};
+
+struct optuna_proc {
+	struct optuna_study st;        /* pointers the caller's */
+	char *space;                   /* the search space JSON */
+	uint64_t seq;                  /* asks before the first start */
+	pid_t pid;                     /* 0: not running (or reaped by the caller) */
+	int wait_status;               /* how it ended, when reaped by the caller */
+	bool reaped;
+	int fd;                        /* our end of its stdin and stdout; -1 */
+	struct strbuf in;              /* what it wrote, not yet taken as a line */
+	struct pending *pend;          /* requests after the open, in order */
+	size_t npend, cappend;
+	int starts;                    /* how many times it was started */
+	char *argv0, *argv1;           /* its interpreter (and the shebang's argument) */
+	char *password;                /* st.password, owned */
+};
+
+/* The interpreter of the optuna program on PATH ("#!/usr/bin/python3",
+ * "#!/usr/bin/env python3"), so that the Python with Optuna is the one run;
+ * "python3" when there is none to read. */
+static void find_python(struct optuna_proc *p)
+{
+	const char *prog = optuna_prog(&p->st);
+	char path[PATH_MAX] = "";
+	if (strchr(prog, '/')) {
+		snprintf(path, sizeof(path), "%s", prog);
+	} else {
+		const char *env = getenv("PATH");
+		for (const char *d = env ? env : "/usr/bin:/bin"; *d; ) {
+			const char *colon = strchr(d, ':');
+			size_t len = colon ? (size_t)(colon - d) : strlen(d);
+			snprintf(path, sizeof(path), "%.*s/%s", (int)len, len ? d : ".", prog);
+			if (access(path, X_OK) == 0)
+				break;
+			path[0] = '\0';
+			if (!colon)
+				break;
+			d = colon + 1;
+		}
+	}
+	char line[PATH_MAX] = "";
+	FILE *f = path[0] ? fopen(path, "re") : NULL;
+	if (f) {
+		if (!fgets(line, sizeof(line), f))
+			line[0] = '\0';
+		fclose(f);
+	}
+	line[strcspn(line, "\r\n")] = '\0';
+	if (strncmp(line, "#!", 2)) {
+		p->argv0 = xstrdup("python3");
+		return;
+	}
+	char *s = line + 2;
+	s += strspn(s, " \t");
+	char *sp = s + strcspn(s, " \t");
+	if (*sp) {
+		*sp++ = '\0';
+		sp += strspn(sp, " \t");
+		sp[strcspn(sp, " \t")] = '\0';
+		if (*sp)
+			p->argv1 = xstrdup(sp);
+	}
+	p->argv0 = xstrdup(*s ? s : "python3");
+}
+
+/* Append v as a JSON number: Python's json reads Infinity and -Infinity. */
+static void add_json_value(struct strbuf *sb, double v)
+{
+	char buf[40];
+	if (isinf(v)) {
+		strbuf_addstr(sb, v > 0 ? "Infinity" : "-Infinity");
+		return;
+	}
+	fmt_shortest(buf, sizeof(buf), v);
+	strbuf_addstr(sb, buf);
+}
+
+static void proc_kill(struct optuna_proc *p, int *status)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	strbuf_reset(&p->in);
+	*status = -1;
+	if (p->pid > 0) {
+		kill(p->pid, SIGKILL);
+		while (waitpid(p->pid, status, 0) < 0 && errno == EINTR)
+			;
+	} else if (p->reaped) {
+		*status = p->wait_status;
+	}
+	p->pid = 0;
+	p->reaped = false;
+}
+
+/* "exit status 1", "killed by signal 9", or "" when unknown. */
+static void describe_status(int status, char *buf, size_t n)
+{
+	if (status == -1)
+		snprintf(buf, n, "its end unknown");
+	else if (WIFEXITED(status))
+		snprintf(buf, n, "exit status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, n, "killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(buf, n, "status %d", status);
+}
+
+/* Write all of line; false when the process is gone. */
+static bool send_line(struct optuna_proc *p, const char *line)
+{
+	size_t len = strlen(line), off = 0;
+	while (off < len) {
+		ssize_t w = send(p->fd, line + off, len - off, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		off += (size_t)w;
+	}
+	return true;
+}
+
+/* One line of its output into *line (without the newline). 0; 1 when it
+ * ended or broke the protocol (*why says how); -1 past the time limit. */
+static int read_line(struct optuna_proc *p, struct strbuf *line, const char **why)
+{
+	int timeout_ms = p->st.timeout_ms > 0 ? p->st.timeout_ms : OPTUNA_TIMEOUT_MS;
+	int64_t end = mono_ns() + (int64_t)timeout_ms * 1000000;
+	for (;;) {
+		char *nl = memchr(p->in.buf ? p->in.buf : "", '\n', p->in.len);
+		if (nl) {
+			size_t n = (size_t)(nl - p->in.buf);
+			strbuf_reset(line);
+			strbuf_add(line, p->in.buf, n);
+			memmove(p->in.buf, nl + 1, p->in.len - n - 1);
+			p->in.len -= n + 1;
+			p->in.buf[p->in.len] = '\0';
+			return 0;
+		}
+		if (p->in.len > REPLY_CAP_BYTES) {
+			*why = "a reply longer than 4 MiB";
+			return 1;
+		}
+		int64_t left = (end - mono_ns()) / 1000000;
+		if (left <= 0)
+			return -1;
+		struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+		int rc = poll(&pfd, 1, (int)left);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc <= 0)
+			continue;
+		char buf[8192];
+		ssize_t r = read(p->fd, buf, sizeof(buf));
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0) {
+			*why = "it ended";
+			return 1;
+		}
+		strbuf_add(&p->in, buf, (size_t)r);
+	}
+}
+
+/* The "error" of a reply, or NULL when it has none; the caller frees. */
+static char *reply_error(const char *text)
+{
+	struct jval v;
+	const char *err;
+	size_t at;
+	if (jval_parse(text, &v, &err, &at))
+		return NULL;
+	const struct jval *e = jval_get(&v, "error");
+	char *out = e && e->type == J_STR ? xstrdup(e->s) : NULL;
+	jval_release(&v);
+	return out;
+}
+
+/* Start the process and open the study. 0, or -1 after a message. */
+static int proc_start(struct optuna_proc *p)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return error_errno("optuna: socketpair");
+	const char *argv[6];
+	size_t n = 0;
+	argv[n++] = p->argv0;
+	if (p->argv1)
+		argv[n++] = p->argv1;
+	argv[n++] = "-c";
+	argv[n++] = coproc_script;
+	argv[n++] = COPROC_TAG;
+	argv[n] = NULL;
+	static const char *const env[] = { "PYTHONWARNINGS=ignore", "PYTHONUNBUFFERED=1", NULL };
+	struct spawn sp = {
+		.argv = argv, .path_lookup = true, .env = env, .reset_signals = true,
+		.in = { SPAWN_FD, sv[1] }, .out = { SPAWN_FD, sv[1] },
+		.new_group = true,          /* a ^C at the terminal is the sweep's to handle */
+		.death_signal = SIGTERM,
+	};
+	int rc = spawn_start(&sp);
+	int e = errno;
+	close(sv[1]);
+	if (rc) {
+		close(sv[0]);
+		errno = e;
+		if (rc == SPAWN_NOT_FOUND)
+			return error("cannot run '%s' for Optuna: %s (is Optuna installed? Debian and Ubuntu: "
+			             "apt install python3-optuna; else pip install optuna)", p->argv0, strerror(e));
+		return error_errno("cannot run '%s' for Optuna", p->argv0);
+	}
+	p->pid = sp.pid;
+	p->reaped = false;
+	p->fd = sv[0];
+	p->starts++;
+
+	/* open: the first start seeds the sampler with the sweep's seed at
+	 * seq; each restart with the next one, so it does not repeat itself */
+	struct strbuf req = STRBUF_INIT, line = STRBUF_INIT;
+	strbuf_addstr(&req, "{\"op\": \"open\", \"storage\": ");
+	strbuf_add_json_str(&req, p->st.storage);
+	strbuf_addstr(&req, ", \"study\": ");
+	strbuf_add_json_str(&req, p->st.name);
+	strbuf_addf(&req, ", \"direction\": \"%s\", \"sampler\": ", p->st.maximize ? "maximize" : "minimize");
+	strbuf_add_json_str(&req, p->st.sampler && *p->st.sampler ? p->st.sampler : "TPESampler");
+	strbuf_addf(&req, ", \"sampler_kwargs\": %s, \"pruner\": ",
+	            p->st.sampler_kwargs ? p->st.sampler_kwargs : "null");
+	if (p->st.pruner)
+		strbuf_add_json_str(&req, p->st.pruner);
+	else
+		strbuf_addstr(&req, "null");
+	if (p->st.password) {
+		strbuf_addstr(&req, ", \"password\": ");
+		strbuf_add_json_str(&req, p->st.password);
+	}
+	strbuf_addf(&req, ", \"pruner_kwargs\": %s, \"seed\": %u, \"space\": %s}\n",
+	            p->st.pruner_kwargs ? p->st.pruner_kwargs : "null",
+	            (unsigned)optuna_ask_seed(p->st.seed, p->seq + (uint64_t)(p->starts - 1) * 1000003),
+	            p->space);
+	const char *why = "it ended";
+	int got = send_line(p, strbuf_str(&req)) ? read_line(p, &line, &why) : 1;
+	strbuf_release(&req);
+	rc = 0;
+	if (got) {
+		int status;
+		char how[64];
+		proc_kill(p, &status);
+		describe_status(status, how, sizeof(how));
+		if (got < 0)
+			rc = error("the Optuna process did not open study '%s' within %d s (killed)", p->st.name,
+			           (p->st.timeout_ms > 0 ? p->st.timeout_ms : OPTUNA_TIMEOUT_MS) / 1000);
+		else
+			rc = error("the Optuna process (%s -c ...) ended before it opened study '%s' (%s; %s): "
+			           "its message is above (is Optuna installed for that Python? Debian and Ubuntu: "
+			           "apt install python3-optuna; else pip install optuna)",
+			           p->argv0, p->st.name, why, how);
+	} else {
+		char *err = reply_error(strbuf_str(&line));
+		if (err) {
+			int status;
+			proc_kill(p, &status);
+			rc = error("optuna: %s", err);
+			free(err);
+		}
+	}
+	strbuf_release(&line);
+	return rc;
+}
+
+/* Queue a request and send it (a dead process is found when its reply is
+ * read). */
+static void proc_send(struct optuna_proc *p, char *line, int64_t number)
+{
+	if (p->npend == p->cappend) {
+		p->cappend = p->cappend ? 2 * p->cappend : 8;
+		p->pend = xrealloc(p->pend, p->cappend * sizeof(*p->pend));
+	}
+	p->pend[p->npend++] = (struct pending){ line, number };
+	if (p->fd >= 0 && !send_line(p, line)) {
+		/* left for settle() to find and restart */
+	}
+}
+
+/* Whether an ask is among the requests not yet answered. */
+static bool ask_pending(const struct optuna_proc *p)
+{
+	for (size_t i = 0; i < p->npend; i++)
+		if (p->pend[i].number < 0)
+			return true;
+	return false;
+}
+
+/*
+ * Read replies in order: with ask, until the first ask's (into *ask), else
+ * until every request is answered. Replies to tells with an error are
+ * warnings. When the process died, it is started again (the study
+ * re-opened from its storage) and everything not yet answered is sent
+ * again: tells are idempotent (skip_if_finished), an ask lost with the
+ * process leaves at most one RUNNING trial in the study. 0, or -1 after a
+ * message.
+ */
+static int settle(struct optuna_proc *p, struct strbuf *ask)
+{
+	int deaths = 0;
+	struct strbuf line = STRBUF_INIT;
+	while (p->npend) {
+		const char *why = "it ended";
+		int got = p->fd >= 0 ? read_line(p, &line, &why) : 1;
+		if (got < 0) {
+			int status;
+			proc_kill(p, &status);
+			strbuf_release(&line);
+			return error("the Optuna process did not answer within %d s (killed)",
+			             (p->st.timeout_ms > 0 ? p->st.timeout_ms : OPTUNA_TIMEOUT_MS) / 1000);
+		}
+		if (got > 0) {
+			int status;
+			char how[64];
+			bool was_running = p->fd >= 0;
+			proc_kill(p, &status);
+			describe_status(status, how, sizeof(how));
+			if (++deaths > COPROC_RESTARTS) {
+				strbuf_release(&line);
+				return error("the Optuna process ended %d times in a row (%s); giving up", deaths - 1, how);
+			}
+			if (was_running)
+				warning("the Optuna process ended (%s, %s); starting it again", why, how);
+			if (proc_start(p) < 0) {
+				strbuf_release(&line);
+				return -1;
+			}
+			for (size_t i = 0; i < p->npend; i++)
+				if (!send_line(p, p->pend[i].line))
+					break;
+			continue;
+		}
+		struct pending done = p->pend[0];
+		memmove(p->pend, p->pend + 1, (p->npend - 1) * sizeof(*p->pend));
+		p->npend--;
+		free(done.line);
+		if (done.number >= 0) {
+			char *err = reply_error(strbuf_str(&line));
+			if (err)
+				warning("optuna: telling trial %lld: %s", (long long)done.number, err);
+			free(err);
+		} else if (ask) {
+			strbuf_reset(ask);
+			strbuf_add(ask, strbuf_str(&line), line.len);
+			break;
+		} else {
+			/* an ask asked ahead and not wanted: its trial is failed */
+			struct jval v;
+			const char *err;
+			size_t at;
+			if (jval_parse(strbuf_str(&line), &v, &err, &at) == 0) {
+				const struct jval *n = jval_get(&v, "number");
+				if (n && n->type == J_NUM && n->is_int && n->num >= 0)
+					optuna_proc_tell(p, (int64_t)n->num, false, 0);
+				jval_release(&v);
+			}
+		}
+	}
+	strbuf_release(&line);
+	return 0;
+}
+
+struct optuna_proc *optuna_proc_open(const struct optuna_study *st, const struct sweep_spec *spec, uint64_t seq)
+{
+	if (check_study(st))
+		return NULL;
+	char *space = optuna_search_space_json(spec);
+	if (!space)
+		return NULL;
+	struct optuna_proc *p = xcalloc(1, sizeof(*p));
+	p->st = *st;
+	p->password = st->password ? xstrdup(st->password) : NULL;
+	p->st.password = p->password;
+	p->space = space;
+	p->seq = seq;
+	p->fd = -1;
+	p->in = (struct strbuf)STRBUF_INIT;
+	find_python(p);
+	if (proc_start(p) < 0) {
+		optuna_proc_close(p);
+		return NULL;
+	}
+	return p;
+}
+
+int optuna_proc_ask(struct optuna_proc *p, const struct sweep_spec *spec, int64_t *number,
+                    struct sweep_assign *out)
+{
+	out->values = NULL;
+	if (!ask_pending(p))
+		proc_send(p, xstrdup("{\"op\": \"ask\"}\n"), -1);
+	struct strbuf reply = STRBUF_INIT;
+	int rc = settle(p, &reply);
+	if (rc == 0) {
+		char *err = reply_error(strbuf_str(&reply));
+		if (err)
+			rc = error("optuna: ask: %s", err);
+		else
+			rc = optuna_parse_ask(strbuf_str(&reply), spec, number, out);
+		free(err);
+	}
+	strbuf_release(&reply);
+	return rc;
+}
+
+void optuna_proc_ask_ahead(struct optuna_proc *p)
+{
+	if (p && !ask_pending(p))
+		proc_send(p, xstrdup("{\"op\": \"ask\"}\n"), -1);
+}
+
+int optuna_proc_tell(struct optuna_proc *p, int64_t number, bool ok, double value)
+{
+	if (number < 0)
+		return error("optuna tell: bad trial number %lld", (long long)number);
+	struct strbuf req = STRBUF_INIT;
+	strbuf_addf(&req, "{\"op\": \"tell\", \"number\": %lld, ", (long long)number);
+	if (ok && !isnan(value)) {
+		strbuf_addstr(&req, "\"state\": \"complete\", \"value\": ");
+		add_json_value(&req, value);
+		strbuf_addstr(&req, "}\n");
+	} else {
+		strbuf_addstr(&req, "\"state\": \"fail\"}\n");
+	}
+	proc_send(p, strbuf_detach(&req, NULL), number);
+	return 0;
+}
+
+bool optuna_proc_reaped(struct optuna_proc *p, pid_t pid, int wait_status)
+{
+	if (!p || pid <= 0 || pid != p->pid)
+		return false;
+	p->pid = 0;
+	p->reaped = true;
+	p->wait_status = wait_status;
+	return true;
+}
+
+pid_t optuna_proc_pid(const struct optuna_proc *p)
+{
+	return p ? p->pid : 0;
+}
+
+int optuna_proc_close(struct optuna_proc *p)
+{
+	if (!p)
+		return 0;
+	int rc = p->npend && p->fd >= 0 ? settle(p, NULL) : 0;
+	if (p->fd >= 0) {
+		/* the end of its input ends it; a moment's grace, then SIGKILL */
+		shutdown(p->fd, SHUT_WR);
+		struct strbuf rest = STRBUF_INIT;
+		const char *why;
+		int timeout = p->st.timeout_ms;
+		p->st.timeout_ms = 5000;
+		while (read_line(p, &rest, &why) == 0)
+			;
+		p->st.timeout_ms = timeout;
+		strbuf_release(&rest);
+	}
+	int status;
+	proc_kill(p, &status);
+	for (size_t i = 0; i < p->npend; i++)
+		free(p->pend[i].line);
+	free(p->pend);
+	strbuf_release(&p->in);
+	free(p->space);
+	free(p->argv0);
+	free(p->argv1);
+	if (p->password)
+		memset(p->password, 0, strlen(p->password));
+	free(p->password);
+	free(p);
+	return rc;
 }

@@ -71,6 +71,8 @@ struct runner {
 	struct trial *next;            /* made, waiting for admission */
 	struct optuna_study optuna;
 	bool optuna_on;
+	struct optuna_proc *oproc;     /* the Optuna process (optuna_on) */
+	struct prefork *prefork;       /* the template of warm starts; NULL: cold */
 	uint64_t memory_max;           /* memory.max of the file, 0 none */
 	double memory_expect;          /* memory.expect, < 0 learn */
 	int64_t done_count, started_count;

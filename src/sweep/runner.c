@@ -47,6 +47,7 @@
 #include "store/store.h"
 #include "store/sweeps.h"
 #include "sweep/optuna.h"
+#include "sweep/prefork.h"
 #include "sweep/slurm.h"
 #include "sweep/spec.h"
 #include "util/util.h"
@@ -57,6 +58,7 @@
 #define IDLE_POLL_MS 500           /* a worker with nothing to run looks again */
 #define CLAIM_PATIENCE_NS (120LL * 1000000000LL)   /* a store refusing claims: how long a worker waits */
 #define VAL_SEP '\x1f'
+#define PREFORK_READY_MS 600000    /* importing torch from a network file system */
 
 /* ---- trials -------------------------------------------------------------- */
 
@@ -276,7 +278,7 @@ static int fresh_trial(struct runner *r, struct trial *t)
 		} else if (r->spec.method == SWEEP_RANDOM) {
 			sweep_random_trial(&r->spec, idx, &a);
 		} else {
-			if (optuna_ask(&r->optuna, &r->spec, idx, &t->optuna_number, &a) < 0)
+			if (optuna_proc_ask(r->oproc, &r->spec, &t->optuna_number, &a) < 0)
 				return -1;
 		}
 		t->values = own_values(r, &a);
@@ -438,8 +440,11 @@ static int launch(struct runner *r, struct trial *t)
 		add_arg(&argv, &n, &cap, "--no-cgroup");
 	add_run_options(r, &argv, &n, &cap);
 	add_arg(&argv, &n, &cap, "--");
-	for (size_t i = 0; t->argv[i]; i++)
-		add_arg(&argv, &n, &cap, t->argv[i]);
+	char **job = r->prefork ? prefork_argv(r->prefork, t->argv) : t->argv;
+	for (size_t i = 0; job[i]; i++)
+		add_arg(&argv, &n, &cap, job[i]);
+	if (job != t->argv)
+		free(job);
 
 	/* the environment: ours, overlaid with the env dimensions */
 	char **env = xcalloc(r->spec.ndims + 2, sizeof(char *));
@@ -691,7 +696,7 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	r->model_stale = true;
 
 	if (r->optuna_on && t->optuna_number >= 0 && !r->stop_signal)
-		optuna_tell(&r->optuna, t->optuna_number, !strcmp(row.status, "ok") && row.has_metric, row.metric);
+		optuna_proc_tell(r->oproc, t->optuna_number, !strcmp(row.status, "ok") && row.has_metric, row.metric);
 	if (!r->stop_signal)
 		r->done_count++;
 
@@ -746,6 +751,14 @@ static void reap_trials(struct runner *r)
 		pid_t pid = waitpid(-1, &status, WNOHANG);
 		if (pid <= 0)
 			return;
+		if (optuna_proc_reaped(r->oproc, pid, status))
+			continue;
+		if (prefork_reaped(r->prefork, pid, status)) {
+			warning("prefork: the template ended; trials start cold from now on");
+			prefork_stop(r->prefork);
+			r->prefork = NULL;
+			continue;
+		}
 		for (size_t i = 0; i < r->nrunning; i++) {
 			if (r->running[i].pid != pid)
 				continue;
@@ -870,7 +883,7 @@ static bool skip_next(struct runner *r)
 	store_trial_prediction_put(r->st, r->sweep_id, &t->pred);
 	refresh_row(r, t->idx, t->attempt);
 	if (r->optuna_on && t->optuna_number >= 0)
-		optuna_tell(&r->optuna, t->optuna_number, false, NAN);
+		optuna_proc_tell(r->oproc, t->optuna_number, false, 0);
 	r->done_count++;
 	if (!r->o->quiet) {
 		struct strbuf sb = STRBUF_INIT;
@@ -1152,6 +1165,9 @@ static bool run_loop(struct runner *r)
 			}
 			r->running[r->nrunning++] = *t;
 			free(t);
+			/* Optuna's answer for the next trial comes while this one runs */
+			if (r->oproc && r->next_idx < r->total)
+				optuna_proc_ask_ahead(r->oproc);
 		}
 		if (failed || (!r->nrunning && r->host_stopped))
 			break;
@@ -1423,11 +1439,40 @@ static void runner_release(struct runner *r)
 		close(r->sigfd);
 	if (r->st)
 		store_close(r->st);
+	optuna_proc_close(r->oproc);
+	prefork_stop(r->prefork);
 	if (r->optuna_on) {
 		free((char *)r->optuna.storage);
 		free((char *)r->optuna.name);
 	}
 	sweep_spec_free(&r->spec);
+}
+
+/* The template of warm starts, when the file or --prefork asks for one;
+ * where it cannot be, a warning says why and trials start cold. */
+static void start_prefork(struct runner *r)
+{
+	char **mods = r->spec.prefork, **own = NULL;
+	if (r->o->prefork) {
+		size_t n = 0;
+		char *list = xstrdup(r->o->prefork), *save = NULL;
+		own = xcalloc(strlen(list) + 2, sizeof(char *));
+		for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+			own[n++] = xstrdup(tok);
+		free(list);
+		mods = own;
+	}
+	if (mods && mods[0]) {
+		char why[512] = "";
+		r->prefork = prefork_start(r->spec.command[0], mods, PREFORK_READY_MS, why, sizeof(why));
+		if (!r->prefork)
+			warning("prefork: %s: trials start cold", why);
+		else if (!r->o->quiet)
+			fprintf(stderr, "leakproof: prefork: %s imported once; trials are forked from it\n", mods[0]);
+	}
+	for (size_t i = 0; own && own[i]; i++)
+		free(own[i]);
+	free(own);
 }
 
 int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
@@ -1471,6 +1516,11 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		status = LP_EXIT_USAGE;
 		goto out;
 	}
+	if (r.spec.optuna_sampler)
+		r.optuna.sampler = r.spec.optuna_sampler;
+	r.optuna.sampler_kwargs = r.spec.optuna_sampler_kwargs;
+	r.optuna.pruner = r.spec.optuna_pruner;
+	r.optuna.pruner_kwargs = r.spec.optuna_pruner_kwargs;
 	/* Signals blocked before setup() loads NVML: a thread it starts keeps
 	 * the mask it was born with and would take SIGCHLD from the signalfd. */
 	static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, 0 };
@@ -1500,11 +1550,19 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		status = run_controller(&r, out);
 		goto out;
 	}
-	if (r.optuna_on && optuna_create(&r.optuna) < 0)
-		goto out;
 	if (reload_rows(&r) < 0)
 		goto out;
 	requeue_interrupted(&r);
+	if (r.optuna_on) {
+		char *pw = optuna_storage_password(o->store_path);
+		r.optuna.password = pw;
+		r.oproc = optuna_proc_open(&r.optuna, &r.spec, (uint64_t)r.nrows);
+		free(pw);            /* optuna_proc_open() sent it */
+		r.optuna.password = NULL;
+		if (!r.oproc)
+			goto out;
+	}
+	start_prefork(&r);
 
 	r.running = xcalloc((size_t)r.parallel, sizeof(*r.running));
 	if (!o->quiet)
@@ -1513,6 +1571,10 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		        o->resume ? " (resumed)" : "");
 
 	bool ok = run_loop(&r);
+	/* the tells still due are answered before the sweep is done */
+	if (r.oproc && optuna_proc_close(r.oproc) < 0)
+		ok = false;
+	r.oproc = NULL;
 	bool complete = !r.stop_signal && ok && !r.host_stopped;
 	store_sweep_set_status(r.st, r.sweep_id, complete ? "done" : "interrupted", wall_seconds(), 0);
 	out->sweep_id = r.sweep_id;

@@ -20,6 +20,8 @@ struct sweep_opts {
 	bool dry_run;              /* list the trials, run nothing */
 	const char *result_regex;  /* overrides the file's */
 	bool quiet;                /* no line per trial */
+	const char *prefork;       /* modules to prefork, comma-separated ("" none);
+	                              NULL: the file's prefork: list */
 	bool no_skip;              /* run the trials the memory model says will not fit */
 	/* Checks the `leakproof run` options a trial will get (opts[0..n),
 	 * those from the file's run_options from opts[first] on) without

@@ -863,6 +863,121 @@ static int parse_on_oom(struct ctx *c, const yaml_node_t *v)
 	return 0;
 }
 
+/* A YAML value as JSON text into sb: plain scalars that read as numbers,
+ * true/false or null as those, other scalars as strings, mappings as
+ * objects (string keys), sequences as arrays. For Optuna's keyword
+ * arguments. -1 after a message. */
+static int yaml_json(struct ctx *c, const yaml_node_t *v, struct strbuf *sb, int depth)
+{
+	char shown_buf[100];
+	if (depth > 16)
+		return fail(c, v, "nested too deeply");
+	if (v->type == YAML_SCALAR_NODE) {
+		const char *t = text(v);
+		bool integer;
+		bool plain = v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+		if (plain && is_null(v))
+			strbuf_addstr(sb, "null");
+		else if (plain && (!strcmp(t, "true") || !strcmp(t, "false")))
+			strbuf_addstr(sb, t);
+		else if (plain && number_syntax(t, &integer) && t[0] != '+')
+			strbuf_addstr(sb, t);
+		else
+			strbuf_add_json_str(sb, t);
+		return 0;
+	}
+	if (v->type == YAML_SEQUENCE_NODE) {
+		strbuf_addch(sb, '[');
+		for_each_item(v, it) {
+			if (it != v->data.sequence.items.start)
+				strbuf_addstr(sb, ", ");
+			if (yaml_json(c, node(c, *it), sb, depth + 1))
+				return -1;
+		}
+		strbuf_addch(sb, ']');
+		return 0;
+	}
+	strbuf_addch(sb, '{');
+	for_each_pair(v, p) {
+		const yaml_node_t *k = node(c, p->key);
+		if (k->type != YAML_SCALAR_NODE)
+			return fail(c, k, "keys must be strings, not %s", SHOWN(k));
+		if (p != v->data.mapping.pairs.start)
+			strbuf_addstr(sb, ", ");
+		strbuf_add_json_str(sb, text(k));
+		strbuf_addstr(sb, ": ");
+		if (yaml_json(c, node(c, p->value), sb, depth + 1))
+			return -1;
+	}
+	strbuf_addch(sb, '}');
+	return 0;
+}
+
+/* optuna: {sampler: NAME, sampler_kwargs: {...}, pruner: NAME, pruner_kwargs: {...}} */
+static int parse_optuna(struct ctx *c, const yaml_node_t *v)
+{
+	static const char *const keys[] = { "sampler", "sampler_kwargs", "pruner", "pruner_kwargs" };
+	const yaml_node_t *seen[4] = { NULL };
+	char shown_buf[100];
+	struct sweep_spec *s = c->s;
+	if (is_null(v))
+		return 0;
+	if (v->type != YAML_MAPPING_NODE)
+		return fail(c, v, "optuna must be a mapping {sampler: TPESampler, sampler_kwargs: {...}, "
+		            "pruner: MedianPruner, pruner_kwargs: {...}}, not %s", SHOWN(v));
+	for_each_pair(v, p) {
+		int i = key_index(c, node(c, p->key), keys, 4, " in optuna", seen);
+		if (i < 0)
+			return -1;
+		const yaml_node_t *val = node(c, p->value);
+		char **dst = i == 0 ? &s->optuna_sampler : i == 1 ? &s->optuna_sampler_kwargs :
+		             i == 2 ? &s->optuna_pruner : &s->optuna_pruner_kwargs;
+		if (i == 0 || i == 2) {
+			const char *t = val->type == YAML_SCALAR_NODE ? text(val) : "";
+			bool ok = *t != '\0';
+			for (const char *q = t; *q; q++)
+				ok &= (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_';
+			if (!ok)
+				return fail(c, val, "optuna.%s must be the name of a class of optuna.%s, such as %s, not %s",
+				            keys[i], i == 0 ? "samplers" : "pruners", i == 0 ? "TPESampler" : "MedianPruner",
+				            SHOWN(val));
+			*dst = xstrdup(t);
+		} else {
+			if (val->type != YAML_MAPPING_NODE)
+				return fail(c, val, "optuna.%s must be a mapping of keyword arguments, not %s", keys[i],
+				            SHOWN(val));
+			struct strbuf sb = STRBUF_INIT;
+			if (yaml_json(c, val, &sb, 0)) {
+				strbuf_release(&sb);
+				return -1;
+			}
+			*dst = strbuf_detach(&sb, NULL);
+		}
+	}
+	return 0;
+}
+
+/* prefork: [torch, numpy]: module names, dotted */
+static int parse_prefork(struct ctx *c, const yaml_node_t *v)
+{
+	struct sweep_spec *s = c->s;
+	if (is_null(v))
+		return 0;
+	if (string_list(c, v, "prefork", "[torch, numpy]", &s->prefork, &s->nprefork) != 0)
+		return -1;
+	size_t i = 0;
+	for_each_item(v, it) {
+		const char *m = s->prefork[i++];
+		bool ok = *m && *m != '.';
+		for (const char *q = m; *q; q++)
+			ok &= (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') ||
+			      *q == '_' || (*q == '.' && q[1] && q[1] != '.');
+		if (!ok)
+			return fail(c, node(c, *it), "prefork: '%.80s' is not a Python module name", m);
+	}
+	return 0;
+}
+
 static int parse_result_regex(struct ctx *c, const yaml_node_t *v)
 {
 	char shown_buf[100];
@@ -998,10 +1113,12 @@ static void order_dims(struct sweep_spec *s)
 /* ---- loading ------------------------------------------------------------ */
 
 enum { K_COMMAND, K_METHOD, K_METRIC, K_PARAMETERS, K_ENV, K_RUN_CAP, K_PARALLEL, K_SEED, K_MEMORY, K_ON_OOM,
-       K_RESULT_REGEX, K_RUN_OPTIONS, K_EXECUTOR, K_SLURM, K_MAX_FAILURES, K_N };
+       K_RESULT_REGEX, K_RUN_OPTIONS, K_EXECUTOR, K_SLURM, K_OPTUNA, K_PREFORK,
+       K_MAX_FAILURES, K_N };
 static const char *const top_keys[K_N] = { "command", "method", "metric", "parameters", "env", "run_cap",
                                            "parallel", "seed", "memory", "on_oom", "result_regex", "run_options",
-                                           "executor", "slurm", "max_consecutive_failures" };
+                                           "executor", "slurm", "optuna", "prefork",
+                                           "max_consecutive_failures" };
 
 static int parse_top(struct ctx *c)
 {
@@ -1068,6 +1185,8 @@ static int parse_top(struct ctx *c)
 			break;
 		case K_EXECUTOR: rc = parse_executor(c, v); break;
 		case K_SLURM: rc = parse_slurm(c, v); break;
+		case K_OPTUNA: rc = parse_optuna(c, v); break;
+		case K_PREFORK: rc = parse_prefork(c, v); break;
 		default:
 			return -1;
 		}
@@ -1206,5 +1325,10 @@ void sweep_spec_free(struct sweep_spec *s)
 	free(s->slurm.partition);
 	free(s->slurm.time);
 	free_strv(s->slurm.sbatch_args, s->slurm.nsbatch_args);
+	free(s->optuna_sampler);
+	free(s->optuna_sampler_kwargs);
+	free(s->optuna_pruner);
+	free(s->optuna_pruner_kwargs);
+	free_strv(s->prefork, s->nprefork);
 	memset(s, 0, sizeof(*s));
 }

@@ -26,6 +26,9 @@
  *   executor: slurm                          # local (default) | slurm
  *   slurm: {workers: 8, partition: gpu, time: "04:00:00", mem: 16G,
  *           gpus_per_task: 1, sbatch_args: ["--account=ml"]}
+ *   optuna: {sampler: TPESampler, sampler_kwargs: {n_startup_trials: 5},
+ *            pruner: MedianPruner, pruner_kwargs: {}}   # method optuna
+ *   prefork: [torch, numpy]                  # imported once, trials forked
  *
  * Everything here is pure: no I/O besides reading the file, no globals.
  */
@@ -102,6 +105,12 @@ struct sweep_spec {
 	size_t *run_option_col;     /* for messages about it */
 	enum sweep_executor executor;   /* executor: (default local) */
 	struct sweep_slurm slurm;
+	char *optuna_sampler;       /* optuna.sampler: a class of optuna.samplers; NULL: TPESampler */
+	char *optuna_sampler_kwargs;/* optuna.sampler_kwargs as a JSON object; NULL: none */
+	char *optuna_pruner;        /* optuna.pruner: a class of optuna.pruners; NULL: none */
+	char *optuna_pruner_kwargs; /* optuna.pruner_kwargs as a JSON object; NULL: none */
+	char **prefork;             /* prefork: modules a template imports once, NULL-terminated */
+	size_t nprefork;
 	int max_consecutive_failures;   /* OOMs or failures in a row on one place
 	                                 * (this machine, a GPU) before it gets no
 	                                 * more trials; 0: never */

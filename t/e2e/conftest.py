@@ -143,7 +143,7 @@ def describe(rep):
     """The numbers of a JSON report worth seeing when an assertion fails."""
     keys = ("verdict", "reason", "growth_bytes_per_step", "growth_interval_bytes_per_step",
             "warmup_steps", "steps", "peak_bytes", "x_unit", "measure",
-            "channel_bad_lines", "channel_long_lines")
+            "channel_bad_lines", "channel_long_lines", "diagnosis")
     return json.dumps({k: rep.get(k) for k in keys}, indent=1)
 
 

@@ -23,9 +23,11 @@ before the comparison (normalize() below, the whole list):
                    peak_bytes.
   JSON             the keys in VOLATILE_KEYS (times, durations, rates,
                    pids, host, directory, absolute byte counts, sample
-                   counts, the Mann-Kendall statistics) -> <number>, <str>
-                   (by type); everything else, keys and their order
-                   included, is exact.
+                   counts, the Mann-Kendall statistics, growth_kinds) ->
+                   <number>, <str>, <list> (by type); the sizes and pids
+                   in the diagnosis's text; everything else, keys and
+                   their order included, is exact.
+  text             also the sizes on the diagnosis and growth-kind lines.
 
 Exact, then: headings, labels, columns, verdicts and their reasons, growth
 per step and its interval, the warm-up, the per-step quantiles, step
@@ -74,6 +76,7 @@ VOLATILE_KEYS = {
     "rss_bytes", "pss_bytes", "uss_bytes", "swap_bytes", "gpu_bytes",
     "projected_steps_to_limit", "projected_seconds_to_limit",
     "mann_kendall_z", "mann_kendall_p",
+    "growth_kinds",
 }
 VOLATILE_COLUMNS = {"steps/s": "<rate>", "peak": "<size>", "steps_per_second": "<rate>",
                     "peak_bytes": "<bytes>"}
@@ -90,6 +93,12 @@ def normalize_prose(text, scratch):
         (r"^\| Peak \| %s \|" % SIZE, "| Peak | <size> |"),
         (r"in about [0-9][0-9,]* steps \(~[^)]*\)", "in about <n> steps (~<duration>)"),
         (r"the peak is (?:under )?[0-9.]+% of it", "the peak is <share> of it"),
+        # growth kinds come from rows stored when a kind moved: their sizes
+        # follow the sampler's timing
+        (r"^(\| Diagnosis \| .*)$", lambda m: re.sub(SIZE, "<size>", m.group(1))),
+        (r"^(  (?:diagnosis|by kind  |         ) "
+         r"(?:leak|anonymous|copy-on-write|file-cache|shared-memory|gpu) .*)$",
+         lambda m: re.sub(r"[-+]?" + SIZE, "<size>", m.group(1))),
     ]
     for pattern, repl in rules:
         text = re.sub(pattern, repl, text, flags=re.M)
@@ -171,7 +180,11 @@ def normalize_json(text, scratch):
         if isinstance(value, str):
             return value.replace(str(scratch), "<dir>")
         return value
-    return json.dumps(walk(json.loads(text)), indent=1, ensure_ascii=False) + "\n"
+    value = walk(json.loads(text))
+    if isinstance(value, dict) and isinstance(value.get("diagnosis"), dict):
+        d = value["diagnosis"]       # sizes in its words follow the sampler's timing
+        d["text"] = re.sub(r"\bpid [0-9]+", "pid <pid>", re.sub(SIZE, "<size>", d["text"]))
+    return json.dumps(value, indent=1, ensure_ascii=False) + "\n"
 
 
 def normalize(fmt, text, scratch):

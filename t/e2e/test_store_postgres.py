@@ -176,6 +176,38 @@ parameters:
     assert all(t["status"] == "ok" for t in trials), trials
 
 
+def test_an_optuna_sweep_keeps_its_study_in_the_same_server(pg):
+    f = pg.dir / "opt.yaml"
+    f.write_text(f"""
+command: [{pg.py}, -c, "import sys; print('loss=' + sys.argv[1])", "{{x}}"]
+method: optuna
+metric: {{name: loss}}
+result_regex: '^loss=(\\S+)'
+parameters:
+  x: {{min: 0.0, max: 1.0}}
+run_cap: 4
+""")
+    r = pg.cmd(["sweep", str(f), "--store", pg.store], timeout=300)
+    assert r.rc == 0, r
+    assert "s3cret" not in r.out + r.err
+    rep = json.loads(pg.cmd(["report", "--format", "json", "--store", pg.store]).stdout)
+    storage = rep["sweep"]["optuna_storage"]
+    assert storage.startswith("postgresql+psycopg2://leakproof@127.0.0.1:") and "s3cret" not in storage
+    assert storage.endswith("/" + pg.db + "?options=-csearch_path%3Doptuna")
+    # Optuna's own tables, in the same database (schema optuna: the store
+    # has a trials table of its own), with every trial told
+    states = pg.server.psql("SELECT state FROM optuna.trials ORDER BY number", db=pg.db).split()
+    assert states == ["COMPLETE"] * 4, states
+    # and `optuna trials` reads them through the stored URL (the server
+    # trusts local clients; else PGPASSWORD or ~/.pgpass give the password)
+    out = subprocess.run(["optuna", "trials", "--storage", storage, "--study-name", rep["sweep"]["optuna_study"],
+                          "-f", "json"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert out.returncode == 0, out.stderr
+    assert len(json.loads(out.stdout)) == 4
+    assert all(t["status"] == "ok" for t in rep["trials"]), rep["trials"]
+
+
 @pytest.mark.slow
 def test_a_traced_run(pg):
     r = pg.run([pg.py, pg.workload("torch_keep_loss.py"), "--steps", "80"], "--trace", timeout=240)
@@ -218,3 +250,36 @@ def test_the_server_stopped_for_10_s_mid_run_loses_nothing(pg):
     duration = float(pg.server.psql("SELECT ended_at - started_at FROM runs", db=pg.db))
     assert duration > down_s
     assert samples >= 0.8 * duration / 0.05, (samples, duration)
+
+
+@pytest.mark.slow
+def test_rows_dropped_past_the_outage_buffer_mark_the_run_partial(pg):
+    """A tiny outage buffer (LEAKPROOF_PG_BUFFER_BYTES): the rows past it are
+    dropped, and the run says so once the server is back (partial, with
+    why); while it is down, ls and report say it cannot be reached."""
+    proc = pg.start([pg.py, pg.workload("steps.py"), "channel", "300", "--step-ms", "40"], "-q",
+                    env={"LEAKPROOF_PG_BUFFER_BYTES": "8192"})
+    deadline = time.monotonic() + 120
+    def stored_steps():
+        try:
+            return int(pg.server.psql("SELECT count(*) FROM steps", db=pg.db))
+        except AssertionError:   # the schema is not there yet
+            return 0
+    while stored_steps() < 5:
+        assert time.monotonic() < deadline and proc.poll() is None, "no steps stored"
+        time.sleep(0.2)
+    pg.server.pg_ctl("stop", "-m", "fast")
+    try:
+        for cmd in (["ls"], ["report"]):
+            r = pg.cmd([*cmd, "--store", pg.store])
+            assert r.rc == 1 and "the PostgreSQL server cannot be reached" in r.err, r
+            assert len(r.err.strip().splitlines()) == 1 and "s3cret" not in r.err, r
+        pg.read_until(proc.stderr, b"newer rows are dropped", timeout=120)
+    finally:
+        pg.server.pg_ctl("start")
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    run = pg.ls(fmt="json")[0]
+    assert "rows were dropped" in run.get("lost", ""), run
+    assert "exit 0, partial" in pg.ls(), pg.ls()
+    assert "PARTIAL: " in pg.report(fmt="text")

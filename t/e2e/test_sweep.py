@@ -83,6 +83,15 @@ parallel: 2
     assert len(rows) == 4, r.out
     assert all("2 trials" in row for row in rows)
     assert all(("leak" in row.split()) == row.startswith("loss") for row in rows), r.out   # worst verdict
+    # by the host each trial ran on (one here), with a dimension
+    host = os.uname().nodename
+    r = lp.cmd(["report", "--store", lp.store, "--by", "host,keep", "--format", "json"])
+    assert r.rc == 0, r
+    groups = json.loads(r.stdout)["groups"]
+    assert sorted((g["values"]["host"], g["values"]["keep"], g["trials"]) for g in groups) == \
+        [(host, "item", 4), (host, "loss", 4)], groups
+    r = lp.cmd(["report", "--store", lp.store, "--by", "nodes"])
+    assert r.rc == 124 or (r.rc == 1 and "no dimension 'nodes'" in r.err), r
     md = lp.cmd(["report", "--store", lp.store, "--format", "md"]).out
     assert sum(line.startswith("|") for line in md.splitlines()) == 10   # header, rule, 8 trials
     csv = lp.cmd(["report", "--store", lp.store, "--format", "csv"]).out.splitlines()

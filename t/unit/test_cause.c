@@ -7,8 +7,10 @@
 #include "tap.h"
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/cause.h"
 
@@ -489,6 +491,39 @@ static void test_truncation(void)
 	free(line);
 }
 
-TEST_MAIN("cause", TEST(test_names), TEST(test_cuda_messages), TEST(test_host_messages), TEST(test_bare_messages),
+/* cause_scan_skip: never past the first key, at any offset and alignment,
+ * and n when there is none; every message of a line is found after it. */
+static void test_skip(void)
+{
+	static const char *const keys[] = { "memory", "MEMORY", "alloc", "ALLOC", "exhausted", "EXHAUSTED" };
+	char buf[300];
+	uint32_t x = 7;
+	for (size_t i = 0; i < sizeof(buf); i++) {
+		x = x * 1103515245u + 12345u;
+		char c = (char)('b' + (x >> 16) % 20);        /* b..u: no key can form */
+		buf[i] = c == 'o' || c == 'l' || c == 'a' || c == 'r' ? '.' : c;
+	}
+	CHECK_EQ_INT(cause_scan_skip(buf, sizeof(buf)), sizeof(buf));
+	CHECK_EQ_INT(cause_scan_skip(buf, 0), 0);
+	CHECK_EQ_INT(cause_scan_skip("ory", 2), 2);
+	bool all = true;
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		for (size_t at = 0; at + 12 < sizeof(buf); at += 7) {
+			char line[300];
+			memcpy(line, buf, sizeof(line));
+			size_t len = strlen(keys[k]);
+			memcpy(line + at, keys[k], len);
+			size_t got = cause_scan_skip(line, sizeof(line));
+			all = all && got < at + len;
+		}
+	CHECK(all);
+	/* a line found by the skip holds its message */
+	struct cause_scan cs;
+	static const char msg[] = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB";
+	CHECK(cause_scan_skip(msg, sizeof(msg) - 1) < sizeof(msg) - 1);
+	CHECK_EQ_INT(class_of(msg, sizeof(msg) - 1, &cs), CAUSE_CLASS_CUDA_OOM);
+}
+
+TEST_MAIN("cause", TEST(test_skip), TEST(test_names), TEST(test_cuda_messages), TEST(test_host_messages), TEST(test_bare_messages),
           TEST(test_non_matches),
           TEST(test_ansi), TEST(test_last_wins), TEST(test_precedence), TEST(test_truncation))

@@ -354,6 +354,33 @@ static void test_parse_limit_value(void)
 	CHECK_EQ_INT(v, 5);   /* untouched on failure */
 }
 
+static void test_parse_memory_stat(void)
+{
+	struct cgroup_memstat ms;
+	/* v2: file includes shmem; the page cache is the file LRU lists */
+	CHECK_EQ_INT(parse_memory_stat("anon 4096000\nfile 9000000\nkernel 1\nshmem 1000000\n"
+	                               "inactive_anon 0\nactive_anon 4096000\ninactive_file 3000000\n"
+	                               "active_file 5000000\nunevictable 0\n", &ms), 0);
+	CHECK_EQ_INT(ms.file_cache_bytes, 8000000);
+	CHECK_EQ_INT(ms.shmem_bytes, 1000000);
+	CHECK_EQ_INT(ms.anon_bytes, 4096000);
+	/* v1: the hierarchical total_* keys win over the cgroup's own */
+	CHECK_EQ_INT(parse_memory_stat("cache 10\nrss 20\nshmem 3\ninactive_file 1\nactive_file 2\n"
+	                               "total_cache 100\ntotal_rss 200\ntotal_shmem 30\n"
+	                               "total_inactive_file 10\ntotal_active_file 20\n", &ms), 0);
+	CHECK_EQ_INT(ms.file_cache_bytes, 30);
+	CHECK_EQ_INT(ms.shmem_bytes, 30);
+	CHECK_EQ_INT(ms.anon_bytes, 200);
+	/* v1 without totals */
+	CHECK_EQ_INT(parse_memory_stat("rss 20\nshmem 3\ninactive_file 1\nactive_file 2\n", &ms), 0);
+	CHECK_EQ_INT(ms.file_cache_bytes, 3);
+	CHECK_EQ_INT(ms.anon_bytes, 20);
+	/* no file lists: not a memory.stat */
+	CHECK_EQ_INT(parse_memory_stat("anon 5\nshmem 1\n", &ms), -1);
+	CHECK_EQ_INT(parse_memory_stat("", &ms), -1);
+	CHECK_EQ_INT(parse_memory_stat("active_file x\ninactive_file 1\n", &ms), -1);
+}
+
 static void test_parse_memory_events(void)
 {
 	struct cgroup_events ev;
@@ -884,6 +911,7 @@ TEST_MAIN("cgroup",
 	TEST(test_parse_mounts_hostile),
 	TEST(test_parse_limit_value),
 	TEST(test_parse_memory_events),
+	TEST(test_parse_memory_stat),
 	TEST(test_parse_oom_control),
 	TEST(test_fixture_v1_reads),
 	TEST(test_fixture_v2_reads),

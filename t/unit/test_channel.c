@@ -4,6 +4,9 @@
  */
 #include "tap.h"
 
+#include <stdint.h>
+#include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "core/channel.h"
@@ -258,5 +261,83 @@ static void test_regex_groups_capped(void)
 	strbuf_release(&p);
 }
 
+/* census SEQ TYPE COUNT BYTES [HOLDER] and census SEQ * NAME=VALUE ... */
+static void test_census(void)
+{
+	struct chan_msg m;
+	char err[160];
+	const char *line = "census 3 torch.Tensor/cpu/float32/grad_fn 120 480 list history in train.py (module __main__)";
+	CHECK_EQ_INT(parse(line, &m, err), 1);
+	CHECK(m.type == CHAN_CENSUS && m.has_n && m.n == 3);
+	CHECK_STR(m.census_type, "torch.Tensor/cpu/float32/grad_fn");
+	CHECK(m.count == 120 && m.bytes == 480);
+	CHECK(m.text_len == strlen("list history in train.py (module __main__)"));
+	CHECK(m.text && !strncmp(m.text, "list history in train.py (module __main__)", m.text_len));
+	CHECK_EQ_INT(parse("census 0 dict 9000 -", &m, err), 1);
+	CHECK(m.bytes == -1 && m.count == 9000 && m.text_len == 0);
+	CHECK_EQ_INT(parse("census 0 dict 9000 -  \r", &m, err), 1);
+	CHECK(m.text_len == 0);
+	CHECK_EQ_INT(parse("census 7 * objects=101009 cost_us=1982 interval_s=5.0", &m, err), 1);
+	CHECK_STR(m.census_type, "*");
+	CHECK(m.nkv == 3 && !strcmp(m.kv[1].name, "cost_us") && m.kv[1].value == 1982);
+	/* malformed: no number, negative, no count, bad bytes, too long a type */
+	CHECK_EQ_INT(parse("census", &m, err), -1);
+	CHECK_EQ_INT(parse("census x dict 1 -", &m, err), -1);
+	CHECK_EQ_INT(parse("census -1 dict 1 -", &m, err), -1);
+	CHECK_EQ_INT(parse("census 1 dict", &m, err), -1);
+	CHECK_EQ_INT(parse("census 1 dict 1", &m, err), -1);
+	CHECK_EQ_INT(parse("census 1 dict 1 12x", &m, err), -1);
+	CHECK_EQ_INT(parse("census 1 dict -3 4", &m, err), -1);
+	CHECK_EQ_INT(parse("census 1 * objects=inf", &m, err), -1);
+	CHECK_EQ_INT(parse("census 1 *", &m, err), -1);
+	char longtype[300];
+	snprintf(longtype, sizeof(longtype), "census 1 %0200d 1 -", 0);
+	CHECK_EQ_INT(parse(longtype, &m, err), -1);
+	CHECK(strstr(err, "type longer") != NULL);
+}
+
+/* step_regex_next(): a line it passes over never matches alone, for
+ * patterns anchored or not, with \s and (?s) that could run across lines,
+ * "\r" ends, and patterns that have no multi-line twin. */
+static void test_regex_block(void)
+{
+	static const char block[] =
+		"iter 1 loss=0.5\nEpoch 1/3\r  Epoch 2\r\nxEpoch 3\n\nEpoch 4\n"
+		"memory Epoch\nEpoch\n5\nend loss=0.25\r\nEpoch 99 done\n";
+	static const char *const patterns[] = { "^Epoch (\\d+)", "Epoch (\\d+)", "Epoch\\s+(\\d+)", "(?s)Epoch.(\\d)",
+	                                        "loss=(\\S+)$", "^$", "(?<=x)Epoch", "done$", "\\AEpoch" };
+	size_t n = sizeof(block) - 1;
+	for (size_t k = 0; k < sizeof(patterns) / sizeof(patterns[0]); k++) {
+		struct step_regex *re = step_regex_new(patterns[k], "--step-regex");
+		CHECK(re != NULL);
+		if (!re)
+			continue;
+		bool agree = true;
+		size_t at = 0;
+		bool known = false;
+		for (size_t b = 0; b < n;) {
+			size_t e = b;
+			while (e < n && block[e] != '\n' && block[e] != '\r')
+				e++;
+			if (!known || at < b) {
+				at = step_regex_next(re, block, b, n);
+				known = true;
+			}
+			bool has_n;
+			int64_t num;
+			/* the empty "line" of "\r\n" is none (as linebuf has it) */
+			bool none = e == b && b > 0 && block[b - 1] == '\r';
+			int alone = !none && step_regex_match(re, block + b, e - b, &has_n, &num);
+			if (alone && !(at == SIZE_MAX || at <= e)) {
+				agree = false;
+				fprintf(stderr, "# pattern %s: line at %zu matches alone, passed over\n", patterns[k], b);
+			}
+			b = e + 1;
+		}
+		CHECK(agree);
+		step_regex_free(re);
+	}
+}
+
 TEST_MAIN("channel", TEST(test_step_epoch), TEST(test_kv), TEST(test_mark), TEST(test_linebuf), TEST(test_regex),
-          TEST(test_regex_bounded), TEST(test_regex_groups_capped))
+          TEST(test_regex_bounded), TEST(test_regex_groups_capped), TEST(test_census), TEST(test_regex_block))

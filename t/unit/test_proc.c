@@ -143,6 +143,7 @@ static void test_smaps_rollup(void)
 	CHECK_EQ_INT(sm.private_dirty_bytes, 108 * KB);
 	CHECK_EQ_INT(sm.swap_bytes, 12 * KB);
 	CHECK_EQ_INT(proc_smaps_uss(&sm), (36 + 108) * KB);
+	CHECK_EQ_INT(sm.anonymous_bytes, 108 * KB);   /* growth kinds: copy-on-write */
 
 	/* A whole smaps (no smaps_rollup): every mapping summed, no Pss_* split. */
 	static char big[65536];

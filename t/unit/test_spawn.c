@@ -3,7 +3,7 @@
  * exit statuses, "not found" against "cannot execute", the environment
  * overlay, kept descriptors, stdio choices, a working directory, capture
  * with its cap and its time limit (a child that ignores SIGTERM, and its
- * group), the death signal, and the signalfd helper.
+ * group), the death signal, the signalfd helper, and a child on a pty.
  *
  * Times are generous (seconds where milliseconds suffice) so that a busy
  * machine does not make the tests flaky.
@@ -18,10 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 static char tmpdir[] = "/tmp/lp-spawn-XXXXXX";
@@ -315,6 +318,53 @@ static void test_signalfd(void)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
+/* A child in a session of its own on a pty: its descriptors are the
+ * terminal, of the size given, and the pty is its controlling terminal
+ * (tty_nr, field 7 of /proc/self/stat, and its session, field 6). */
+static void test_pty(void)
+{
+	struct winsize ws = { .ws_row = 33, .ws_col = 77 };
+	int master = -1, slave = -1;
+	CHECK_EQ_INT(spawn_openpty(&master, &slave, NULL, &ws), 0);
+	if (master < 0)
+		return;
+	CHECK(master > 2 && slave > 2);
+	CHECK(isatty(slave));
+	const char *argv[] = { "/bin/sh", "-c",
+	                       "[ -t 0 ] && [ -t 1 ] && [ -t 2 ] && echo TTY; stty size; "
+	                       "echo SID $(cut -d' ' -f6 /proc/self/stat) PID $$; "
+	                       "[ \"$(cut -d' ' -f7 /proc/self/stat)\" != 0 ] && echo CTTY", NULL };
+	struct spawn sp = { .argv = argv, .new_session = true, .ctty = slave,
+	                    .in = { SPAWN_FD, slave }, .out = { SPAWN_FD, slave }, .err = { SPAWN_FD, slave } };
+	CHECK_EQ_INT(spawn_start(&sp), 0);
+	close(slave);
+	char out[4096];
+	size_t len = 0;
+	for (int waited = 0; waited < 500 && len < sizeof(out) - 1;) {
+		ssize_t n = read(master, out + len, sizeof(out) - 1 - len);
+		if (n > 0) {
+			len += (size_t)n;
+		} else if (n < 0 && errno == EAGAIN) {
+			struct timespec ts = { 0, 10 * 1000000 };
+			nanosleep(&ts, NULL);
+			waited++;
+		} else {
+			break;   /* EIO: the child's end is closed */
+		}
+	}
+	out[len] = '\0';
+	close(master);
+	CHECK_EQ_INT(wait_exit(sp.pid), 0);
+	CHECK(strstr(out, "TTY\r\n") != NULL);
+	CHECK(strstr(out, "33 77\r\n") != NULL);
+	char want[64];
+	snprintf(want, sizeof(want), "SID %d PID %d\r\n", (int)sp.pid, (int)sp.pid);
+	CHECK(strstr(out, want) != NULL);
+	CHECK(strstr(out, "CTTY\r\n") != NULL);
+	if (!strstr(out, want) || !strstr(out, "TTY\r\n"))
+		fprintf(stderr, "# the child said: %s\n", out);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir)) {
@@ -330,6 +380,7 @@ int main(void)
 		TEST(test_capture_cap_and_timeout),
 		TEST(test_death_signal),
 		TEST(test_signalfd),
+		TEST(test_pty),
 	};
 	int rc = tap_run("spawn", tests, (int)(sizeof(tests) / sizeof(tests[0])));
 	char cmd[128];

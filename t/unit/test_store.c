@@ -18,7 +18,7 @@
 #include "store/sweeps.h"
 #include "store/trace.h"
 
-#define CURRENT_SCHEMA 8   /* the schema version this leakproof writes (store/schema.c) */
+#define CURRENT_SCHEMA 11   /* the schema version this leakproof writes (store/schema.c) */
 #include "util/util.h"
 #include "tap.h"
 

@@ -254,13 +254,13 @@ static void test_errors_keys(void)
 {
 	parse_bad(CMD "method: grid\nparameters:\n  lr: {values: [1]}\nparamters: {}\n",
 	          "5:1: unknown key 'paramters' (known: command, method, metric, parameters, env, run_cap, "
-	          "parallel, seed, memory, on_oom, result_regex, run_options, executor, slurm, "
+	          "parallel, seed, memory, on_oom, result_regex, run_options, executor, slurm, optuna, prefork, "
 	          "max_consecutive_failures)");
 	parse_bad(CMD "method: grid\nmethod: random\n", "3:1: duplicate key 'method' (first at 2:1)");
 	parse_bad(CMD "[a]: 1\n", "2:1: keys must be strings, not a list");
 	parse_bad(CMD "\"a\\nb\\tc\\x01\": 1\n", "2:1: unknown key 'a\\nb\\tc\\x01' (known: command, method, metric, "
 	          "parameters, env, run_cap, parallel, seed, memory, on_oom, result_regex, run_options, executor, slurm, "
-	          "max_consecutive_failures)");
+	          "optuna, prefork, max_consecutive_failures)");
 	parse_bad("", "1:1: the file is empty: expected command, parameters and the other keys of a sweep");
 	parse_bad("# only a comment\n", "1:1: the file is empty: expected command, parameters and the other keys of a sweep");
 	parse_bad("- command\n", "1:1: expected a mapping of keys (command, method, parameters, ...), not a list");
@@ -477,6 +477,44 @@ static void test_errors_misc(void)
 	parse_bad(CMD "result_regex: '(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)'\n",
 	          "2:15: invalid result_regex '(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a)(a': "
 	          "33 capture groups, at most 32 (group 1 is the result)");
+	parse_bad(CMD "optuna: TPESampler\n",
+	          "2:9: optuna must be a mapping {sampler: TPESampler, sampler_kwargs: {...}, pruner: MedianPruner, "
+	          "pruner_kwargs: {...}}, not 'TPESampler'");
+	parse_bad(CMD "optuna: {sampler: 'os.system'}\n",
+	          "2:19: optuna.sampler must be the name of a class of optuna.samplers, such as TPESampler, "
+	          "not 'os.system'");
+	parse_bad(CMD "optuna: {sampler_kwargs: [1]}\n",
+	          "2:26: optuna.sampler_kwargs must be a mapping of keyword arguments, not a list");
+	parse_bad(CMD "optuna: {samplr: X}\n", "2:10: unknown key 'samplr' in optuna (known: sampler, sampler_kwargs, "
+	          "pruner, pruner_kwargs)");
+	parse_bad(CMD "prefork: torch\n",
+	          "2:10: prefork must be a list such as [torch, numpy], not one string: there is no shell to split it");
+	parse_bad(CMD "prefork: [torch, 'os; rm']\n", "2:18: prefork: 'os; rm' is not a Python module name");
+	parse_bad(CMD "prefork: [..x]\n", "2:11: prefork: '..x' is not a Python module name");
+}
+
+/* optuna: and prefork: as the runner gets them */
+static void test_optuna_and_prefork(void)
+{
+	struct sweep_spec s;
+	if (parse_ok(CMD "optuna:\n  sampler: TPESampler\n"
+	             "  sampler_kwargs: {n_startup_trials: 5, constant_liar: true, gamma: ~, name: 'x', f: -1.5e-3}\n"
+	             "  pruner: MedianPruner\n  pruner_kwargs: {n_warmup_steps: 3, l: [1, a]}\n"
+	             "prefork: [torch, numpy, torch.nn]\n", &s))
+		return;
+	CHECK_STR(s.optuna_sampler, "TPESampler");
+	CHECK_STR(s.optuna_sampler_kwargs,
+	          "{\"n_startup_trials\": 5, \"constant_liar\": true, \"gamma\": null, \"name\": \"x\", \"f\": -1.5e-3}");
+	CHECK_STR(s.optuna_pruner, "MedianPruner");
+	CHECK_STR(s.optuna_pruner_kwargs, "{\"n_warmup_steps\": 3, \"l\": [1, \"a\"]}");
+	CHECK_EQ_INT(s.nprefork, 3);
+	CHECK_STR(s.prefork[2], "torch.nn");
+	CHECK(s.prefork[3] == NULL);
+	sweep_spec_free(&s);
+	if (parse_ok(CMD "optuna: ~\nprefork: []\n", &s))
+		return;
+	CHECK(s.optuna_sampler == NULL && s.optuna_sampler_kwargs == NULL && s.nprefork == 0);
+	sweep_spec_free(&s);
 }
 
 /* ---- grid -------------------------------------------------------------- */
@@ -861,5 +899,6 @@ TEST_MAIN("sweep_spec", TEST(test_example_file), TEST(test_example_as_grid), TES
           TEST(test_defaults_and_values), TEST(test_errors_keys), TEST(test_errors_yaml_syntax),
           TEST(test_errors_command), TEST(test_errors_placeholders), TEST(test_errors_method),
           TEST(test_errors_numbers), TEST(test_errors_metric), TEST(test_errors_dims), TEST(test_errors_memory),
-          TEST(test_errors_on_oom), TEST(test_errors_misc), TEST(test_grid), TEST(test_random_reproducible),
-          TEST(test_random_bounds), TEST(test_argv), TEST(test_json), TEST(test_slurm_block))
+          TEST(test_errors_on_oom), TEST(test_errors_misc), TEST(test_optuna_and_prefork), TEST(test_grid),
+          TEST(test_random_reproducible), TEST(test_random_bounds), TEST(test_argv), TEST(test_json),
+          TEST(test_slurm_block))

@@ -1,0 +1,560 @@
+/*
+ * model/kinds.c — growth kinds of a stored run: the kind rows the sampler
+ * stored (store's kind_samples: per process anonymous, copy-on-write,
+ * file-backed, shared memory and GPU bytes; pid 0 the job cgroup's page
+ * cache and shmem) made into series on the run's own x and judged with
+ * analyze_series(), the diagnosis that names the kind driving the verdict,
+ * and the OOM flight recorder. The method, and why copy-on-write and page
+ * cache are not leaks: docs/internals/growth-kinds.md.
+ *
+ * A kind row is stored only when one of its values moved by 64 KiB, or 5 s
+ * after the last: between rows a value holds. A process is taken to be
+ * alive from its first row to KIND_ALIVE_S after its last.
+ *
+ * Units: bytes, seconds since the run began, x in steps or seconds.
+ */
+#include "model/kinds.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+
+#define KIND_ALIVE_S 6.0            /* a row is repeated at least every 5 s */
+#define MAX_GRID 2000               /* points of a kind's series */
+#define FLIGHT_WINDOW_S 10.0        /* the flight recorder's last seconds */
+#define MIB (1024.0 * 1024.0)
+#define SHOWN_MIN_BYTES MIB         /* a series is listed from this size */
+#define COW_FLAT_SHARE 0.10         /* copy-on-write that stopped after this share
+                                     * of the run's x is named in a flat run */
+
+static const char *const kind_names[KIND_COUNT] = {
+	"anonymous", "copy-on-write", "file-cache", "shared-memory", "gpu",
+};
+
+const char *mem_kind_name(enum mem_kind k)
+{
+	return k < KIND_COUNT ? kind_names[k] : "?";
+}
+
+/* One process of the rows: its rows' indices in time order. */
+struct kproc {
+	int pid, ppid;
+	char name[32];
+	char role[48];
+	bool worker;                /* a forked child sharing its parent's pages */
+	double first_t, last_t;
+	size_t *rows, nrows, cap;
+};
+
+static double row_value(const struct kind_row *r, enum mem_kind k)
+{
+	switch (k) {
+	case KIND_ANONYMOUS: return (double)r->anon;
+	case KIND_COW: return (double)r->cow;
+	case KIND_FILE: return (double)r->file;
+	case KIND_SHMEM: return (double)r->shmem;
+	default: return (double)r->gpu;
+	}
+}
+
+/* The value of kind k of p at time t: its last row at or before t; NAN
+ * before its first row or after it was last alive. *cursor walks p's rows
+ * forward (t must not decrease between calls). */
+static double held(const struct kind_row *rows, const struct kproc *p, enum mem_kind k, double t,
+                   size_t *cursor)
+{
+	if (t < p->first_t || t > p->last_t + KIND_ALIVE_S)
+		return NAN;
+	while (*cursor + 1 < p->nrows && rows[p->rows[*cursor + 1]].t <= t)
+		(*cursor)++;
+	return row_value(&rows[p->rows[*cursor]], k);
+}
+
+static struct kproc *find_proc(struct kproc *ps, size_t n, int pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ps[i].pid == pid)
+			return &ps[i];
+	return NULL;
+}
+
+/* Group the rows by process and name the roles: the job's first process
+ * (whose parent is not in the job) is main, forked children that share
+ * its pages are workers numbered by when they appeared. */
+static struct kproc *group(const struct kind_row *rows, size_t n, size_t *np)
+{
+	struct kproc *ps = NULL;
+	size_t nps = 0, cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct kproc *p = find_proc(ps, nps, rows[i].pid);
+		if (!p) {
+			if (nps == cap) {
+				cap = cap ? 2 * cap : 16;
+				ps = xrealloc(ps, cap * sizeof(*ps));
+			}
+			p = &ps[nps++];
+			memset(p, 0, sizeof(*p));
+			p->pid = rows[i].pid;
+			p->first_t = rows[i].t;
+		}
+		if (p->nrows == p->cap) {
+			p->cap = p->cap ? 2 * p->cap : 64;
+			p->rows = xrealloc(p->rows, p->cap * sizeof(size_t));
+		}
+		p->rows[p->nrows++] = i;
+		p->last_t = rows[i].t;
+		p->ppid = rows[i].ppid;
+		memcpy(p->name, rows[i].name, sizeof(p->name));
+		if (rows[i].cow_base)
+			p->worker = true;
+	}
+	bool have_main = false;
+	int workers = 0;
+	for (size_t i = 0; i < nps; i++) {
+		struct kproc *p = &ps[i];
+		if (p->pid == 0)
+			snprintf(p->role, sizeof(p->role), "cgroup");
+		else if (p->worker)
+			snprintf(p->role, sizeof(p->role), "worker %d", ++workers);
+		else if (!have_main && !find_proc(ps, nps, p->ppid)) {
+			snprintf(p->role, sizeof(p->role), "main");
+			have_main = true;
+		} else
+			snprintf(p->role, sizeof(p->role), "%s", p->name);
+	}
+	*np = nps;
+	return ps;
+}
+
+/* Points of the grid: the run's steps (at most MAX_GRID of them, evenly
+ * taken), or time bins. x and t hold *ng values; the caller frees them. */
+static void make_grid(const double *step_x, const double *step_t, size_t nsteps, double bin_s,
+                      double t0, double t1, double **gx, double **gt, size_t *ng)
+{
+	size_t n = 0;
+	if (nsteps) {
+		size_t every = nsteps > MAX_GRID ? (nsteps + MAX_GRID - 1) / MAX_GRID : 1;
+		*gx = xmalloc((nsteps / every + 2) * sizeof(double));
+		*gt = xmalloc((nsteps / every + 2) * sizeof(double));
+		for (size_t i = 0; i < nsteps; i += every) {
+			(*gx)[n] = step_x[i];
+			(*gt)[n++] = step_t[i];
+		}
+		if ((nsteps - 1) % every) {
+			(*gx)[n] = step_x[nsteps - 1];
+			(*gt)[n++] = step_t[nsteps - 1];
+		}
+	} else {
+		if (!(bin_s > 0))
+			bin_s = 1;
+		if ((t1 - t0) / bin_s > MAX_GRID)
+			bin_s = (t1 - t0) / MAX_GRID;
+		size_t cap = (size_t)((t1 - t0) / bin_s) + 2;
+		*gx = xmalloc(cap * sizeof(double));
+		*gt = xmalloc(cap * sizeof(double));
+		for (double t = t0; t <= t1 && n < cap; t += bin_s) {
+			(*gx)[n] = t;
+			(*gt)[n++] = t;
+		}
+	}
+	*ng = n;
+}
+
+static int by_growth(const void *a, const void *b)
+{
+	const struct growth_kind *x = a, *y = b;
+	int lx = x->a.verdict == VERDICT_LEAK, ly = y->a.verdict == VERDICT_LEAK;
+	if (lx != ly)
+		return ly - lx;
+	double gx = isfinite(x->a.slope) ? x->a.slope : 0, gy = isfinite(y->a.slope) ? y->a.slope : 0;
+	if (gx != gy)
+		return gx < gy ? 1 : -1;
+	return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
+}
+
+static const char *x_word(const struct analyze_opts *o)
+{
+	return o->x_unit && !strcmp(o->x_unit, "s") ? "second" : "step";
+}
+
+/* "pid 4242 (worker 1)", "the job's cgroup" */
+static void who(char *buf, size_t sz, const struct growth_kind *g)
+{
+	if (g->pid == 0)
+		snprintf(buf, sz, "the job's cgroup");
+	else
+		snprintf(buf, sz, "pid %d (%s)", g->pid, g->role);
+}
+
+static bool leak_kind(enum mem_kind k)
+{
+	return k == KIND_ANONYMOUS || k == KIND_SHMEM || k == KIND_GPU;
+}
+
+/* Copy-on-write of the workers, summed on the grid. */
+static void judge_cow(struct run_kinds *out, const struct kind_row *rows, const struct kproc *ps,
+                      size_t nps, const double *gx, const double *gt, size_t ng)
+{
+	out->cow_flat_since_x = NAN;
+	if (!ng)
+		return;
+	double *total = xcalloc(ng, sizeof(double));
+	for (size_t i = 0; i < nps; i++) {
+		if (!ps[i].worker)
+			continue;
+		size_t cur = 0;
+		double last = 0, bound = 0;
+		for (size_t j = 0; j < ng; j++) {
+			double v = held(rows, &ps[i], KIND_COW, gt[j], &cur);
+			if (isfinite(v)) {
+				total[j] += v;
+				last = v;
+			}
+		}
+		for (size_t r = 0; r < ps[i].nrows; r++)
+			if ((double)rows[ps[i].rows[r]].cow_base > bound)
+				bound = (double)rows[ps[i].rows[r]].cow_base;
+		if (last > 0 || bound > 0) {
+			out->cow_workers++;
+			out->cow_bound_bytes += bound;
+		}
+	}
+	double last = total[ng - 1];
+	out->cow_bytes = last;
+	double tol = fmax(MIB, 0.05 * last);
+	/* rising: it rose over the last 40% of the run (a worker's copies are
+	 * re-read every second or two, on the sampler's budget) */
+	size_t at60 = ng * 3 / 5;
+	out->cow_rising = ng >= 5 && last - total[at60] > tol;
+	if (!out->cow_rising)
+		for (size_t j = 0; j < ng; j++)
+			if (total[j] >= last - tol) {
+				out->cow_flat_since_x = gx[j];
+				break;
+			}
+	free(total);
+}
+
+static void diagnose(struct run_kinds *out, const struct analysis *run, const struct analyze_opts *o,
+                     double x_first, double x_last)
+{
+	char b1[32], b2[32], b3[32], w[80];
+	const char *xw = x_word(o);
+
+	/* a process's own memory that grows: a leak, wherever it is */
+	const struct growth_kind *culprit = NULL;
+	for (size_t i = 0; i < out->n; i++)
+		if (leak_kind(out->k[i].kind) && out->k[i].a.verdict == VERDICT_LEAK &&
+		    (!culprit || out->k[i].a.slope > culprit->a.slope))
+			culprit = &out->k[i];
+	if (culprit) {
+		out->has_diagnosis = true;
+		out->diagnosis_kind = culprit->kind;
+		who(w, sizeof(w), culprit);
+		int n = snprintf(out->diagnosis, sizeof(out->diagnosis), "leak \xe2\x80\x94 %s memory of %s grows %s per %s",
+		                 culprit->kind == KIND_ANONYMOUS ? "anonymous" :
+		                 culprit->kind == KIND_SHMEM ? "shared" : "GPU",
+		                 w, fmt_bytes(b1, sizeof(b1), culprit->a.slope), xw);
+		const struct growth_kind *main_anon = NULL, *also = NULL;
+		for (size_t i = 0; i < out->n; i++) {
+			const struct growth_kind *g = &out->k[i];
+			if (g->kind == KIND_ANONYMOUS && !strcmp(g->role, "main"))
+				main_anon = g;
+			if (g != culprit && leak_kind(g->kind) && g->a.verdict == VERDICT_LEAK && !also)
+				also = g;
+		}
+		if (also) {
+			who(w, sizeof(w), also);
+			n += snprintf(out->diagnosis + n, sizeof(out->diagnosis) - (size_t)n, "; %s grows too (%s per %s)",
+			              w, fmt_bytes(b1, sizeof(b1), also->a.slope), xw);
+		}
+		bool main_grows = main_anon && main_anon->a.verdict == VERDICT_LEAK;
+		if (strcmp(culprit->role, "main") && main_anon && !main_grows) {
+			snprintf(out->diagnosis + n, sizeof(out->diagnosis) - (size_t)n, "; the parent is flat");
+		} else if (!also && !strcmp(culprit->role, "main") && out->cow_workers) {
+			snprintf(out->diagnosis + n, sizeof(out->diagnosis) - (size_t)n, "; the workers are flat");
+		}
+		return;
+	}
+
+	/* copy-on-write of forked workers: bounded by what they shared */
+	bool cow_named = out->cow_bytes >= fmax(o->min_growth_bytes, MIB) &&
+	                 (run->verdict == VERDICT_LEAK || out->cow_rising ||
+	                  (isfinite(out->cow_flat_since_x) && x_last > x_first &&
+	                   out->cow_flat_since_x - x_first >= COW_FLAT_SHARE * (x_last - x_first)));
+	if (cow_named) {
+		out->has_diagnosis = true;
+		out->diagnosis_kind = KIND_COW;
+		fmt_bytes(b1, sizeof(b1), out->cow_bytes);
+		fmt_bytes(b2, sizeof(b2), out->cow_bound_bytes);
+		if (out->cow_rising) {
+			snprintf(out->diagnosis, sizeof(out->diagnosis),
+			         "copy-on-write \xe2\x80\x94 %d forked worker%s privately copied %s of the parent's pages"
+			         " so far, still rising; bounded by the parent's size \xc3\x97 workers: at most %s (%s to go),"
+			         " not a leak without end",
+			         out->cow_workers, out->cow_workers == 1 ? "" : "s", b1, b2,
+			         fmt_bytes(b3, sizeof(b3), fmax(0, out->cow_bound_bytes - out->cow_bytes)));
+		} else {
+			snprintf(out->diagnosis, sizeof(out->diagnosis),
+			         "copy-on-write \xe2\x80\x94 %d forked worker%s privately copied %s of the parent's pages;"
+			         " bounded by the parent's size (at most %s), flat since %s %.0f",
+			         out->cow_workers, out->cow_workers == 1 ? "" : "s", b1, b2, xw, out->cow_flat_since_x);
+			out->overrides_verdict = run->verdict == VERDICT_LEAK;
+		}
+		return;
+	}
+
+	/* file-backed pages: the kernel drops them when it needs the room */
+	const struct growth_kind *file = NULL;
+	for (size_t i = 0; i < out->n; i++)
+		if (out->k[i].kind == KIND_FILE && out->k[i].a.verdict == VERDICT_LEAK &&
+		    (!file || out->k[i].a.slope > file->a.slope))
+			file = &out->k[i];
+	/* a process that maps the file says more than the cgroup's page cache */
+	for (size_t i = 0; file && file->pid == 0 && i < out->n; i++)
+		if (out->k[i].kind == KIND_FILE && out->k[i].pid && out->k[i].a.verdict == VERDICT_LEAK &&
+		    out->k[i].a.slope >= 0.5 * file->a.slope)
+			file = &out->k[i];
+	if (file) {
+		out->has_diagnosis = true;
+		out->diagnosis_kind = KIND_FILE;
+		fmt_bytes(b1, sizeof(b1), file->bytes - file->first_bytes);
+		fmt_bytes(b2, sizeof(b2), file->a.slope);
+		if (file->pid == 0)
+			snprintf(out->diagnosis, sizeof(out->diagnosis),
+			         "file-cache \xe2\x80\x94 the job's page cache grew %s (%s per %s): files it read,"
+			         " clean pages the kernel drops when it needs the room; not a leak", b1, b2, xw);
+		else {
+			who(w, sizeof(w), file);
+			snprintf(out->diagnosis, sizeof(out->diagnosis),
+			         "file-cache \xe2\x80\x94 file-backed pages mapped by %s grew %s (%s per %s): a memory-mapped"
+			         " file being read, pages the kernel drops when it needs the room; not a leak",
+			         w, b1, b2, xw);
+		}
+		out->overrides_verdict = run->verdict == VERDICT_LEAK;
+	}
+}
+
+static bool oom_cause(const char *c)
+{
+	return !strcmp(c, "oom-kill") || !strcmp(c, "budget-kill") || !strcmp(c, "cuda-oom") ||
+	       !strcmp(c, "host-alloc-fail");
+}
+
+static const char *cause_words(const char *c)
+{
+	if (!strcmp(c, "oom-kill"))
+		return "the kernel's OOM killer";
+	if (!strcmp(c, "budget-kill"))
+		return "leakproof, enforcing the memory budget";
+	if (!strcmp(c, "cuda-oom"))
+		return "the GPU running out of memory";
+	return "a failed host memory allocation";
+}
+
+static const char *kind_words(enum mem_kind k)
+{
+	return k == KIND_COW ? "copy-on-write" : k == KIND_FILE ? "file-backed" :
+	       k == KIND_SHMEM ? "shared" : k == KIND_GPU ? "GPU" : "anonymous";
+}
+
+static void flight_recorder(struct run_kinds *out, const struct kind_row *rows, const struct kproc *ps,
+                            size_t nps, const double *step_t, size_t nsteps, const struct segment_row *segs,
+                            size_t nsegs, double run_started_at, const char *top_site, const char *xw)
+{
+	const struct segment_row *g = NULL;
+	for (size_t i = nsegs; i-- > 0; )
+		if (segs[i].ended_at > 0 && oom_cause(segs[i].cause)) {
+			g = &segs[i];
+			break;
+		}
+	if (!g)
+		return;
+	out->oom = true;
+	snprintf(out->oom_cause, sizeof(out->oom_cause), "%s", g->cause);
+	out->end_t = g->ended_at - run_started_at;
+	out->end_step = g->has_step ? g->end_step : -1;
+	out->window_t = fmax(0, out->end_t - FLIGHT_WINDOW_S);
+	for (size_t i = 0; i < nsteps; i++)
+		if (step_t[i] >= out->window_t && step_t[i] <= out->end_t)
+			out->window_steps++;
+
+	out->fp = xcalloc(nps ? nps : 1, sizeof(*out->fp));
+	const struct flight_proc *best_p = NULL;
+	enum mem_kind best_k = KIND_ANONYMOUS;
+	double best_d = 0;
+	for (size_t i = 0; i < nps; i++) {
+		const struct kproc *p = &ps[i];
+		if (p->first_t > out->end_t || p->last_t + KIND_ALIVE_S < out->window_t)
+			continue;
+		struct flight_proc *f = &out->fp[out->nfp++];
+		f->pid = p->pid;
+		memcpy(f->name, p->name, sizeof(f->name));
+		memcpy(f->role, p->role, sizeof(f->role));
+		for (int k = 0; k < KIND_COUNT; k++) {
+			size_t cur = 0;
+			double a = held(rows, p, (enum mem_kind)k, fmax(out->window_t, p->first_t), &cur);
+			double b = held(rows, p, (enum mem_kind)k, fmin(out->end_t, p->last_t), &cur);
+			f->first[k] = isfinite(a) ? a : -1;
+			f->last[k] = isfinite(b) ? b : -1;
+			double d = f->first[k] >= 0 && f->last[k] >= 0 ? f->last[k] - f->first[k] : 0;
+			if (p->pid == 0 && k == KIND_ANONYMOUS)
+				continue;       /* the cgroup's anon is the processes' sum */
+			if (d > best_d) {
+				best_d = d;
+				best_p = f;
+				best_k = (enum mem_kind)k;
+			}
+		}
+	}
+
+	char b1[32], b2[32], b3[32], b4[32];
+	int n = snprintf(out->flight, sizeof(out->flight), "The job was ended at %s by %s (%s)",
+	                 fmt_duration(b1, sizeof(b1), out->end_t), cause_words(g->cause), g->cause);
+	if (out->end_step >= 0)
+		n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n, ", after step %lld",
+		              (long long)out->end_step);
+	double span = out->end_t - out->window_t;
+	if (best_p && best_d >= MIB) {
+		n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n,
+		              ". In its last %s, %s memory of %s%d (%s, %s) grew from %s to %s (+%s",
+		              fmt_duration(b1, sizeof(b1), span), kind_words(best_k),
+		              best_p->pid ? "pid " : "the job's cgroup", best_p->pid, best_p->role, best_p->name,
+		              fmt_bytes(b2, sizeof(b2), best_p->first[best_k]),
+		              fmt_bytes(b3, sizeof(b3), best_p->last[best_k]),
+		              fmt_bytes(b4, sizeof(b4), best_d));
+		if (out->window_steps > 1)
+			n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n, ", %s per %s",
+			              fmt_bytes(b1, sizeof(b1), best_d / (double)out->window_steps), xw);
+		n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n, ")");
+		/* the others, in words (at most three) */
+		int others = 0;
+		for (size_t i = 0; i < out->nfp; i++) {
+			const struct flight_proc *f = &out->fp[i];
+			for (int k = 0; k < KIND_COUNT; k++) {
+				if ((f == best_p && k == (int)best_k) || (f->pid == 0 && k == KIND_ANONYMOUS) ||
+				    f->first[k] < 0 || f->last[k] - f->first[k] < MIB)
+					continue;
+				if (others++ < 3) {
+					char who_buf[64];
+					if (f->pid)
+						snprintf(who_buf, sizeof(who_buf), "pid %d (%s)", f->pid, f->role);
+					else
+						snprintf(who_buf, sizeof(who_buf), "the job's cgroup");
+					n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n, "%s %s of %s +%s",
+					              others == 1 ? "; also" : ",", kind_words((enum mem_kind)k), who_buf,
+					              fmt_bytes(b1, sizeof(b1), f->last[k] - f->first[k]));
+				}
+			}
+		}
+		if (!others && out->nfp > 1)
+			n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n, "; the rest was flat");
+	} else {
+		n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n,
+		              ". In its last %s no kind of memory of any process grew by a MiB or more"
+		              " (a sudden allocation, or memory outside the job)", fmt_duration(b1, sizeof(b1), span));
+	}
+	if (top_site && *top_site)
+		n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n, ". The fastest growing site: %s",
+		              top_site);
+	if (n > 0 && (size_t)n < sizeof(out->flight) - 1)
+		snprintf(out->flight + n, sizeof(out->flight) - (size_t)n, ".");
+}
+
+int run_kinds_load(struct store *st, int64_t run_id, const double *step_x, const double *step_t,
+                   size_t nsteps, double bin_seconds, double run_started_at,
+                   const struct analyze_opts *opts,
+                   const struct analysis *run, const struct segment_row *segments,
+                   size_t nsegments, const char *top_site, struct run_kinds *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->cow_flat_since_x = NAN;
+	out->end_step = -1;
+	struct kind_row *rows = NULL;
+	size_t nrows = 0;
+	if (store_load_kind_samples(st, run_id, &rows, &nrows) < 0)
+		return -1;
+	if (!nrows) {
+		free(rows);
+		return 0;
+	}
+	size_t nps = 0;
+	struct kproc *ps = group(rows, nrows, &nps);
+	double *gx = NULL, *gt = NULL;
+	size_t ng = 0;
+	make_grid(step_x, step_t, nsteps, bin_seconds, rows[0].t, rows[nrows - 1].t, &gx, &gt, &ng);
+	double *x = xmalloc((ng ? ng : 1) * sizeof(double)), *y = xmalloc((ng ? ng : 1) * sizeof(double));
+
+	size_t cap = 0;
+	for (size_t i = 0; i < nps; i++) {
+		for (int k = 0; k < KIND_COUNT; k++) {
+			const struct kproc *p = &ps[i];
+			if ((p->pid == 0 && k != KIND_FILE && k != KIND_SHMEM) || (k == KIND_COW && !p->worker))
+				continue;
+			size_t cur = 0, n = 0;
+			double peak = 0, first = NAN, last = 0;
+			for (size_t j = 0; j < ng; j++) {
+				double v = held(rows, p, (enum mem_kind)k, gt[j], &cur);
+				if (!isfinite(v))
+					continue;
+				if (!isfinite(first))
+					first = v;
+				x[n] = gx[j];
+				y[n++] = v;
+				peak = fmax(peak, v);
+				last = v;
+			}
+			if (!n)
+				continue;
+			struct growth_kind g;
+			memset(&g, 0, sizeof(g));
+			analyze_series(x, y, n, opts, &g.a);
+			if (peak < SHOWN_MIN_BYTES && g.a.verdict != VERDICT_LEAK)
+				continue;
+			g.kind = (enum mem_kind)k;
+			g.pid = p->pid;
+			g.ppid = p->ppid;
+			memcpy(g.name, p->name, sizeof(g.name));
+			memcpy(g.role, p->role, sizeof(g.role));
+			g.bytes = last;
+			g.first_bytes = first;
+			if (k == KIND_COW)
+				for (size_t r = 0; r < p->nrows; r++)
+					g.bound_bytes = fmax(g.bound_bytes, (double)rows[p->rows[r]].cow_base);
+			if (out->n == cap) {
+				cap = cap ? 2 * cap : 16;
+				out->k = xrealloc(out->k, cap * sizeof(*out->k));
+			}
+			out->k[out->n++] = g;
+		}
+	}
+	qsort(out->k, out->n, sizeof(*out->k), by_growth);
+
+	judge_cow(out, rows, ps, nps, gx, gt, ng);
+	if (ng)
+		diagnose(out, run, opts, gx[0], gx[ng - 1]);
+	flight_recorder(out, rows, ps, nps, step_t, nsteps, segments, nsegments, run_started_at, top_site,
+	                x_word(opts));
+
+	free(x);
+	free(y);
+	free(gx);
+	free(gt);
+	for (size_t i = 0; i < nps; i++)
+		free(ps[i].rows);
+	free(ps);
+	free(rows);
+	return 0;
+}
+
+void run_kinds_release(struct run_kinds *k)
+{
+	if (!k)
+		return;
+	free(k->k);
+	free(k->fp);
+	memset(k, 0, sizeof(*k));
+}

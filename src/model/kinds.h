@@ -1,0 +1,103 @@
+/*
+ * model/kinds.h — what kind of memory grows, and in which process: the
+ * growth kinds of a stored run (its kind_samples, written by the sampler),
+ * each judged with the run's own statistics (core/analyze), the diagnosis
+ * that names the kind driving the verdict, and the OOM flight recorder (the
+ * last seconds before an out-of-memory end, from what was stored before it).
+ * Method and wording: docs/internals/growth-kinds.md.
+ *
+ * Units: bytes; growth in bytes per unit of the run's x (a step, or a
+ * second when the run marked no steps); times in seconds since the run
+ * began. Everything is owned by struct run_kinds, freed by
+ * run_kinds_release().
+ */
+#ifndef LP_MODEL_KINDS_H
+#define LP_MODEL_KINDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/analyze.h"
+#include "store/store.h"
+
+/* The kinds, in the order reports list them. */
+enum mem_kind {
+	KIND_ANONYMOUS = 0,    /* resident anonymous memory of a process (its heap, tensors) */
+	KIND_COW,              /* a forked child's private copies of its parent's pages */
+	KIND_FILE,             /* file-backed: mapped files; the cgroup's page cache */
+	KIND_SHMEM,            /* shared memory: shmem, tmpfs, /dev/shm */
+	KIND_GPU,              /* GPU memory (NVML, per process) */
+	KIND_COUNT
+};
+const char *mem_kind_name(enum mem_kind k);  /* "anonymous", "copy-on-write", "file-cache", ... */
+
+/* One series: a kind of one process (pid 0: the job's cgroup), judged. */
+struct growth_kind {
+	enum mem_kind kind;
+	int pid, ppid;               /* pid 0: the job's cgroup as a whole */
+	char name[32];               /* the process's name ("cgroup" for pid 0) */
+	char role[48];               /* "main", "worker 1", "cgroup", or the name */
+	struct analysis a;           /* on the run's x */
+	double bytes;                /* the last value */
+	double first_bytes;          /* the first value */
+	double bound_bytes;          /* copy-on-write: what it shared at first sight; 0 else */
+};
+
+/* The last seconds before an out-of-memory end, per process. */
+struct flight_proc {
+	int pid;
+	char name[32];
+	char role[48];
+	double first[KIND_COUNT];    /* at the window's start; -1: not alive then */
+	double last[KIND_COUNT];     /* at the end (the last row stored before it) */
+};
+
+struct run_kinds {
+	struct growth_kind *k;       /* worth showing (a MiB or more, or growing),
+	                              * the fastest growth first */
+	size_t n;
+
+	/* the diagnosis: the kind that drives the verdict */
+	bool has_diagnosis;
+	enum mem_kind diagnosis_kind;
+	char diagnosis[512];         /* "copy-on-write — 2 forked workers ..."; "" none */
+	bool overrides_verdict;      /* the verdict was leak, and the growth is only
+	                              * page cache or copy-on-write that stopped */
+	/* copy-on-write of the forked workers, summed */
+	int cow_workers;
+	double cow_bytes, cow_bound_bytes;
+	bool cow_rising;
+	double cow_flat_since_x;     /* NAN: not flat */
+	double cow_level_bytes;      /* rising: the run's measure once every worker has
+	                              * copied all it shares (now + bound - copied); 0 */
+
+	/* the OOM flight recorder; oom false when the run did not end so */
+	bool oom;
+	char oom_cause[32];          /* "oom-kill", "budget-kill", "cuda-oom", "host-alloc-fail" */
+	double end_t, window_t;      /* the end, and the window's start */
+	int64_t end_step;            /* the last step marked; -1 none */
+	int64_t window_steps;        /* steps marked in the window */
+	struct flight_proc *fp;
+	size_t nfp;
+	char flight[1024];           /* one paragraph: what grew, where, what killed it */
+};
+
+/*
+ * Judge the kinds of run_id on the run's own x: steps (x[i] the step of
+ * step_t[i], i < nsteps) or, when nsteps is 0, seconds (bins of
+ * bin_seconds). run_started_at: the run's start (Unix time), to place
+ * the segments' ends. opts: the run's analysis options. run: the run's judgment
+ * (the diagnosis explains it). segments: the run's (for the flight
+ * recorder). top_site (NULL: none): the fastest growing allocation site of
+ * a traced run, in words, for the flight recorder. Returns 0 (a run
+ * without kind rows gives an empty *out), -1 on error.
+ */
+int run_kinds_load(struct store *st, int64_t run_id, const double *step_x, const double *step_t,
+                   size_t nsteps, double bin_seconds, double run_started_at,
+                   const struct analyze_opts *opts,
+                   const struct analysis *run, const struct segment_row *segments,
+                   size_t nsegments, const char *top_site, struct run_kinds *out);
+void run_kinds_release(struct run_kinds *k);
+
+#endif

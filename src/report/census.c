@@ -1,0 +1,205 @@
+/*
+ * report/census.c — the rendering of the object census and of the GPU
+ * memory split (judged in model/census.c): text sections and JSON values
+ * (see census.h). Sizes in bytes, growth per unit of x_unit.
+ */
+#include "report/census.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report/render.h"
+#include "util/util.h"
+
+#define CENSUS_TYPES_SHOWN 5
+
+static bool per_step(const char *x_unit)
+{
+	return strcmp(x_unit, "s") != 0;
+}
+
+void census_report_text(const struct census_report *r, struct strbuf *sb)
+{
+	char b1[32], b2[32], words[256];
+	const char *unit = per_step(r->x_unit) ? "step" : "s";
+	strbuf_addf(sb, "  census    %zu object census%s", r->censuses, r->censuses == 1 ? "" : "es");
+	if (isfinite(r->interval_median_s))
+		strbuf_addf(sb, " every %s", fmt_duration(b1, sizeof(b1), r->interval_median_s));
+	if (isfinite(r->cost_mean_s))
+		strbuf_addf(sb, "; %.3g ms each", r->cost_mean_s * 1e3);
+	if (isfinite(r->cost_fraction))
+		strbuf_addf(sb, ", %.2g%% of the run", r->cost_fraction * 100);
+	if (isfinite(r->cost_per_step_s))
+		strbuf_addf(sb, " (%.3g ms a step)", r->cost_per_step_s * 1e3);
+	strbuf_addch(sb, '\n');
+	if (!r->ngrowing) {
+		strbuf_addf(sb, "            no type grows (%zu judged)\n", r->types);
+		return;
+	}
+	for (size_t i = 0; i < r->ngrowing && i < CENSUS_TYPES_SHOWN; i++) {
+		const struct census_type *c = &r->growing[i];
+		census_type_words(words, sizeof(words), c->type);
+		strbuf_addstr(sb, i ? "            " : "  growing   ");
+		if (c->holder) {
+			render_add_clean(sb, c->holder);
+			strbuf_addstr(sb, " holds ");
+		}
+		strbuf_addf(sb, "+%.3g ", c->growth);
+		render_add_clean(sb, words);
+		strbuf_addf(sb, " per %s", unit);
+		if (isfinite(c->bytes_growth))
+			strbuf_addf(sb, " (%s/%s)", render_signed_bytes(b2, sizeof(b2), c->bytes_growth), unit);
+		strbuf_addf(sb, ", %lld now", (long long)c->last_count);
+		if (!c->holder)
+			strbuf_addstr(sb, "; no named holder found");
+		strbuf_addch(sb, '\n');
+	}
+	if (r->ngrowing > CENSUS_TYPES_SHOWN)
+		strbuf_addf(sb, "            (and %zu more types)\n", r->ngrowing - CENSUS_TYPES_SHOWN);
+}
+
+static void inner(struct strbuf *sb, const char *name, bool first)
+{
+	strbuf_addstr(sb, first ? "" : ", ");
+	strbuf_add_json_str(sb, name);
+	strbuf_addstr(sb, ": ");
+}
+
+static void inner_num(struct strbuf *sb, const char *name, double v)
+{
+	inner(sb, name, false);
+	report_add_json_num(sb, v);
+}
+
+void census_report_json(const struct census_report *r, struct strbuf *sb)
+{
+	bool steps = per_step(r->x_unit);
+	char words[256];
+	strbuf_addch(sb, '{');
+	inner(sb, "x_unit", true);
+	strbuf_add_json_str(sb, r->x_unit);
+	inner_num(sb, "censuses", (double)r->censuses);
+	inner_num(sb, "types_judged", (double)r->types);
+	inner_num(sb, "objects", r->objects_last);
+	inner_num(sb, "interval_seconds", r->interval_median_s);
+	inner(sb, "cost", false);
+	strbuf_addch(sb, '{');
+	inner(sb, "total_seconds", true);
+	report_add_json_num(sb, r->cost_total_s);
+	inner_num(sb, "mean_seconds", r->cost_mean_s);
+	inner_num(sb, "max_seconds", r->cost_max_s);
+	inner_num(sb, "per_step_seconds", r->cost_per_step_s);
+	inner_num(sb, "fraction_of_run", r->cost_fraction);
+	strbuf_addch(sb, '}');
+	inner(sb, "growing", false);
+	strbuf_addch(sb, '[');
+	for (size_t i = 0; i < r->ngrowing; i++) {
+		const struct census_type *c = &r->growing[i];
+		strbuf_addstr(sb, i ? ",\n    {" : "\n    {");
+		inner(sb, "type", true);
+		strbuf_add_json_str(sb, c->type);
+		inner(sb, "words", false);
+		strbuf_add_json_str(sb, census_type_words(words, sizeof(words), c->type));
+		inner_num(sb, "growth_per_step", steps ? c->growth : NAN);
+		inner_num(sb, "growth_per_second", steps ? NAN : c->growth);
+		inner(sb, "growth_interval", false);
+		strbuf_addch(sb, '[');
+		report_add_json_num(sb, c->a.slope_low);
+		strbuf_addstr(sb, ", ");
+		report_add_json_num(sb, c->a.slope_high);
+		strbuf_addch(sb, ']');
+		inner_num(sb, "bytes_per_step", steps ? c->bytes_growth : NAN);
+		inner_num(sb, "bytes_per_second", steps ? NAN : c->bytes_growth);
+		inner_num(sb, "count", (double)c->last_count);
+		inner_num(sb, "bytes", c->last_bytes >= 0 ? (double)c->last_bytes : NAN);
+		inner_num(sb, "mann_kendall_p", c->a.mk_p);
+		inner(sb, "holder", false);
+		if (c->holder)
+			strbuf_add_json_str(sb, c->holder);
+		else
+			strbuf_addstr(sb, "null");
+		strbuf_addch(sb, '}');
+	}
+	strbuf_addstr(sb, r->ngrowing ? "\n  ]}" : "]}");
+}
+
+static const char *series_meaning(const struct gpu_series *g)
+{
+	if (!strcmp(g->name, "allocated"))
+		return "tensors (PyTorch allocated)";
+	if (!strcmp(g->name, "cached"))
+		return "the caching allocator's unused part (reserved minus allocated)";
+	return "outside PyTorch's allocator (NVML minus reserved: NCCL, cuBLAS workspaces, other libraries)";
+}
+
+void gpu_report_text(const struct gpu_report *g, struct strbuf *sb)
+{
+	char b[32];
+	const char *unit = per_step(g->x_unit) ? "step" : "s";
+	const struct gpu_series *all[3] = { &g->allocated, &g->cached, &g->other };
+	strbuf_addstr(sb, "  gpu      ");
+	bool first = true;
+	for (int i = 0; i < 3; i++) {
+		const struct gpu_series *s = all[i];
+		if (!s->present)
+			continue;
+		strbuf_addf(sb, "%s %s ", first ? "" : ",", s->name);
+		if (s->a.points >= 2 && isfinite(s->a.slope))
+			strbuf_addf(sb, "%s/%s", render_signed_bytes(b, sizeof(b), s->a.slope), unit);
+		else
+			strbuf_addstr(sb, "?");
+		strbuf_addf(sb, " (%s)", verdict_name(s->a.verdict));
+		first = false;
+	}
+	if (isfinite(g->alloc_retries) && g->alloc_retries > 0)
+		strbuf_addf(sb, ", %.0f allocation retr%s", g->alloc_retries, g->alloc_retries == 1 ? "y" : "ies");
+	if (isfinite(g->ooms) && g->ooms > 0)
+		strbuf_addf(sb, ", %.0f out-of-memory error%s", g->ooms, g->ooms == 1 ? "" : "s");
+	strbuf_addch(sb, '\n');
+	if (g->diagnosis[0]) {
+		strbuf_addstr(sb, "            ");
+		render_add_clean(sb, g->diagnosis);
+		strbuf_addch(sb, '\n');
+	}
+}
+
+void gpu_report_json(const struct gpu_report *g, struct strbuf *sb)
+{
+	const struct gpu_series *all[3] = { &g->allocated, &g->cached, &g->other };
+	bool steps = per_step(g->x_unit);
+	strbuf_addch(sb, '{');
+	inner(sb, "x_unit", true);
+	strbuf_add_json_str(sb, g->x_unit);
+	inner_num(sb, "points", (double)g->points);
+	inner(sb, "series", false);
+	strbuf_addch(sb, '[');
+	for (int i = 0; i < 3; i++) {
+		const struct gpu_series *s = all[i];
+		bool fit = s->present && s->a.points >= 2;
+		strbuf_addstr(sb, i ? ",\n    {" : "\n    {");
+		inner(sb, "name", true);
+		strbuf_add_json_str(sb, s->name);
+		inner(sb, "meaning", false);
+		strbuf_add_json_str(sb, series_meaning(s));
+		inner(sb, "verdict", false);
+		if (s->present)
+			strbuf_add_json_str(sb, verdict_name(s->a.verdict));
+		else
+			strbuf_addstr(sb, "null");
+		inner_num(sb, "growth_bytes_per_step", fit && steps ? s->a.slope : NAN);
+		inner_num(sb, "growth_bytes_per_second", fit && !steps ? s->a.slope : NAN);
+		inner_num(sb, "last_bytes", s->present ? s->last_bytes : NAN);
+		strbuf_addch(sb, '}');
+	}
+	strbuf_addstr(sb, "\n  ]");
+	inner_num(sb, "inactive_split_bytes", g->inactive_split_bytes);
+	inner_num(sb, "alloc_retries", g->alloc_retries);
+	inner_num(sb, "ooms", g->ooms);
+	inner(sb, "diagnosis", false);
+	if (g->diagnosis[0])
+		strbuf_add_json_str(sb, g->diagnosis);
+	else
+		strbuf_addstr(sb, "null");
+	strbuf_addch(sb, '}');
+}

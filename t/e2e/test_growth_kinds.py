@@ -1,0 +1,137 @@
+"""Growth kinds, the diagnosis and the OOM flight recorder
+(docs/internals/growth-kinds.md), on real workloads: a torch DataLoader
+with two forked workers over Python objects (copy-on-write) and over a numpy
+array (flat), workers that keep memory per batch (a leak in the workers),
+a job reading a large file through read() and through a memory map (page
+cache, not a leak), and a job whose worker leaks until its cgroup's OOM
+killer ends it (the flight recorder).
+
+Nothing here asserts a time: the copy-on-write figures come from
+smaps_rollup reads made on the sampler's CPU budget, so the tests check
+kinds, roles and bounds, not when a value was reached.
+"""
+import pytest
+
+DATALOADER = "dataloader_kinds.py"
+JOBS = "kinds_jobs.py"
+
+
+def kinds(rep, kind):
+    return [g for g in rep["growth_kinds"] if g["kind"] == kind]
+
+
+def has_cgroup(rep):
+    return rep["run"]["cgroup_mode"] != "none"
+
+
+@pytest.mark.slow
+def test_dataloader_objects_one_epoch_is_copy_on_write_still_rising(lp):
+    r = lp.run([lp.py, lp.workload(DATALOADER), "--epochs", "1"], "--quiet", timeout=300)
+    assert r.rc == 0, r
+    rep = lp.report()
+    d = rep["diagnosis"]
+    assert d and d["kind"] == "copy-on-write", lp.describe(rep)
+    assert d["workers"] == 2 and d["rising"] is True, d
+    assert 20 * lp.MIB < d["copied_bytes"] < d["bound_bytes"], d
+    cow = kinds(rep, "copy-on-write")
+    assert sorted(g["role"] for g in cow) == ["worker 1", "worker 2"], cow
+    assert all(g["bound_bytes"] > g["bytes"] for g in cow), cow
+    # projected to its bound, not to the limit
+    assert rep["projected_steps_to_limit"] is None, rep["projected_steps_to_limit"]
+    text = lp.report(fmt="text")
+    assert "still rising" in text and "at most" in text, text
+
+
+@pytest.mark.slow
+def test_dataloader_objects_four_epochs_is_copy_on_write_not_a_leak(lp):
+    r = lp.run([lp.py, lp.workload(DATALOADER), "--epochs", "4"], "--quiet", timeout=400)
+    assert r.rc == 0, r
+    rep = lp.report()
+    assert rep["verdict"] != "leak", lp.describe(rep)
+    d = rep["diagnosis"]
+    assert d and d["kind"] == "copy-on-write", lp.describe(rep)
+    assert d["rising"] is False and d["flat_since_step"] is not None, d
+    assert d["copied_bytes"] > 20 * lp.MIB, d
+    # nobody's own memory grows
+    assert not [g for g in kinds(rep, "anonymous") if g["verdict"] == "leak"], rep["growth_kinds"]
+
+
+@pytest.mark.slow
+def test_dataloader_numpy_is_flat(lp):
+    r = lp.run([lp.py, lp.workload(DATALOADER), "--data", "numpy", "--epochs", "2"], "--quiet",
+               timeout=300)
+    assert r.rc == 0, r
+    rep = lp.report()
+    assert rep["verdict"] != "leak", lp.describe(rep)
+    d = rep["diagnosis"]
+    assert d is None or d["kind"] not in ("copy-on-write", "anonymous"), d
+    assert not [g for g in rep["growth_kinds"] if g["verdict"] == "leak"], rep["growth_kinds"]
+
+
+@pytest.mark.slow
+def test_worker_that_keeps_memory_is_a_leak_in_that_worker(lp):
+    r = lp.run([lp.py, lp.workload(DATALOADER), "--data", "numpy", "--items", "1500000",
+                "--epochs", "2", "--keep-kib", "128"], "--quiet", timeout=300)
+    assert r.rc == 0, r
+    rep = lp.report()
+    assert rep["verdict"] == "leak", lp.describe(rep)
+    d = rep["diagnosis"]
+    assert d and d["kind"] == "anonymous", d
+    assert "(worker " in d["text"] and "the parent is flat" in d["text"], d
+    anon = {g["role"]: g for g in kinds(rep, "anonymous")}
+    assert anon["main"]["verdict"] != "leak", anon
+    for role in ("worker 1", "worker 2"):
+        # 128 KiB per batch, every other batch: ~64 KiB per step each
+        assert anon[role]["verdict"] == "leak", anon
+        assert 32 * 1024 < anon[role]["growth_bytes_per_step"] < 128 * 1024, anon[role]
+
+
+def big_file(lp, mib=256):
+    path = lp.dir / "big.bin"
+    with open(path, "wb") as f:
+        chunk = bytes(range(256)) * 4096      # 1 MiB, not all zeros
+        for _ in range(mib):
+            f.write(chunk)
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["read", "mmap"])
+def test_reading_a_large_file_is_file_cache_not_a_leak(lp, mode):
+    path = big_file(lp)
+    r = lp.run([lp.py, lp.workload(JOBS), mode, path, "2"], "--quiet", timeout=180)
+    assert r.rc == 0, r
+    rep = lp.report()
+    assert rep["verdict"] != "leak", lp.describe(rep)
+    if not has_cgroup(rep) and mode == "read":
+        pytest.skip("no memory cgroup for the job: its page cache is not seen")
+    d = rep["diagnosis"]
+    assert d and d["kind"] == "file-cache", lp.describe(rep)
+    files = [g for g in kinds(rep, "file-cache") if g["verdict"] == "leak"]
+    assert files and files[0]["bytes"] - files[0]["first_bytes"] > 100 * lp.MIB, files
+    if mode == "mmap":
+        assert any(g["role"] == "main" for g in files), files
+    assert not [g for g in kinds(rep, "anonymous") if g["verdict"] == "leak"], rep["growth_kinds"]
+
+
+@pytest.mark.slow
+def test_oom_kill_flight_recorder_names_the_growing_worker(lp):
+    r = lp.run([lp.py, lp.workload(JOBS), "worker-hog", "4"], "--max-mem", "200M", "--quiet",
+               timeout=120)
+    rep = lp.report()
+    if not has_cgroup(rep):
+        pytest.skip("no writable memory cgroup for the job on this machine")
+    assert r.rc != 0, r
+    fr = rep["flight_recorder"]
+    assert fr and fr["cause"] == "oom-kill", lp.describe(rep)
+    worker = [p for p in fr["processes"] if p["role"] == "worker 1"]
+    assert worker, fr
+    w = worker[0]
+    assert f"anonymous memory of pid {w['process']} (worker 1" in fr["paragraph"], fr["paragraph"]
+    assert "OOM killer" in fr["paragraph"], fr["paragraph"]
+    # stored before the kill: the worker's last anonymous figure is near the limit
+    assert w["kinds"]["anonymous"]["last_bytes"] > 100 * lp.MIB, w
+    text = lp.report(fmt="text")
+    assert "flight recorder" in text and f"pid {w['process']} (worker 1" in text, text
+    html = lp.report(fmt="html")
+    assert 'id="flight-recorder"' in html and 'id="diagnosis"' in html

@@ -1,0 +1,148 @@
+"""
+Warm starts (`prefork: [torch]` in a sweep file; src/sweep/prefork.c): a
+trial forked from the template behaves like a cold one — the same output,
+exit status, metric and verdict, and its memory growth is its own (the
+template's shared pages are not counted) — an OOM in one forked trial
+touches neither the template nor the next trial, and a trial whose
+environment would import torch differently starts cold and says why.
+"""
+import json
+import os
+import sqlite3
+
+import pytest
+
+TRAIN = "sweep_train.py"
+
+
+def write(lp, name, text):
+    path = lp.dir / name
+    path.write_text(text)
+    return str(path)
+
+
+def trials(lp, sweep_id):
+    con = sqlite3.connect(f"file:{lp.store}?mode=ro", uri=True)
+    try:
+        return con.execute("SELECT idx, attempt, status, metric, cause, run_id FROM trials "
+                           "WHERE sweep_id = ? ORDER BY idx, attempt", (sweep_id,)).fetchall()
+    finally:
+        con.close()
+
+
+def log(lp, sweep_id, idx, attempt=0):
+    return (lp.dir / "sweeps" / str(sweep_id) / f"trial-{idx}.{attempt}.log").read_text()
+
+
+def run_report(lp, run_id):
+    r = lp.cmd(["report", str(run_id), "--format", "json", "--store", lp.store])
+    assert r.rc == 0, r
+    return json.loads(r.stdout)
+
+
+def output_lines(text):
+    """The job's own lines of a trial log (leakproof's report removed)."""
+    return [ln for ln in text.splitlines() if ln.startswith("val_loss=")]
+
+
+def sweep(lp, f, *args, timeout=600):
+    r = lp.cmd(["sweep", f, "--store", lp.store, *args], timeout=timeout)
+    assert r.rc == 0, r
+    return r
+
+
+def needs_cgroup(lp):
+    r = lp.run(["true"], timeout=60)
+    assert r.rc == 0, r
+    if lp.report()["run"]["cgroup_mode"] == "none":
+        pytest.skip("no cgroup for a job here: prefork falls back to cold starts")
+
+
+def test_a_forked_trial_behaves_like_a_cold_one(lp):
+    needs_cgroup(lp)
+    body = f"""
+command: [{lp.py}, {lp.workload(TRAIN)}, --steps, "60", --keep, "{{keep}}"]
+method: grid
+metric: {{name: val_loss, goal: minimize}}
+parameters:
+  keep: {{values: [loss, item]}}
+run_options: [--interval, 20ms]
+"""
+    cold = write(lp, "cold.yaml", body)
+    warm = write(lp, "warm.yaml", body + "prefork: [torch]\n")
+    sweep(lp, cold)
+    r = sweep(lp, warm)
+    assert "prefork: torch imported once" in r.err, r
+    c, w = trials(lp, 1), trials(lp, 2)
+    assert len(c) == len(w) == 2
+    for ct, wt in zip(c, w):
+        assert ct[2] == wt[2] == "ok", (ct, wt)
+        assert ct[3] == wt[3], (ct, wt)                      # the same metric
+        assert output_lines(log(lp, 1, ct[0])) == output_lines(log(lp, 2, wt[0]))
+        wlog = log(lp, 2, wt[0])
+        assert "cold start" not in wlog and "stub.py" in wlog, wlog
+        cr, wr = run_report(lp, ct[5]), run_report(lp, wt[5])
+        assert cr["run"]["exit_code"] == wr["run"]["exit_code"] == 0
+        assert cr["steps"] == wr["steps"] == 60
+    # the leak (every step keeps its loss tensor and graph) is judged a
+    # leak both ways, about the same size; the other is not a leak
+    cl, wl = run_report(lp, c[0][5]), run_report(lp, w[0][5])
+    assert cl["verdict"] == wl["verdict"] == "leak", (cl["reason"], wl["reason"])
+    cg, wg = cl["growth_bytes_per_step"], wl["growth_bytes_per_step"]
+    assert 0.5 < wg / cg < 2, (cg, wg)
+    assert run_report(lp, w[1][5])["verdict"] != "leak"
+    # torch's pages, shared with the template, are not the trial's: its
+    # peak is below the cold trial's
+    assert wl["max_processes"] == 2, wl["max_processes"]
+    assert wl["peak_bytes"] < cl["peak_bytes"], (wl["peak_bytes"], cl["peak_bytes"])
+
+
+def test_an_oom_in_a_forked_trial_spares_the_template_and_the_next_trial(lp):
+    needs_cgroup(lp)
+    f = write(lp, "oom.yaml", f"""
+command: [{lp.py}, {lp.workload(TRAIN)}, --steps, "20", --extra-mib, "{{extra_mib}}"]
+method: grid
+metric: {{name: val_loss, goal: minimize}}
+parameters:
+  extra_mib: {{values: [20, 900, 21]}}
+memory: {{max: 400M}}
+prefork: [torch]
+""")
+    sweep(lp, f)
+    t = trials(lp, 1)
+    assert [row[2] for row in t] == ["ok", "oom", "ok"], t
+    assert t[0][3] == t[2][3]
+    assert t[1][4] == "oom-kill", t
+    for idx in (0, 1, 2):
+        assert "cold start" not in log(lp, 1, idx), log(lp, 1, idx)
+
+
+def test_an_env_read_at_import_differing_starts_the_trial_cold(lp):
+    f = write(lp, "env.yaml", f"""
+command: [{lp.py}, {lp.workload(TRAIN)}, --steps, "5"]
+method: grid
+metric: {{name: val_loss, goal: minimize}}
+env:
+  OMP_NUM_THREADS: {{values: ["1"]}}
+prefork: [torch]
+""")
+    env = {"OMP_NUM_THREADS": None}
+    r = lp.cmd(["sweep", f, "--store", lp.store], timeout=600, env=env)
+    assert r.rc == 0, r
+    assert trials(lp, 1)[0][2] == "ok"
+    text = log(lp, 1, 0)
+    assert ("leakproof: prefork: cold start: OMP_NUM_THREADS is '1' for the trial but unset in the "
+            "template, which imported torch with it") in text, text
+
+
+def test_a_command_that_is_not_python_runs_cold_with_a_warning(lp):
+    f = write(lp, "sh.yaml", """
+command: [/bin/echo, "x={x}"]
+method: grid
+parameters:
+  x: {values: [1]}
+prefork: [json]
+""")
+    r = sweep(lp, f)
+    assert "prefork: the command does not start Python ('/bin/echo'): trials start cold" in r.err, r
+    assert trials(lp, 1)[0][2] == "ok"

@@ -1,0 +1,256 @@
+/*
+ * test_kinds.c — the growth kinds judged from a store with known series
+ * (model/kinds.c through run_summary_load): copy-on-write of two workers
+ * that stops (not a leak, the verdict changed), that still rises (bound,
+ * no projection to the limit), a worker's anonymous leak with the parent
+ * flat, page cache only (not a leak), and the flight recorder of an
+ * oom-kill end naming the growing worker. Deterministic: rows written as
+ * the supervisor would, no timing.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model/kinds.h"
+#include "model/summary.h"
+#include "store/store.h"
+#include "util/util.h"
+#include "tap.h"
+
+#define MiB (1024.0 * 1024.0)
+
+static char tmpdir[64];
+static char store_path[128];
+
+static int64_t begin(struct store *st)
+{
+	struct run_begin rb = {
+		.started_at = 1700000000.0, .command_json = "[\"python3\", \"train.py\"]", .cwd = "/w",
+		.hostname = "h", .measure = MEASURE_PSS, .interval_ns = 10000000, .limit_bytes = 8ULL << 30,
+		.limit_source = "max-mem", .mem_total_bytes = 16ULL << 30, .cgroup_mode = "v1",
+	};
+	return store_run_begin(st, &rb);
+}
+
+static void end(struct store *st, int64_t id, double duration, int64_t steps)
+{
+	struct run_end re = { .ended_at = 1700000000.0 + duration, .exit_code = 0, .status = "done",
+	                      .step_source = STEP_SOURCE_CHANNEL, .steps = steps };
+	store_run_end(st, id, &re);
+}
+
+static void step(struct store *st, int64_t id, int i, double t, double pss)
+{
+	struct step_rec r = { .step = i, .epoch = -1 };
+	r.mem.t = t;
+	r.mem.nprocs = 3;
+	r.mem.rss = r.mem.pss = r.mem.uss = (uint64_t)pss;
+	r.mem.pss_exact = true;
+	store_add_step(st, id, &r);
+}
+
+static void kind(struct store *st, int64_t id, double t, int pid, int ppid, double anon, double cow,
+                 double cow_base, double file)
+{
+	struct kind_row k = { .t = t, .pid = pid, .ppid = ppid, .anon = (uint64_t)anon,
+	                      .cow = (uint64_t)cow, .cow_base = (uint64_t)cow_base, .file = (uint64_t)file };
+	snprintf(k.name, sizeof(k.name), "%s", pid ? "python3" : "cgroup");
+	store_add_kind_sample(st, id, &k);
+}
+
+/*
+ * A DataLoader: main (pid 100) holds 400 MiB; workers 101 and 102 share it
+ * and copy 100 MiB each over the first cow_steps of 400 steps (0.1 s a
+ * step, a row every step). The tree's PSS grows with the copies.
+ */
+static int64_t cow_run(struct store *st, int cow_steps, int nsteps)
+{
+	int64_t id = begin(st);
+	for (int i = 1; i <= nsteps; i++) {
+		double t = i * 0.1;
+		double copied = 100 * MiB * (i < cow_steps ? (double)i / cow_steps : 1.0);
+		step(st, id, i, t, 400 * MiB + 2 * copied);
+		kind(st, id, t, 100, 1, 400 * MiB, 0, 0, 50 * MiB);
+		kind(st, id, t, 101, 100, 400 * MiB, copied, 400 * MiB, 5 * MiB);
+		kind(st, id, t, 102, 100, 400 * MiB, copied, 400 * MiB, 5 * MiB);
+	}
+	end(st, id, nsteps * 0.1, nsteps);
+	return id;
+}
+
+static int load(struct store *st, int64_t id, struct run_summary *s)
+{
+	int rc = run_summary_load(st, id, -1, s);
+	CHECK_EQ_INT(rc, 0);
+	CHECK(s->kinds != NULL);
+	return rc;
+}
+
+static struct store *open_store(void)
+{
+	struct store *st = store_open(store_path);
+	if (!st)
+		exit(1);
+	return st;
+}
+
+static void test_cow_stopped_is_not_a_leak(void)
+{
+	struct store *st = open_store();
+	int64_t id = cow_run(st, 150, 400);    /* copies during the first 150 steps */
+	store_flush(st);
+	struct run_summary s;
+	if (load(st, id, &s))
+		return;
+	const struct run_kinds *k = s.kinds;
+	CHECK(k->has_diagnosis);
+	CHECK_EQ_INT(k->diagnosis_kind, KIND_COW);
+	CHECK_EQ_INT(k->cow_workers, 2);
+	CHECK(!k->cow_rising);
+	CHECK(fabs(k->cow_bytes - 200 * MiB) < MiB);
+	CHECK(fabs(k->cow_bound_bytes - 800 * MiB) < MiB);
+	CHECK(k->cow_flat_since_x > 100 && k->cow_flat_since_x <= 150);
+	CHECK(s.a.verdict != VERDICT_LEAK);
+	CHECK(strstr(k->diagnosis, "2 forked workers privately copied") != NULL);
+	CHECK(strstr(k->diagnosis, "flat since step") != NULL);
+	/* roles */
+	int workers = 0;
+	for (size_t i = 0; i < k->n; i++)
+		if (k->k[i].kind == KIND_COW)
+			workers += !strncmp(k->k[i].role, "worker ", 7);
+	CHECK_EQ_INT(workers, 2);
+	run_summary_release(&s);
+	store_close(st);
+}
+
+static void test_cow_rising_is_projected_to_its_bound(void)
+{
+	struct store *st = open_store();
+	int64_t id = cow_run(st, 1000, 300);    /* still copying at the end */
+	store_flush(st);
+	struct run_summary s;
+	if (load(st, id, &s))
+		return;
+	const struct run_kinds *k = s.kinds;
+	CHECK(k->has_diagnosis);
+	CHECK_EQ_INT(k->diagnosis_kind, KIND_COW);
+	CHECK(k->cow_rising);
+	CHECK(strstr(k->diagnosis, "still rising") != NULL);
+	CHECK(k->cow_level_bytes > s.a.last_bytes);
+	CHECK(s.a.projected_to_limit < 0);       /* the bound is under the limit */
+	run_summary_release(&s);
+	store_close(st);
+}
+
+static void test_worker_leak_parent_flat(void)
+{
+	struct store *st = open_store();
+	int64_t id = begin(st);
+	for (int i = 1; i <= 300; i++) {
+		double t = i * 0.1;
+		step(st, id, i, t, 500 * MiB + i * 256 * 1024.0);
+		kind(st, id, t, 200, 1, 300 * MiB, 0, 0, 50 * MiB);
+		kind(st, id, t, 201, 200, 100 * MiB + i * 256 * 1024.0, 2 * MiB, 100 * MiB, 5 * MiB);
+		kind(st, id, t, 202, 200, 100 * MiB, 2 * MiB, 100 * MiB, 5 * MiB);
+	}
+	end(st, id, 30, 300);
+	store_flush(st);
+	struct run_summary s;
+	if (load(st, id, &s))
+		return;
+	const struct run_kinds *k = s.kinds;
+	CHECK_EQ_INT(s.a.verdict, VERDICT_LEAK);
+	CHECK(k->has_diagnosis);
+	CHECK_EQ_INT(k->diagnosis_kind, KIND_ANONYMOUS);
+	CHECK(strstr(k->diagnosis, "pid 201 (worker 1) grows 256 KiB per step; the parent is flat") != NULL);
+	CHECK(k->n > 0 && k->k[0].pid == 201 && k->k[0].kind == KIND_ANONYMOUS);
+	run_summary_release(&s);
+	store_close(st);
+}
+
+static void test_page_cache_is_not_a_leak(void)
+{
+	struct store *st = open_store();
+	int64_t id = begin(st);
+	for (int i = 1; i <= 300; i++) {
+		double t = i * 0.1;
+		/* judged by PSS, which grows with a memory-mapped file */
+		step(st, id, i, t, 100 * MiB + i * MiB);
+		kind(st, id, t, 300, 1, 80 * MiB, 0, 0, 20 * MiB + i * MiB);
+		kind(st, id, t, 0, 0, 80 * MiB, 0, 0, 20 * MiB + i * MiB);
+	}
+	end(st, id, 30, 300);
+	store_flush(st);
+	struct run_summary s;
+	if (load(st, id, &s))
+		return;
+	CHECK_EQ_INT(s.verdict_judged, VERDICT_LEAK);
+	CHECK_EQ_INT(s.a.verdict, VERDICT_NO_LEAK);
+	CHECK(s.kinds->overrides_verdict);
+	CHECK_EQ_INT(s.kinds->diagnosis_kind, KIND_FILE);
+	CHECK(strstr(s.kinds->diagnosis, "mapped by pid 300 (main)") != NULL);
+	run_summary_release(&s);
+	store_close(st);
+}
+
+static void test_flight_recorder(void)
+{
+	struct store *st = open_store();
+	int64_t id = begin(st);
+	for (int i = 1; i <= 100; i++) {
+		double t = i * 0.1;
+		step(st, id, i, t, 100 * MiB + i * 2 * MiB);
+		kind(st, id, t, 400, 1, 50 * MiB, 0, 0, 10 * MiB);
+		kind(st, id, t, 401, 400, 50 * MiB + i * 2 * MiB, MiB, 50 * MiB, MiB);
+	}
+	struct segment_end se = { .ended_at = 1700000000.0 + 10.05, .exit_code = -1, .exit_signal = 9,
+	                          .cause = "oom-kill", .evidence = "oom_kill count rose by 1",
+	                          .has_step = true, .step = 100, .memory_bytes = 300 << 20 };
+	store_segment_end(st, id, 0, &se);
+	struct run_end re = { .ended_at = 1700000000.0 + 10.1, .exit_code = -1, .exit_signal = 9,
+	                      .status = "done", .step_source = STEP_SOURCE_CHANNEL, .steps = 100 };
+	store_run_end(st, id, &re);
+	store_flush(st);
+	struct run_summary s;
+	if (load(st, id, &s))
+		return;
+	const struct run_kinds *k = s.kinds;
+	CHECK(k->oom);
+	CHECK(!strcmp(k->oom_cause, "oom-kill"));
+	CHECK_EQ_INT(k->end_step, 100);
+	CHECK(strstr(k->flight, "OOM killer") != NULL);
+	CHECK(strstr(k->flight, "anonymous memory of pid 401 (worker 1, python3)") != NULL);
+	fprintf(stderr, "# %s\n", k->flight);
+	CHECK(strstr(k->flight, "per step") != NULL);
+	CHECK_EQ_INT(k->nfp, 2);
+	run_summary_release(&s);
+	store_close(st);
+}
+
+static void cleanup(void)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", tmpdir);
+}
+
+__attribute__((constructor)) static void setup(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/lp-test-kinds-XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	atexit(cleanup);
+	snprintf(store_path, sizeof(store_path), "%s/lp.db", tmpdir);
+}
+
+TEST_MAIN("kinds",
+	TEST(test_cow_stopped_is_not_a_leak),
+	TEST(test_cow_rising_is_projected_to_its_bound),
+	TEST(test_worker_leak_parent_flat),
+	TEST(test_page_cache_is_not_a_leak),
+	TEST(test_flight_recorder))
