@@ -917,6 +917,52 @@ static void unreachable_why(const char *msg, bool reader, char *why, size_t whys
 		snprintf(why, whysz, "%s", line);
 }
 
+/* Whether a failed connection may succeed if tried again: the server is
+ * restarting, starting, or not listening yet (not a wrong password or
+ * database). */
+static bool transient_failure(const char *msg)
+{
+	static const char *const signs[] = { "shutting down", "starting up", "Connection refused",
+		"No such file or directory", "in recovery", "timeout expired", "could not connect",
+		"server closed the connection" };
+	for (size_t i = 0; msg && i < sizeof(signs) / sizeof(signs[0]); i++)
+		if (strstr(msg, signs[i]))
+			return true;
+	return false;
+}
+
+/* A writer (a run, a worker) opening the store while the server restarts
+ * waits for it with a backoff, up to $LEAKPROOF_PG_CONNECT_WAIT seconds
+ * (default 30; 0: not at all), saying so once, rather than refusing the job. */
+static void wait_for_server(struct pg_db *d, const char *const *vals)
+{
+	const char *env = getenv("LEAKPROOF_PG_CONNECT_WAIT");
+	double wait_s = 30;
+	if (env && *env) {
+		char *end;
+		double v = strtod(env, &end);
+		if (!*end && v >= 0 && v <= 86400)
+			wait_s = v;
+	}
+	int64_t deadline = mono_ns() + (int64_t)(wait_s * 1e9), backoff = BACKOFF_MIN_NS;
+	bool said = false;
+	while (d->conn && PQstatus(d->conn) != CONNECTION_OK && transient_failure(PQerrorMessage(d->conn)) &&
+	       mono_ns() + backoff < deadline) {
+		if (!said) {
+			char line[200];
+			snprintf(line, sizeof(line), "%s", PQerrorMessage(d->conn));
+			line[strcspn(line, "\n")] = '\0';
+			warning("the PostgreSQL server of %s cannot be reached (%s): trying again for up to %.0f s",
+			        d->shown, line, wait_s);
+			said = true;
+		}
+		poll(NULL, 0, (int)(backoff / 1000000));
+		backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
+		PQfinish(d->conn);
+		d->conn = PQconnectdbParams(conn_keys, vals, 1);
+	}
+}
+
 static int pg_open(const char *target, bool readonly, struct db **out, char *why, size_t whysz)
 {
 	*out = NULL;
@@ -938,6 +984,8 @@ static int pg_open(const char *target, bool readonly, struct db **out, char *why
 	}
 	const char *const vals[] = CONN_VALUES(d->conninfo);
 	d->conn = PQconnectdbParams(conn_keys, vals, 1);
+	if (!readonly)
+		wait_for_server(d, vals);
 	if (!d->conn || PQstatus(d->conn) != CONNECTION_OK) {
 		unreachable_why(d->conn ? PQerrorMessage(d->conn) : "out of memory", readonly, why, whysz);
 		pg_close(&d->base);

@@ -252,6 +252,31 @@ def test_the_server_stopped_for_10_s_mid_run_loses_nothing(pg):
     assert samples >= 0.8 * duration / 0.05, (samples, duration)
 
 
+def test_a_run_started_while_the_server_is_down_waits_for_it(pg):
+    """A run (a sweep worker's trial, a job array's task) that opens the store
+    while the server restarts waits for it, bounded, instead of refusing the
+    job; ls and report, readers, say at once that it cannot be reached."""
+    leak_run(pg)   # the schema is made
+    pg.server.pg_ctl("stop", "-m", "fast")
+    try:
+        proc = pg.start(["sh", "-c", "echo job ran"], "-q")
+        pg.read_until(proc.stderr, b"trying again for up to 30 s", timeout=60)
+        assert proc.poll() is None
+    finally:
+        pg.server.pg_ctl("start")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert b"job ran" in out and b"s3cret" not in err, err
+    assert len(pg.ls(fmt="json")) == 2
+    # with no wait asked for, the job is refused at once, with the reason
+    pg.server.pg_ctl("stop", "-m", "fast")
+    try:
+        r = pg.run(["sh", "-c", "echo job ran"], "-q", env={"LEAKPROOF_PG_CONNECT_WAIT": "0"}, timeout=60)
+        assert r.rc == 125 and "job ran" not in r.out, r
+    finally:
+        pg.server.pg_ctl("start")
+
+
 @pytest.mark.slow
 def test_rows_dropped_past_the_outage_buffer_mark_the_run_partial(pg):
     """A tiny outage buffer (LEAKPROOF_PG_BUFFER_BYTES): the rows past it are
