@@ -13,6 +13,7 @@
  */
 #include <math.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "core/channel.h"
 #include "fuzz.h"
@@ -58,6 +59,18 @@ static void on_line(void *ctx, const char *line, size_t len, bool truncated)
 		break;
 	case CHAN_MARK:
 		check(m.text >= line && m.text + m.text_len <= line + len);
+		break;
+	case CHAN_CENSUS:
+		check(m.has_n && m.n >= 0 && m.n <= CHANNEL_NUMBER_MAX);
+		check(memchr(m.census_type, '\0', sizeof(m.census_type)) != NULL && m.census_type[0] != '\0');
+		if (strcmp(m.census_type, "*") == 0) {
+			check(m.nkv >= 1 && m.nkv <= CHANNEL_KV_MAX);
+			for (int i = 0; i < m.nkv; i++)
+				check(!isinf(m.kv[i].value) && !isnan(m.kv[i].value));
+		} else {
+			check(m.count >= 0 && m.bytes >= -1);
+			check(!m.text_len || (m.text >= line && m.text + m.text_len <= line + len));
+		}
 		break;
 	default:
 		check(false);
