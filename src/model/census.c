@@ -136,7 +136,8 @@ int census_report_load(struct store *st, int64_t run_id, size_t steps, double du
 	free(gap);
 
 	/* Each type's series, judged. */
-	qsort(typed, ntyped, sizeof(*typed), by_type);
+	if (ntyped)
+		qsort(typed, ntyped, sizeof(*typed), by_type);
 	double *x = xcalloc(ntyped + 1, sizeof(double));
 	double *y = xcalloc(ntyped + 1, sizeof(double));
 	double *yb = xcalloc(ntyped + 1, sizeof(double));

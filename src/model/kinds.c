@@ -531,7 +531,8 @@ int run_kinds_load(struct store *st, int64_t run_id, const double *step_x, const
 			out->k[out->n++] = g;
 		}
 	}
-	qsort(out->k, out->n, sizeof(*out->k), by_growth);
+	if (out->n)
+		qsort(out->k, out->n, sizeof(*out->k), by_growth);
 
 	judge_cow(out, rows, ps, nps, gx, gt, ng);
 	if (ng)

@@ -603,7 +603,8 @@ static size_t effects(const struct sweep_model *m, const struct mem_fit *f, stru
 		e[n].at_to = mem_fit_effect(f, d, e[n].to);
 		n++;
 	}
-	qsort(e, n, sizeof(*e), cmp_effect);
+	if (n)
+		qsort(e, n, sizeof(*e), cmp_effect);
 	return n;
 }
 

@@ -231,7 +231,7 @@ def test_every_write_failing_once_io_error(lp, fault_lib):
 # ---- item 11 on a real file system that fills up -----------------------------
 
 def test_disk_that_fills_mid_run_marks_the_run_partial(lp):
-    """A 400 KiB tmpfs (root, in a mount namespace of its own) holds the
+    """A 2 MiB tmpfs (root, in a mount namespace of its own) holds the
     store; the job fills it after its 100th step. The run is stored whole or
     marked partial with what is missing, never presented as whole with
     steps missing; with the disk full, the next run is refused, saying why."""
@@ -244,7 +244,7 @@ def test_disk_that_fills_mid_run_marks_the_run_partial(lp):
               f"[ $i = 100 ] && dd if=/dev/zero of={mnt}/fill bs=4k 2>/dev/null; sleep 0.005; done")
     script = f"""
 set -e
-mount -t tmpfs -o size=400k tmpfs "{mnt}"
+mount -t tmpfs -o size=2m tmpfs "{mnt}"
 "$0" run -q --store "{store}" -- true
 set +e
 "$0" run -q --store "{store}" --step-regex '{STEP_REGEX}' -- sh -c '{job_sh}' >/dev/null
