@@ -64,7 +64,10 @@ def test_dataloader_numpy_is_flat(lp):
     rep = lp.report()
     assert rep["verdict"] != "leak", lp.describe(rep)
     d = rep["diagnosis"]
-    assert d is None or d["kind"] not in ("copy-on-write", "anonymous"), d
+    # the workers still copy some pages of the parent's Python objects: at
+    # most a bounded copy-on-write that has stopped, never anonymous growth
+    assert d is None or d["kind"] != "anonymous", d
+    assert d is None or d["kind"] != "copy-on-write" or d.get("flat_since_step") is not None, d
     assert not [g for g in rep["growth_kinds"] if g["verdict"] == "leak"], rep["growth_kinds"]
 
 
