@@ -356,8 +356,12 @@ def test_python_line_without_the_gil(progs, tmp_path, python):
     main_sites = sites_at(kv(out, "KEEP_LINE"), "grow_step")
     thread_sites = sites_at(kv(out, "THREAD_LINE"), "grow_in_thread")
     assert main_sites and thread_sites, img.describe(20)
-    for s in main_sites + thread_sites:
-        assert has_sym(img, s, "keep_some", "libtracekeep.so"), img.frames_text(s)
+    # the kept memory is keep_some's, seen through the ctypes call; a sample
+    # of CPython's own allocations at the same line (a string interned while
+    # it runs) may be a site of that line too
+    for sites in (main_sites, thread_sites):
+        assert [s for s in sites if has_sym(img, s, "keep_some", "libtracekeep.so")], \
+            "\n".join(img.frames_text(s) for s in sites)
     # the thread's stack is its own: it starts in threading, not in main()
     assert all(any(f[1] == "run" and f[2].endswith("threading.py") for f in img.py[s]) for s in thread_sites)
     main_live = sum(img.site_live(s) for s in main_sites)
