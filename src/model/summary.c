@@ -338,10 +338,8 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 	struct trace_report tr;
 	double until = s->steps ? s->step_recs[s->steps - 1].mem.t : 0;
 	int tr_rc = trace_report_load(st, id, strcmp(s->x_unit, "s") != 0, until, &s->a, &tr);
-	if (tr_rc < 0) {
-		run_summary_release(s);
-		return -1;
-	}
+	if (tr_rc < 0)
+		goto fail;
 	if (tr_rc == 0) {
 		s->trace = xmalloc(sizeof(*s->trace));
 		*s->trace = tr;
@@ -359,10 +357,8 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 		s->gpu = xmalloc(sizeof(*s->gpu));
 		*s->gpu = gr;
 	}
-	if (cr_rc < 0 || gr_rc < 0) {
-		run_summary_release(s);
-		return -1;
-	}
+	if (cr_rc < 0 || gr_rc < 0)
+		goto fail;
 
 	/* What kind of memory grows, and where; the flight recorder. The
 	 * kinds are judged on the verdict's own x (its steps; seconds
@@ -375,10 +371,9 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 	                          s->segments, s->nsegments, top_site, s->kinds);
 	free(x);
 	free(xt);
-	if (k_rc < 0) {
-		run_summary_release(s);
-		return -1;
-	}
+	x = xt = NULL;
+	if (k_rc < 0)
+		goto fail;
 	compose_reason(s);
 	struct run_kinds *k = s->kinds;
 	if (k->has_diagnosis && k->diagnosis_kind == KIND_COW && k->cow_rising) {
@@ -395,6 +390,12 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 		         mem_kind_name(s->kinds->diagnosis_kind));
 	}
 	return 0;
+
+fail:   /* a store that cannot be read: nothing half-loaded is kept */
+	free(x);
+	free(xt);
+	run_summary_release(s);
+	return -1;
 }
 
 void run_summary_release(struct run_summary *s)
