@@ -220,6 +220,7 @@ void sv_term_enter(struct sv *sv)
 		return;
 	sv->raw = true;
 	raw_owner = sv;
+	sv_guard_term(sv, &sv->saved_term);
 	sv->infd = STDIN_FILENO;
 	sv_term_winch(sv);
 }
@@ -233,6 +234,7 @@ void sv_term_leave(struct sv *sv)
 	tcsetattr(STDIN_FILENO, TCSADRAIN, &sv->saved_term);
 	sv->raw = false;
 	raw_owner = NULL;
+	sv_guard_term(sv, NULL);
 }
 
 static void restore_at_exit(void)

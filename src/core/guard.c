@@ -12,11 +12,13 @@
  * messages: a pid > 0 is the job's process group now, 0 says no job runs,
  * -1 says stand down (the supervisor ended the job and removed its
  * cgroup; it then waits, a second at most, for the end of file of a second
- * pipe the guard holds, so the guard is gone before leakproof exits). End
- * of file without -1 means the supervisor is gone: the guard
- * SIGKILLs the job's process group and everything in its cgroup (again
- * until it is empty, for processes forked meanwhile), removes the cgroup,
- * and exits.
+ * pipe the guard holds, so the guard is gone before leakproof exits), -2
+ * followed by a struct termios says the terminal on stdin is raw now and
+ * was so before, -3 that it is restored (console.c). End of file without
+ * -1 means the supervisor is gone: the guard gives a raw terminal its
+ * modes back (first, before the shell reads its next command), SIGKILLs
+ * the job's process group and everything in its cgroup (again until it is
+ * empty, for processes forked meanwhile), removes the cgroup, and exits.
  *
  * After fork the guard uses raw system calls only: the supervisor may have
  * had threads (NVML's), so nothing that takes a lock (malloc, stdio) runs
@@ -32,6 +34,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +42,8 @@
 #include "platform/spawn.h"
 
 #define GUARD_KILL_NS (10 * NS_PER_S)   /* how long the guard tries to empty the cgroup */
+
+enum { GUARD_STAND_DOWN = -1, GUARD_TERM_RAW = -2, GUARD_TERM_RESTORED = -3 };
 
 struct guard_args {
 	int rfd;                            /* the supervisor's messages */
@@ -126,6 +131,20 @@ static void guard_end_job(const struct guard_args *g, pid_t pgid)
 		nap_ms(20);   /* the kernel is still reaping */
 }
 
+/* Read exactly n bytes; false at end of file or on an error. */
+static bool read_full(int fd, void *buf, size_t n)
+{
+	for (size_t got = 0; got < n;) {
+		ssize_t r = read(fd, (char *)buf + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	return true;
+}
+
 /* In the intermediate child: fork the guard and leave, so the guard is
  * reparented away from the supervisor at once. */
 static void guard_main(void *data)
@@ -148,17 +167,23 @@ static void guard_main(void *data)
 			if (fd != g->rfd && fd != g->ackfd)
 				close(fd);
 	pid_t pgid = 0;
+	struct termios saved;
+	bool raw = false;
 	for (;;) {
 		int32_t msg;
-		ssize_t n = read(g->rfd, &msg, sizeof(msg));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n != (ssize_t)sizeof(msg))
+		if (!read_full(g->rfd, &msg, sizeof(msg)))
 			break;   /* EOF: the supervisor is gone */
-		if (msg < 0)
+		if (msg == GUARD_STAND_DOWN)
 			_exit(0);
-		pgid = (pid_t)msg;
+		else if (msg == GUARD_TERM_RAW)
+			raw = read_full(g->rfd, &saved, sizeof(saved));
+		else if (msg == GUARD_TERM_RESTORED)
+			raw = false;
+		else if (msg >= 0)
+			pgid = (pid_t)msg;
 	}
+	if (raw)   /* SIGTTOU is ignored: this works from the background */
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 	guard_end_job(g, pgid);
 	_exit(0);
 }
@@ -197,7 +222,7 @@ void sv_guard_tell(struct sv *sv, int32_t msg)
 		return;
 	ssize_t w = write(sv->guard_fd, &msg, sizeof(msg));
 	(void)w;
-	if (msg < 0) {
+	if (msg == GUARD_STAND_DOWN) {
 		close(sv->guard_fd);
 		sv->guard_fd = -1;
 		/* wait (1 s at most) for the guard to be gone, so that nothing of
@@ -209,4 +234,21 @@ void sv_guard_tell(struct sv *sv, int32_t msg)
 		close(sv->guard_ack);
 		sv->guard_ack = -1;
 	}
+}
+
+void sv_guard_term(struct sv *sv, const struct termios *saved)
+{
+	if (sv->guard_fd < 0)
+		return;
+	struct {
+		int32_t msg;
+		struct termios t;
+	} m;
+	memset(&m, 0, sizeof(m));
+	m.msg = saved ? GUARD_TERM_RAW : GUARD_TERM_RESTORED;
+	if (saved)
+		m.t = *saved;
+	/* one write of less than PIPE_BUF: the guard never reads half of it */
+	ssize_t w = write(sv->guard_fd, &m, saved ? sizeof(m) : sizeof(m.msg));
+	(void)w;
 }

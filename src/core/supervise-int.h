@@ -19,7 +19,8 @@
  *
  * Calls between them run one way: supervise.c calls the others; observe.c
  * calls budget.c and restart.c; budget.c calls restart.c; all may call
- * console.c, job.c, guard.c and locate.c, which call none of them.
+ * console.c, job.c, guard.c and locate.c, which call none of them but
+ * console.c, which tells guard.c when the terminal is raw.
  *
  * Times are CLOCK_MONOTONIC nanoseconds; memory is bytes.
  */
@@ -160,6 +161,9 @@ bool sv_reap(struct sv *sv);
  * or to stand down (-1, which closes the pipe). */
 int sv_guard_start(struct sv *sv);
 void sv_guard_tell(struct sv *sv, int32_t msg);
+/* The terminal on stdin is raw now, and was *saved before; NULL: restored.
+ * A guard whose supervisor dies while it is raw restores it. */
+void sv_guard_term(struct sv *sv, const struct termios *saved);
 
 /* locate.c: a file that ships with leakproof, beside the binary or where
  * it was installed (see its definition). */

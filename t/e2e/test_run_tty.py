@@ -284,3 +284,34 @@ def test_no_pty_and_no_terminal_give_pipes(lp, shell):
     r = lp.run([lp.py, job, "1"])
     assert r.rc == 0, r
     assert "ISATTY False False False" in r.out, r
+
+
+def test_kill_9_of_leakproof_gives_the_terminal_back(lp, shell):
+    """SIGKILL cannot be caught: the job's guard, which outlives the
+    supervisor, restores the terminal it left raw and ends the job.
+    leakproof runs under `sh -c`, as from a script or a scheduler's
+    wrapper: bash restores the terminal after a job of its own that a
+    signal killed, but here its job (sh) exits, and bash keeps the modes
+    it then finds."""
+    job = write(lp, "job.py", JOB)
+    argv = [lp.binary, "run", "--store", lp.store, "--", lp.py, job, "1000"]
+    inner = " ".join(shlex.quote(str(a)) for a in argv) + "; echo EXIT=$?"
+    shell.type("sh -c " + shlex.quote(inner))
+    s = shell.wait("a few steps", lambda s: "Epoch 2" in s)
+    pid = job_pid(s)
+    assert pid, s
+    shell.pids.append(pid)
+
+    def supervisor():
+        db = sqlite3.connect(lp.store)
+        try:
+            row = db.execute("SELECT supervisor_pid FROM runs").fetchone()
+        finally:
+            db.close()
+        return row and row[0]
+    sup = wait_for("the supervisor's pid in the store", supervisor)
+    os.kill(sup, 9)
+    s = shell.wait("the shell's word that it was killed", lambda s: re.search(r"^EXIT=137", s, re.M))
+    wait_for("the job ended by the guard", lambda: proc_state(pid) in (None, "Z"))
+    shell.type("stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e echo | tr '\\n' ' '; echo MODES-END")
+    shell.wait("the terminal's modes as before", lambda s: re.search(r"^icanon echo MODES-END", s, re.M))
