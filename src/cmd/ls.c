@@ -98,10 +98,13 @@ static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct run_row *r = &rows[i];
 		char started[32] = "?", dur[48], status[32], peak[32] = "-", host[128];
-		time_t t = (time_t)r->started_at;
 		struct tm tm;
-		if (localtime_r(&t, &tm))
-			strftime(started, sizeof(started), "%Y-%m-%d %H:%M", &tm);
+		/* a damaged store's time stays "?": no cast of what time_t cannot hold */
+		if (r->started_at >= 0 && r->started_at < 253402300800.0) {   /* before the year 10000 */
+			time_t t = (time_t)r->started_at;
+			if (localtime_r(&t, &tm))
+				strftime(started, sizeof(started), "%Y-%m-%d %H:%M", &tm);
+		}
 		fmt_duration(dur, sizeof(dur), run_duration(r));
 		short_status(status, sizeof(status), r);
 		if (r->peak_bytes)
