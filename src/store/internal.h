@@ -102,6 +102,10 @@ void *store_load_rows(struct store *st, struct db_stmt *s, size_t size,
                       void (*read)(struct db_stmt *, void *), void (*drop)(void *, size_t),
                       size_t *n, int *rc);
 
+/* store_load_rows' reader of a struct mem_sample from
+ * "SELECT t, nprocs, rss, pss, uss, swap, cgroup, gpu, pss_exact" (runs.c). */
+void store_read_sample(struct db_stmt *s, void *row);
+
 /* ---- schema.c ------------------------------------------------------------ */
 
 /* Check that the store is a leakproof store (or empty) of a schema this

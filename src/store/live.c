@@ -40,22 +40,6 @@ int store_live_run_ids(struct store *st, double ended_since, int64_t **out, size
 	return rc;
 }
 
-static void read_sample(struct db_stmt *s, void *row)
-{
-	struct mem_sample *m = row;
-	m->t = db_column_double(s, 0);
-	m->nprocs = db_column_int(s, 1);
-	m->rss = col_u64(s, 2);
-	m->pss = col_u64(s, 3);
-	m->uss = col_u64(s, 4);
-	m->swap = col_u64(s, 5);
-	m->has_cgroup = !db_column_is_null(s, 6);
-	m->cgroup = col_u64(s, 6);
-	m->has_gpu = !db_column_is_null(s, 7);
-	m->gpu = col_u64(s, 7);
-	m->pss_exact = db_column_int(s, 8) != 0;
-}
-
 int store_live_tail(struct store *st, int64_t run_id, double after_t, size_t max,
                     struct mem_sample **out, size_t *n)
 {
@@ -68,7 +52,7 @@ int store_live_tail(struct store *st, int64_t run_id, double after_t, size_t max
 		return -1;
 	db_bind_int64(s, 2, max > (size_t)INT64_MAX ? INT64_MAX : (int64_t)max);
 	db_bind_double(s, 3, after_t);
-	*out = store_load_rows(st, s, sizeof(**out), read_sample, NULL, n, &rc);
+	*out = store_load_rows(st, s, sizeof(**out), store_read_sample, NULL, n, &rc);
 	if (rc < 0)
 		return -1;
 	for (size_t i = 0, j = *n; i + 1 < j; i++, j--) {   /* newest first -> oldest first */

@@ -596,7 +596,7 @@ static void read_mem(struct db_stmt *s, int first, struct mem_sample *m)
 	m->pss_exact = db_column_int(s, first + 7) != 0;
 }
 
-static void read_sample(struct db_stmt *s, void *row)
+void store_read_sample(struct db_stmt *s, void *row)
 {
 	struct mem_sample *m = row;
 	m->t = db_column_double(s, 0);
@@ -612,7 +612,7 @@ int store_load_samples(struct store *st, int64_t run_id, struct mem_sample **out
 	                       " WHERE run_id = ?1 ORDER BY t, rowid", run_id, &s) < 0)
 		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_sample, NULL, n, &rc);
+	*out = store_load_rows(st, s, sizeof(**out), store_read_sample, NULL, n, &rc);
 	return rc;
 }
 

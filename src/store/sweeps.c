@@ -101,12 +101,12 @@ int store_sweep_set_status(struct store *st, int64_t id, const char *status, dou
 int store_get_sweep(struct store *st, int64_t id, struct sweep_row *out)
 {
 	memset(out, 0, sizeof(*out));
-	struct db_stmt *s = prepare(st, id ?
-	        "SELECT id, started_at, coalesce(ended_at, 0), file, spec, method, metric, status,"
-	        " optuna_storage, optuna_study, maximize, coalesce(pid, 0), executor, coalesce(slurm_job, 0) FROM sweeps WHERE id = ?1" :
-	        "SELECT id, started_at, coalesce(ended_at, 0), file, spec, method, metric, status,"
-	        " optuna_storage, optuna_study, maximize, coalesce(pid, 0), executor, coalesce(slurm_job, 0) FROM sweeps ORDER BY id DESC LIMIT 1",
-	        "read the sweep");
+#define SWEEP_COLUMNS "id, started_at, coalesce(ended_at, 0), file, spec, method, metric, status," \
+	" optuna_storage, optuna_study, maximize, coalesce(pid, 0), executor, coalesce(slurm_job, 0)"
+	struct db_stmt *s = prepare(st, id ? "SELECT " SWEEP_COLUMNS " FROM sweeps WHERE id = ?1"
+	                                   : "SELECT " SWEEP_COLUMNS " FROM sweeps ORDER BY id DESC LIMIT 1",
+	                            "read the sweep");
+#undef SWEEP_COLUMNS
 	if (!s)
 		return -1;
 	if (id)
@@ -595,11 +595,10 @@ int store_trial_claim(struct store *st, int64_t sweep_id, const struct trial_cla
 		return sweep_error(st, "claim a trial");
 	if (expire(st, sweep_id, now) < 0)
 		return tx_fail(st, "claim a trial");
-	struct db_stmt *s = prepare(st, server ?
-	        "SELECT idx, attempt FROM trials WHERE sweep_id = ?1 AND status = 'pending'"
-	        " ORDER BY idx, attempt LIMIT 1 FOR UPDATE SKIP LOCKED" :
-	        "SELECT idx, attempt FROM trials WHERE sweep_id = ?1 AND status = 'pending'"
-	        " ORDER BY idx, attempt LIMIT 1", "claim a trial");
+#define NEXT_PENDING "SELECT idx, attempt FROM trials WHERE sweep_id = ?1 AND status = 'pending'" \
+	" ORDER BY idx, attempt LIMIT 1"
+	struct db_stmt *s = prepare(st, server ? NEXT_PENDING " FOR UPDATE SKIP LOCKED" : NEXT_PENDING, "claim a trial");
+#undef NEXT_PENDING
 	if (!s)
 		return tx_fail(st, "claim a trial");
 	db_bind_int64(s, 1, sweep_id);
