@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cluster import started as cluster_started
 
 REPO = Path(__file__).resolve().parents[2]
 WORKLOADS = REPO / "t" / "workloads"
@@ -282,3 +283,10 @@ def lp(lp_bin, tmp_path):
     yield leakproof
     leakproof.cleanup()
 
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """scripts/cluster's PostgreSQL and one-node SLURM for one test module
+    (t/e2e/cluster.py); stopped after its last test."""
+    yield from cluster_started()

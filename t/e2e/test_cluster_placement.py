@@ -11,51 +11,21 @@ Needs root and the packages of scripts/install-deps (postgresql,
 slurm-wlm, munge), as test_cluster_services.py.
 """
 import json
-import os
 import shlex
-import shutil
-import subprocess
 import sys
-import tempfile
-import time
-import uuid
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_cluster_services import Cluster, wait_for  # noqa: E402  the same services, the same helpers
+from cluster import wait_for   # the `cluster` fixture: conftest.py
 
 pytestmark = pytest.mark.slow
 MIB = 1 << 20
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    if os.geteuid() != 0:
-        pytest.fail("scripts/cluster needs root (it hands files to the postgres and munge users)",
-                    pytrace=False)
-    state = Path(tempfile.mkdtemp(prefix="leakproof-cluster-", dir="/tmp"))
-    os.chmod(state, 0o755)
-    c = Cluster(state)
-    try:
-        r = c.script("start")
-        assert r.returncode == 0, f"scripts/cluster start failed:\n{r.stderr}"
-        c.load_env()
-        yield c
-    finally:
-        c.script("stop")
-        shutil.rmtree(state, ignore_errors=True)
-
-
 @pytest.fixture
 def store(cluster):
     """A fresh database of the cluster's server, as a store URI."""
-    db = "lp_" + uuid.uuid4().hex[:12]
-    r = subprocess.run(["psql", "-X", "-q", "-c", f"CREATE DATABASE {db} TEMPLATE template0"],
-                       env=cluster.env, capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return cluster.env["LEAKPROOF_CLUSTER_STORE"].rsplit("/", 1)[0] + "/" + db
+    return cluster.new_database()[1]
 
 
 def leakproof(lp, store, *args):

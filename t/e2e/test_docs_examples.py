@@ -29,7 +29,6 @@ on stdout and status 0; an unknown option gives the usage status the help
 documents (124) with a pointer to --help on stderr.
 """
 
-import os
 import re
 import sqlite3
 import subprocess

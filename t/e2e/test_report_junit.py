@@ -7,7 +7,6 @@ is one testcase per trial. Odd characters in the command stay valid XML.
 """
 import xml.etree.ElementTree as ET
 
-import pytest
 
 
 def junit(lp, *which):

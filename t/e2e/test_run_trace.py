@@ -4,7 +4,6 @@
 named with libdw, judged across steps, and reported by `report --trace`
 and `report --format json` (`trace.sites`, `trace.libraries`).
 """
-import textwrap
 
 import pytest
 

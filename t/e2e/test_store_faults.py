@@ -21,8 +21,6 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import threading
-import time
 
 import pytest
 

@@ -21,91 +21,23 @@ slurm-wlm, munge). Every wait is bounded; the services are stopped in
 the fixture's teardown whatever happens.
 """
 import json
-import os
 import re
-import shlex
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import pytest
+from cluster import OOM_LINE, wait_for   # the `cluster` fixture: conftest.py
 
 pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "cluster"
-OOM_LINE = re.compile(r"slurmstepd(-[\w.-]+)?: error: Detected \d+ oom-kill event")
-
-
-def wait_for(what, check, timeout=120.0, every=0.3):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}", pytrace=False)
-        time.sleep(every)
-
-
-class Cluster:
-    def __init__(self, state):
-        self.state = state
-        self.env = dict(os.environ, LEAKPROOF_CLUSTER_DIR=str(state))
-        self.env.pop("SLURM_CONF", None)
-
-    def script(self, *args, timeout=180):
-        return subprocess.run([str(SCRIPT), *args], env=self.env, capture_output=True, text=True,
-                              timeout=timeout)
-
-    def load_env(self):
-        r = self.script("env")
-        assert r.returncode == 0, r.stderr
-        for line in r.stdout.splitlines():
-            m = re.fullmatch(r"export (\w+)=(.*)", line)
-            assert m, f"not an export line: {line!r}"
-            self.env[m.group(1)] = shlex.split(m.group(2))[0]
-
-    def psql(self, sql, db="leakproof"):
-        r = subprocess.run(["psql", "-X", "-q", "-t", "-A", "-F", "|", "-v", "ON_ERROR_STOP=1", "-d", db, "-c", sql],
-                           env=self.env, capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stderr
-        return [line.split("|") for line in r.stdout.splitlines() if line]
-
-    def squeue(self, job):
-        r = subprocess.run(["squeue", "-h", "-r", "-j", str(job), "-o", "%i %t"], env=self.env,
-                           capture_output=True, text=True, timeout=60)
-        return r.stdout.split("\n") if r.returncode == 0 else []
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    if os.geteuid() != 0:
-        pytest.fail("scripts/cluster needs root", pytrace=False)
-    state = Path(tempfile.mkdtemp(prefix="lp-slurm-sweep-", dir="/tmp"))
-    os.chmod(state, 0o755)
-    c = Cluster(state)
-    try:
-        r = c.script("start")
-        assert r.returncode == 0, f"scripts/cluster start failed:\n{r.stderr}"
-        c.load_env()
-        yield c
-    finally:
-        c.script("stop")
-        shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture
 def sl(lp, cluster):
     """lp with a fresh PostgreSQL database as its store and the cluster's
     environment (SLURM_CONF) for every command."""
-    db = "lp_" + uuid.uuid4().hex[:12]
-    cluster.psql(f"CREATE DATABASE {db}", db="postgres")
-    lp.store = f"postgresql://leakproof@127.0.0.1:{cluster.env['PGPORT']}/{db}"
+    db, lp.store = cluster.new_database()
     lp.db = db
     lp.cluster = cluster
     lp.cenv = {k: v for k, v in cluster.env.items() if k in ("SLURM_CONF", "PGHOST", "PGPORT", "PGUSER")}
