@@ -12,8 +12,9 @@
 #                        client; docs/install.md), built offline by pip
 #
 # Dependencies come from pkg-config: sqlite3 (the store), libpq (its
-# PostgreSQL backend), libpcre2-8 (--step-regex: Perl syntax such as \d,
-# which POSIX regex lacks), ncursesw (`leakproof top`).
+# PostgreSQL backend: its header at build time, the library loaded when a
+# PostgreSQL store is opened), libpcre2-8 (--step-regex: Perl syntax such
+# as \d, which POSIX regex lacks), ncursesw (`leakproof top`).
 
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
@@ -27,7 +28,7 @@ BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 
 B        ?= build
 CC       ?= cc
-PKGS      = sqlite3 libpcre2-8 yaml-0.1 libdw libpq ncursesw
+PKGS      = sqlite3 libpcre2-8 yaml-0.1 libdw ncursesw
 VERSION   = 0.1.0
 
 WARN      = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \
@@ -36,7 +37,7 @@ WARN      = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \
 # what the build needs is added to it, never replaced.
 CFLAGS   ?= -O2 -g
 LP_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -Isrc -Iinclude \
-            $(shell pkg-config --cflags $(PKGS)) \
+            $(shell pkg-config --cflags $(PKGS) libpq) \
             -DLP_VERSION='"$(VERSION)"' -DLP_PYDIR='"$(PYDIR)"' \
             -DLP_TRACEDIR='"$(LIBDIR)/leakproof"' $(CFLAGS)
 LDLIBS   += $(shell pkg-config --libs $(PKGS)) -ldl -lm

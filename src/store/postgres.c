@@ -1,6 +1,7 @@
 /*
  * postgres.c — the PostgreSQL backend of the store's driver (store/db.h);
- * the only file that includes libpq-fe.h. A store string that begins with
+ * the only file that includes libpq-fe.h, and loads libpq when a store
+ * needs it. A store string that begins with
  * `postgresql://` or `postgres://` is a libpq connection URI (db.c).
  *
  * The store's SQL is written once, for SQLite; this file translates what
@@ -46,6 +47,7 @@
 #include "store/db.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -57,6 +59,53 @@
 #include <libpq-fe.h>
 
 #include "util/util.h"
+
+/*
+ * libpq is loaded when a PostgreSQL store is first opened, not linked: it
+ * brings some twenty libraries (TLS, Kerberos, LDAP, SASL) that every
+ * command, every `leakproof run` on SQLite and every trial's supervisor
+ * would otherwise map and relocate (docs/internals/dependencies.md). The
+ * calls below go through pq, which pq_load() fills once.
+ */
+#define PQ_FUNCS(X) \
+	X(PQclear) X(PQcmdTuples) X(PQconnectPoll) X(PQconnectStartParams) \
+	X(PQconnectdbParams) X(PQerrorMessage) X(PQexec) X(PQexecParams) \
+	X(PQexecPrepared) X(PQfinish) X(PQgetisnull) X(PQgetvalue) \
+	X(PQnfields) X(PQntuples) X(PQprepare) X(PQresultErrorField) \
+	X(PQresultErrorMessage) X(PQresultStatus) X(PQsetNoticeProcessor) X(PQsocket) \
+	X(PQstatus) X(PQtransactionStatus)
+static struct {
+#define PQ_FIELD(f) __typeof__(f) *f;
+	PQ_FUNCS(PQ_FIELD)
+#undef PQ_FIELD
+} pq;
+
+/* 0, or -1 with the reason in why (libpq missing, or too old). */
+static int pq_load(char *why, size_t whysz)
+{
+	static void *lib;
+	if (lib)
+		return 0;
+	void *h = dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *e = dlerror();
+		snprintf(why, whysz, "a PostgreSQL store needs libpq (libpq.so.5; Debian's package libpq5): %s",
+		         e ? e : "cannot load it");
+		return -1;
+	}
+	void *f;
+#define PQ_SYM(name) \
+	if (!(f = dlsym(h, #name))) { \
+		snprintf(why, whysz, "the libpq found lacks %s: too old for a PostgreSQL store", #name); \
+		dlclose(h); \
+		return -1; \
+	} \
+	memcpy(&pq.name, &f, sizeof(f));
+	PQ_FUNCS(PQ_SYM)
+#undef PQ_SYM
+	lib = h;
+	return 0;
+}
 
 #define RECONNECT_SLICE_MS 20         /* the longest one call spends connecting */
 #define BACKOFF_MIN_NS 100000000LL    /* 100 ms */
@@ -302,7 +351,7 @@ static void set_error(struct pg_db *d, enum db_rc rc, const char *msg)
 static void conn_finish(struct pg_db *d)
 {
 	if (d->conn)
-		PQfinish(d->conn);
+		pq.PQfinish(d->conn);
 	d->conn = NULL;
 	d->connecting = false;
 }
@@ -329,12 +378,12 @@ static enum db_rc unreachable(struct pg_db *d, const char *reason)
 
 static enum db_rc map_result(struct pg_db *d, PGresult *res)
 {
-	ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+	ExecStatusType st = res ? pq.PQresultStatus(res) : PGRES_FATAL_ERROR;
 	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK || st == PGRES_EMPTY_QUERY)
 		return DB_OK;
-	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	const char *msg = res ? PQresultErrorMessage(res) : PQerrorMessage(d->conn);
-	if (!d->conn || PQstatus(d->conn) == CONNECTION_BAD || (state && strncmp(state, "08", 2) == 0) ||
+	const char *state = res ? pq.PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *msg = res ? pq.PQresultErrorMessage(res) : pq.PQerrorMessage(d->conn);
+	if (!d->conn || pq.PQstatus(d->conn) == CONNECTION_BAD || (state && strncmp(state, "08", 2) == 0) ||
 	    (state && strncmp(state, "57P", 3) == 0))
 		return unreachable(d, msg);
 	enum db_rc rc = DB_ERROR;
@@ -350,11 +399,11 @@ static enum db_rc map_result(struct pg_db *d, PGresult *res)
 /* Run sql without parameters on the connection: DB_OK or the failure. */
 static enum db_rc run_sql(struct pg_db *d, const char *sql)
 {
-	PGresult *res = PQexec(d->conn, sql);
+	PGresult *res = pq.PQexec(d->conn, sql);
 	enum db_rc rc = map_result(d, res);
 	if (rc == DB_OK)
-		d->changes = atoll(PQcmdTuples(res));
-	PQclear(res);
+		d->changes = atoll(pq.PQcmdTuples(res));
+	pq.PQclear(res);
 	return rc;
 }
 
@@ -362,13 +411,13 @@ static enum db_rc run_sql(struct pg_db *d, const char *sql)
  * error is set) is the caller's. */
 static PGresult *run_params(struct pg_db *d, const char *sql, int n, char *const *vals, enum db_rc *rc)
 {
-	PGresult *res = PQexecParams(d->conn, sql, n, NULL, (const char *const *)vals, NULL, NULL, 0);
+	PGresult *res = pq.PQexecParams(d->conn, sql, n, NULL, (const char *const *)vals, NULL, NULL, 0);
 	*rc = map_result(d, res);
 	if (*rc != DB_OK) {
-		PQclear(res);
+		pq.PQclear(res);
 		return NULL;
 	}
-	d->changes = atoll(PQcmdTuples(res));
+	d->changes = atoll(pq.PQcmdTuples(res));
 	return res;
 }
 
@@ -376,7 +425,7 @@ static bool in_tx(struct pg_db *d)
 {
 	if (!d->conn || d->connecting)
 		return false;
-	PGTransactionStatusType t = PQtransactionStatus(d->conn);
+	PGTransactionStatusType t = pq.PQtransactionStatus(d->conn);
 	return t == PQTRANS_INTRANS || t == PQTRANS_INERROR || t == PQTRANS_ACTIVE;
 }
 
@@ -386,13 +435,13 @@ static void say_back(struct pg_db *d);
 /* A connection made: what every connection needs. */
 static enum db_rc conn_ready(struct pg_db *d)
 {
-	PQsetNoticeProcessor(d->conn, NULL, NULL);
+	pq.PQsetNoticeProcessor(d->conn, NULL, NULL);
 	/* No JIT: the store's queries are index lookups whose planned cost
 	 * (a correlated subquery per trial) crosses jit_above_cost, and
 	 * compiling them took 0.7 s of a sweep table's 1.4 s at 100,000
 	 * trials (BENCHMARKS.md §9). A server without JIT (before 11) refuses
 	 * the setting: nothing lost. */
-	PQclear(PQexec(d->conn, "SET jit = off"));
+	pq.PQclear(pq.PQexec(d->conn, "SET jit = off"));
 	if (run_sql(d, "SET client_min_messages = warning") != DB_OK ||
 	    (d->readonly && run_sql(d, "SET default_transaction_read_only = on") != DB_OK))
 		return d->err;
@@ -416,9 +465,9 @@ static enum db_rc ensure_connected(struct pg_db *d, int slice_ms)
 			return DB_BUSY;
 		}
 		const char *const vals[] = CONN_VALUES(d->conninfo);
-		d->conn = PQconnectStartParams(conn_keys, vals, 1);
-		if (!d->conn || PQstatus(d->conn) == CONNECTION_BAD)
-			return unreachable(d, d->conn ? PQerrorMessage(d->conn) : "out of memory");
+		d->conn = pq.PQconnectStartParams(conn_keys, vals, 1);
+		if (!d->conn || pq.PQstatus(d->conn) == CONNECTION_BAD)
+			return unreachable(d, d->conn ? pq.PQerrorMessage(d->conn) : "out of memory");
 		d->connecting = true;
 		d->poll_state = PGRES_POLLING_WRITING;
 	}
@@ -426,7 +475,7 @@ static enum db_rc ensure_connected(struct pg_db *d, int slice_ms)
 	for (;;) {
 		if (d->poll_state == PGRES_POLLING_READING || d->poll_state == PGRES_POLLING_WRITING) {
 			int64_t left_ms = (deadline - mono_ns()) / 1000000;
-			struct pollfd pfd = { PQsocket(d->conn),
+			struct pollfd pfd = { pq.PQsocket(d->conn),
 			                      d->poll_state == PGRES_POLLING_READING ? POLLIN : POLLOUT, 0 };
 			int r = left_ms > 0 ? poll(&pfd, 1, (int)left_ms) : 0;
 			if (r == 0) {
@@ -436,9 +485,9 @@ static enum db_rc ensure_connected(struct pg_db *d, int slice_ms)
 			if (r < 0 && errno != EINTR)
 				return unreachable(d, strerror(errno));
 		}
-		d->poll_state = PQconnectPoll(d->conn);
+		d->poll_state = pq.PQconnectPoll(d->conn);
 		if (d->poll_state == PGRES_POLLING_FAILED)
-			return unreachable(d, PQerrorMessage(d->conn));
+			return unreachable(d, pq.PQerrorMessage(d->conn));
 		if (d->poll_state == PGRES_POLLING_OK)
 			break;
 	}
@@ -532,7 +581,7 @@ static void replay_queue(struct pg_db *d)
 		struct queued *q = d->queue;
 		enum db_rc rc;
 		PGresult *res = run_params(d, q->sql, q->nparams, q->vals, &rc);
-		PQclear(res);
+		pq.PQclear(res);
 		if (rc == DB_BUSY && !d->conn)
 			return;   /* lost again: keep it */
 		if (rc != DB_OK)
@@ -646,11 +695,11 @@ static enum db_rc primary_key(struct pg_db *d, const char *table, char ***pk, in
 	                              " WHERE i.indrelid = to_regclass($1) AND i.indisprimary", 1, vals, &rc);
 	if (!res)
 		return rc;
-	*npk = PQntuples(res);
+	*npk = pq.PQntuples(res);
 	*pk = xcalloc((size_t)(*npk ? *npk : 1), sizeof(**pk));
 	for (int i = 0; i < *npk; i++)
-		(*pk)[i] = xstrdup(PQgetvalue(res, i, 0));
-	PQclear(res);
+		(*pk)[i] = xstrdup(pq.PQgetvalue(res, i, 0));
+	pq.PQclear(res);
 	return DB_OK;
 }
 
@@ -716,7 +765,7 @@ static enum db_rc stage_copy(struct pg_db *d, struct stage *g)
 		if (g->replace)
 			add_replace_clause(&sql, g->pk, g->npk, g->cols, g->ncols);
 		PGresult *res = run_params(d, strbuf_str(&sql), np, vals, &rc);
-		PQclear(res);
+		pq.PQclear(res);
 	}
 	free(vals);
 	free(rows);
@@ -809,7 +858,7 @@ static enum db_rc send_deferred(struct pg_db *d)
 				memcpy(vals + r * (size_t)s->nparams, s->rows[i + r], (size_t)s->nparams * sizeof(*vals));
 			}
 			PGresult *res = run_params(d, strbuf_str(&sql), (int)(k * (size_t)s->nparams), vals, &rc);
-			PQclear(res);
+			pq.PQclear(res);
 		}
 		free(vals);
 	}
@@ -946,11 +995,11 @@ static void wait_for_server(struct pg_db *d, const char *const *vals)
 	}
 	int64_t deadline = mono_ns() + (int64_t)(wait_s * 1e9), backoff = BACKOFF_MIN_NS;
 	bool said = false;
-	while (d->conn && PQstatus(d->conn) != CONNECTION_OK && transient_failure(PQerrorMessage(d->conn)) &&
+	while (d->conn && pq.PQstatus(d->conn) != CONNECTION_OK && transient_failure(pq.PQerrorMessage(d->conn)) &&
 	       mono_ns() + backoff < deadline) {
 		if (!said) {
 			char line[200];
-			snprintf(line, sizeof(line), "%s", PQerrorMessage(d->conn));
+			snprintf(line, sizeof(line), "%s", pq.PQerrorMessage(d->conn));
 			line[strcspn(line, "\n")] = '\0';
 			warning("the PostgreSQL server of %s cannot be reached (%s): trying again for up to %.0f s",
 			        d->shown, line, wait_s);
@@ -958,14 +1007,16 @@ static void wait_for_server(struct pg_db *d, const char *const *vals)
 		}
 		poll(NULL, 0, (int)(backoff / 1000000));
 		backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
-		PQfinish(d->conn);
-		d->conn = PQconnectdbParams(conn_keys, vals, 1);
+		pq.PQfinish(d->conn);
+		d->conn = pq.PQconnectdbParams(conn_keys, vals, 1);
 	}
 }
 
 static int pg_open(const char *target, bool readonly, struct db **out, char *why, size_t whysz)
 {
 	*out = NULL;
+	if (pq_load(why, whysz) < 0)
+		return -1;
 	struct pg_db *d = xcalloc(1, sizeof(*d));
 	d->base.drv = &db_postgresql_driver;
 	d->conninfo = xstrdup(target);
@@ -983,11 +1034,11 @@ static int pg_open(const char *target, bool readonly, struct db **out, char *why
 			d->buffer_max = (size_t)v;
 	}
 	const char *const vals[] = CONN_VALUES(d->conninfo);
-	d->conn = PQconnectdbParams(conn_keys, vals, 1);
+	d->conn = pq.PQconnectdbParams(conn_keys, vals, 1);
 	if (!readonly)
 		wait_for_server(d, vals);
-	if (!d->conn || PQstatus(d->conn) != CONNECTION_OK) {
-		unreachable_why(d->conn ? PQerrorMessage(d->conn) : "out of memory", readonly, why, whysz);
+	if (!d->conn || pq.PQstatus(d->conn) != CONNECTION_OK) {
+		unreachable_why(d->conn ? pq.PQerrorMessage(d->conn) : "out of memory", readonly, why, whysz);
 		pg_close(&d->base);
 		return -1;
 	}
@@ -1096,7 +1147,7 @@ fail:
 static void pg_reset(struct db_stmt *st)
 {
 	struct pg_stmt *s = (struct pg_stmt *)st;
-	PQclear(s->res);
+	pq.PQclear(s->res);
 	s->res = NULL;
 	s->row = -1;
 	s->nrows = 0;
@@ -1200,23 +1251,23 @@ static enum db_rc pg_step(struct db_stmt *st)
 	if (rc == DB_OK)
 		rc = before_next(d);
 	if (rc == DB_OK && s->persistent && s->prepared_gen != d->gen) {
-		PGresult *res = PQprepare(d->conn, s->name, s->sql, 0, NULL);
+		PGresult *res = pq.PQprepare(d->conn, s->name, s->sql, 0, NULL);
 		rc = map_result(d, res);
-		PQclear(res);
+		pq.PQclear(res);
 		if (rc == DB_OK)
 			s->prepared_gen = d->gen;
 	}
 	if (rc == DB_OK) {
 		const char *const *vals = (const char *const *)s->vals;
-		PGresult *res = s->persistent ? PQexecPrepared(d->conn, s->name, s->nparams, vals, NULL, NULL, 0)
-		                              : PQexecParams(d->conn, s->sql, s->nparams, NULL, vals, NULL, NULL, 0);
+		PGresult *res = s->persistent ? pq.PQexecPrepared(d->conn, s->name, s->nparams, vals, NULL, NULL, 0)
+		                              : pq.PQexecParams(d->conn, s->sql, s->nparams, NULL, vals, NULL, NULL, 0);
 		rc = map_result(d, res);
 		if (rc != DB_OK) {
-			PQclear(res);
+			pq.PQclear(res);
 		} else {
-			d->changes = atoll(PQcmdTuples(res));
+			d->changes = atoll(pq.PQcmdTuples(res));
 			s->res = res;
-			s->nrows = PQntuples(res);
+			s->nrows = pq.PQntuples(res);
 			s->row = 0;
 			return s->nrows > 0 ? DB_ROW : DB_DONE;
 		}
@@ -1237,10 +1288,10 @@ static enum db_rc pg_step(struct db_stmt *st)
 static const char *cell(struct db_stmt *st, int col)
 {
 	struct pg_stmt *s = (struct pg_stmt *)st;
-	if (!s->res || s->row < 0 || s->row >= s->nrows || col >= PQnfields(s->res) ||
-	    PQgetisnull(s->res, s->row, col))
+	if (!s->res || s->row < 0 || s->row >= s->nrows || col >= pq.PQnfields(s->res) ||
+	    pq.PQgetisnull(s->res, s->row, col))
 		return NULL;
-	return PQgetvalue(s->res, s->row, col);
+	return pq.PQgetvalue(s->res, s->row, col);
 }
 
 static bool pg_column_is_null(struct db_stmt *s, int col)
@@ -1289,11 +1340,11 @@ static int64_t pg_last_insert_id(struct db *db)
 	struct pg_db *d = pgdb(db);
 	if (!d->conn || d->connecting || before_next(d) != DB_OK)
 		return 0;
-	PGresult *res = PQexec(d->conn, "SELECT lastval()");
+	PGresult *res = pq.PQexec(d->conn, "SELECT lastval()");
 	int64_t id = 0;
-	if (map_result(d, res) == DB_OK && PQntuples(res) == 1)
-		id = atoll(PQgetvalue(res, 0, 0));
-	PQclear(res);
+	if (map_result(d, res) == DB_OK && pq.PQntuples(res) == 1)
+		id = atoll(pq.PQgetvalue(res, 0, 0));
+	pq.PQclear(res);
 	return id;
 }
 
@@ -1314,7 +1365,7 @@ static enum db_rc pg_commit(struct db *db)
 		return unreachable(d, "lost during the transaction");
 	if (before_next(d) != DB_OK)
 		return d->err;   /* the caller rolls back */
-	bool failed = PQtransactionStatus(d->conn) == PQTRANS_INERROR;
+	bool failed = pq.PQtransactionStatus(d->conn) == PQTRANS_INERROR;
 	enum db_rc rc = run_sql(d, "COMMIT");
 	if (rc == DB_OK && failed) {   /* COMMIT of a failed transaction rolls back */
 		set_error(d, DB_ERROR, "transaction rolled back");
@@ -1375,23 +1426,23 @@ static enum db_rc pg_get_version(struct db *db, int64_t *version, bool *foreign)
 		if ((rc = run_sql(d, sql)) != DB_OK)
 			return rc;
 	}
-	PGresult *res = PQexec(d->conn, "SELECT to_regclass('leakproof_schema') IS NOT NULL,"
+	PGresult *res = pq.PQexec(d->conn, "SELECT to_regclass('leakproof_schema') IS NOT NULL,"
 	                                " (SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema())");
 	if ((rc = map_result(d, res)) != DB_OK) {
-		PQclear(res);
+		pq.PQclear(res);
 		return rc;
 	}
-	bool has = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-	int64_t ntables = atoll(PQgetvalue(res, 0, 1));
-	PQclear(res);
+	bool has = strcmp(pq.PQgetvalue(res, 0, 0), "t") == 0;
+	int64_t ntables = atoll(pq.PQgetvalue(res, 0, 1));
+	pq.PQclear(res);
 	if (!has) {
 		*foreign = ntables > 0;
 		return DB_OK;
 	}
-	res = PQexec(d->conn, "SELECT coalesce(max(version), 0) FROM leakproof_schema");
+	res = pq.PQexec(d->conn, "SELECT coalesce(max(version), 0) FROM leakproof_schema");
 	if ((rc = map_result(d, res)) == DB_OK)
-		*version = atoll(PQgetvalue(res, 0, 0));
-	PQclear(res);
+		*version = atoll(pq.PQgetvalue(res, 0, 0));
+	pq.PQclear(res);
 	return rc;
 }
 
