@@ -118,9 +118,10 @@ class Cluster:
         return [line.split("|") for line in r.stdout.splitlines() if line]
 
     def squeue(self, job):
+        """Job job's lines in squeue ("ID STATE", a line an array task); none once it is gone."""
         r = subprocess.run(["squeue", "-h", "-r", "-j", str(job), "-o", "%i %t"], env=self.env,
                            capture_output=True, text=True, timeout=60)
-        return r.stdout.split("\n") if r.returncode == 0 else []
+        return [line for line in r.stdout.splitlines() if line.strip()] if r.returncode == 0 else []
 
     def new_database(self):
         """A fresh database of the cluster's server: its name and its URI as a store."""

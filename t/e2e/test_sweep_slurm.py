@@ -176,3 +176,32 @@ def test_store_stopped_for_8_s_while_workers_run_each_trial_still_once(sl):
     got = trials(sl)
     assert [(int(i), int(a), s) for (i, a, s, *_) in got] == [(i, 0, "ok") for i in range(8)], got
     assert [tuple(map(int, x)) for x in runs_per_trial(sl)] == [(i, 0, 1) for i in range(8)]
+
+
+# one worker with a one-minute limit; the first trial outlasts it
+OVERTIME = """command: [/bin/sh, -c, "sleep $1; echo val=$1", sh, "{s}"]
+parameters:
+  s: {values: [900, 1]}
+result_regex: '^val=(\\S+)'
+executor: slurm
+slurm: {workers: 1, mem: 100M, time: "1"}
+"""
+
+
+def test_a_trial_cut_by_the_job_time_limit_is_interrupted_as_time_limit_and_queued_again(sl):
+    """SLURM's own time limit, not a scancel: the array task is signalled at
+    its limit (checked every 30 s, then KillWait), the worker names the
+    cause from scontrol and gives its trial back for a worker with time."""
+    r = sl.cmd(["sweep", write(sl, OVERTIME), "--store", sl.store, "--no-wait"], env=sl.cenv, timeout=120)
+    assert r.rc == 0, r
+    got = wait_for("the trial stopped at the time limit",
+                   lambda: (lambda t: t if any(x[2] == "interrupted" for x in t) else None)(trials(sl)),
+                   timeout=300)
+    cut = [t for t in got if t[2] == "interrupted"]
+    assert len(cut) == 1, got
+    idx, attempt, _, cause, note, job, _ = cut[0]
+    assert (int(idx), int(attempt), cause) == (0, 0, "time-limit"), cut
+    assert f"time-limit (SLURM job {job})" in note, note
+    again = [t for t in got if int(t[0]) == 0 and int(t[1]) == 1]
+    assert again and again[0][2] == "pending" and "was time-limit" in again[0][4], got
+    wait_for("the array job gone", lambda: not sl.cluster.squeue(job), timeout=120)
