@@ -84,6 +84,15 @@ void run_argv_free(char **argv, size_t argc)
  * wider bins so that there are at most MAX_BINS. x and y must hold n
  * values; returns how many bins.
  */
+/* The bin of a sample dt seconds after the first: 0 to MAX_BINS. A damaged
+ * store's times (out of order, infinite) land in the first or last bin,
+ * never in a cast of what a long cannot hold. */
+static long bin_of(double dt, double bin_s)
+{
+	double b = floor(dt / bin_s);
+	return b >= 0 ? (b < MAX_BINS ? (long)b : MAX_BINS) : 0;
+}
+
 static size_t bin_samples(const struct mem_sample *sm, size_t n, enum measure m,
                           double *x, double *y, double *bin_s)
 {
@@ -116,9 +125,9 @@ static size_t bin_samples(const struct mem_sample *sm, size_t n, enum measure m,
 	long cur = -1;
 	for (size_t i = 0; i <= n; i++) {
 		double v = i < n ? mem_sample_value(&sm[i], m) : -1;
-		long bin = i < n ? (long)floor((sm[i].t - t_first) / *bin_s) : -2;
 		if (i < n && v < 0)
-			continue;
+			continue;   /* before its bin: its time may lie outside [t_first, t_last] */
+		long bin = i < n ? bin_of(sm[i].t - t_first, *bin_s) : -2;
 		if (bin != cur && k) {
 			sort_doubles(vals, k);
 			x[nbins] = median_sorted(ts, k);   /* ts is sorted: samples are */
