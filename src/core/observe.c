@@ -9,11 +9,14 @@
  * store); memory is bytes.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/channel.h"
@@ -397,13 +400,109 @@ static void scan_output(struct sv *sv, struct linebuf *lb, const char *s, size_t
 		linebuf_feed(lb, s + tail, n - tail, sv_on_output_line, sv);
 }
 
+/*
+ * The job's output passed on without going through our memory: tee()
+ * duplicates what is in the job's pipe into a scratch pipe of ours (page
+ * references, no copy), splice() moves the pipe's pages on to our stdout
+ * or stderr, and only the duplicate is read, to scan it. One copy of each
+ * byte where read() and write() make two; BENCHMARKS.md section 10. For a
+ * job's pipe passed on to a pipe or a file; a terminal (the status line's
+ * bookkeeping) or a pty is copied as before, and so is everything after a
+ * splice the output refuses (a file opened O_APPEND on an older kernel).
+ */
+#define TEE_MAX (1 << 20)   /* the pipes' size */
+
+/* May stream k (0 stdout, 1 stderr) be spliced from in to out_fd? */
+static bool tee_ready(struct sv *sv, int k, int in, int out_fd)
+{
+	if (sv->tee_state[k] == 0) {
+		struct stat a;
+		int *p = sv->tee_pipe[k];
+		sv->tee_state[k] = -1;
+		if (fstat(in, &a) == 0 && S_ISFIFO(a.st_mode) && !isatty(out_fd) && pipe2(p, O_CLOEXEC) == 0) {
+			fcntl(p[0], F_SETPIPE_SZ, TEE_MAX);   /* best effort: tee() takes what fits */
+			/* a splice moves what the output pipe has room for: 16 pages
+			 * in a shell's pipe; as large as ours (best effort too) */
+			struct stat o;
+			if (fstat(out_fd, &o) == 0 && S_ISFIFO(o.st_mode) && fcntl(out_fd, F_GETPIPE_SZ) < TEE_MAX)
+				fcntl(out_fd, F_SETPIPE_SZ, TEE_MAX);
+			sv->tee_state[k] = 1;
+		}
+	}
+	return sv->tee_state[k] > 0;
+}
+
+/* Pass on and scan what the job's pipe in holds now: the bytes (> 0), 0 at
+ * end of file, -1 when it holds nothing now, -2 when this way cannot serve
+ * (copy instead). */
+static ssize_t tee_pass(struct sv *sv, int k, int in, int out_fd, bool *broken, struct linebuf *lb, char *buf,
+                        size_t bufsz)
+{
+	int *dup = sv->tee_pipe[k];
+	ssize_t t = tee(in, dup[1], TEE_MAX, SPLICE_F_NONBLOCK);
+	if (t < 0)
+		return errno == EAGAIN || errno == EINTR ? -1 : -2;
+	if (t == 0)
+		return 0;
+	sv_status_clear(sv);   /* our stdout may reach the terminal too (| tee) */
+	size_t left = (size_t)t;
+	while (left && !*broken) {
+		ssize_t m = splice(in, NULL, out_fd, NULL, left, SPLICE_F_MOVE);
+		if (m > 0) {
+			left -= (size_t)m;
+		} else if (m < 0 && errno == EINTR) {
+			continue;
+		} else if (m < 0 && errno == EAGAIN) {   /* a non-blocking output, full */
+			struct pollfd pfd = { .fd = out_fd, .events = POLLOUT };
+			poll(&pfd, 1, 100);
+		} else if (m < 0 && errno == EPIPE) {
+			*broken = true;   /* drained below, so the job never blocks */
+		} else {
+			sv->tee_state[k] = -1;   /* copied from now on */
+			break;
+		}
+	}
+	while (left) {   /* what was not moved: taken out of the pipe, and copied */
+		ssize_t n = read(in, buf, left < bufsz ? left : bufsz);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		sv_pass_output(sv, out_fd, buf, (size_t)n, broken);
+		left -= (size_t)n;
+	}
+	for (size_t got = 0; got < (size_t)t;) {   /* the duplicate, scanned */
+		ssize_t n = read(dup[0], buf, (size_t)t - got < bufsz ? (size_t)t - got : bufsz);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		scan_output(sv, lb, buf, (size_t)n);
+		got += (size_t)n;
+	}
+	return t;
+}
+
 /* Read what is there on fd (at most a few blocks, so sampling is not
  * starved by a flood). Returns false at end of file. */
 bool sv_pump(struct sv *sv, int *fdp, int out_fd, bool *broken, struct linebuf *lb, line_fn fn)
 {
 	static char buf[READ_CHUNK];
+	int k = out_fd == STDOUT_FILENO ? 0 : out_fd == STDERR_FILENO ? 1 : -1;
 	for (int rounds = 0; rounds < 4; rounds++) {
-		ssize_t n = read(*fdp, buf, sizeof(buf));
+		ssize_t n = -2;
+		if (k >= 0 && fn == sv_on_output_line && !*broken && tee_ready(sv, k, *fdp, out_fd)) {
+			n = tee_pass(sv, k, *fdp, out_fd, broken, lb, buf, sizeof(buf));
+			if (n > 0) {
+				if (n < TEE_MAX)
+					return true;
+				continue;
+			}
+			if (n == -1)
+				return true;
+		}
+		if (n == -2)
+			n = read(*fdp, buf, sizeof(buf));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

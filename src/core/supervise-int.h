@@ -108,6 +108,10 @@ struct sv {
 	struct trace_in *trace;                /* --trace: what the tracers said */
 	const char *tracer;                    /* the library preloaded */
 	bool out_broken, err_broken;           /* our stdout/stderr went away */
+	int tee_pipe[2][2];                    /* per stdout, stderr: the scratch pipe
+	                                          the job's output is duplicated into
+	                                          (observe.c); -1: none */
+	signed char tee_state[2];              /* 0: not decided, 1: spliced, -1: copied */
 
 	int64_t steps, last_step, epoch;
 	int64_t ignored_channel_steps;

@@ -591,6 +591,7 @@ static void sv_init(struct sv *sv, struct store *st, const struct supervise_opts
 	sv->st = st;
 	sv->sigfd = sv->timerfd = sv->outfd = sv->errfd = sv->chanfd = sv->tracefd = sv->stepfd = -1;
 	sv->guard_fd = sv->guard_ack = -1;
+	sv->tee_pipe[0][0] = sv->tee_pipe[0][1] = sv->tee_pipe[1][0] = sv->tee_pipe[1][1] = -1;
 	sv->epoch = -1;
 	sv->peak = -1;
 	linebuf_init(&sv->out_lb, true);
@@ -820,7 +821,8 @@ static void release(struct sv *sv)
 	sampler_free(sv->sampler);
 	sv_trace_release(sv);
 	nvml_close(sv->nvml);
-	int fds[] = { sv->sigfd, sv->timerfd, sv->outfd, sv->errfd, sv->chanfd, sv->tracefd };
+	int fds[] = { sv->sigfd, sv->timerfd, sv->outfd, sv->errfd, sv->chanfd, sv->tracefd,
+	              sv->tee_pipe[0][0], sv->tee_pipe[0][1], sv->tee_pipe[1][0], sv->tee_pipe[1][1] };
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);

@@ -4,6 +4,8 @@ too, partial last lines too); leakproof's summary goes to stderr after it.
 The job learns about its supervision from its environment.
 """
 import os
+import shlex
+import subprocess
 
 import pytest
 
@@ -20,6 +22,41 @@ def test_binary_stdout_passes_through_byte_exact(lp):
     assert r.rc == 0, r
     assert r.stdout == data
     assert r.stderr == b""
+
+
+def shell(lp, line, timeout=120):
+    """Run a bash line in the test's directory; `LP` in it is
+    `leakproof run -q --store STORE`."""
+    lp_run = f"{shlex.quote(lp.binary)} run -q --store {shlex.quote(lp.store)}"
+    return subprocess.run(["bash", "-c", line.replace("LP", lp_run)], cwd=lp.dir, env=lp.env(),
+                          capture_output=True, timeout=timeout)
+
+
+def test_output_to_a_file_or_appended_to_one_is_byte_exact(lp):
+    """The job's pipe is spliced on to a file without passing through
+    leakproof (a file opened O_APPEND included); stderr likewise."""
+    data = os.urandom(3 << 20) + b"no newline at the end"
+    (lp.dir / "blob.bin").write_bytes(data)
+    (lp.dir / "appended.bin").write_bytes(b"before\n")
+    r = shell(lp, "LP -- cat blob.bin > out.bin && LP -- cat blob.bin >> appended.bin && "
+                  "LP -- sh -c 'cat blob.bin >&2' 2> err.bin")
+    assert r.returncode == 0, r
+    assert (lp.dir / "out.bin").read_bytes() == data
+    assert (lp.dir / "appended.bin").read_bytes() == b"before\n" + data
+    assert (lp.dir / "err.bin").read_bytes() == data
+
+
+def test_a_reader_that_goes_away_does_not_stop_the_job(lp):
+    """`| head`: our stdout is closed; the job's output is still drained,
+    so the job runs to its end and its own status is leakproof's."""
+    code = ("import sys\n"
+            "for i in range(400): sys.stdout.write('x' * 65535 + '\\n')\n"
+            "sys.stdout.flush()\n"
+            "sys.stderr.write('END\\n')\n"
+            "sys.exit(3)\n")
+    r = shell(lp, f"LP -- {lp.py} -c {shlex.quote(code)} | head -c 100 > /dev/null; "
+                  "echo \"status=${PIPESTATUS[0]}\" >&2")
+    assert b"END\n" in r.stderr and b"status=3\n" in r.stderr, r
 
 
 def test_output_written_in_pieces_passes_through(lp):
