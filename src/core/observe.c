@@ -290,17 +290,35 @@ static void on_output_line(struct sv *sv, const char *line, size_t len, bool cau
 		on_step(sv, has_n, n, STEP_SOURCE_REGEX);
 }
 
-/* May the line s[b..e) match re alone? Searched for in the block s[0..n)
- * from b when the last search's match (*at) lies behind (scan.h). */
-static bool may_match(struct step_regex *re, const char *s, size_t b, size_t e, size_t n, size_t *at, bool *known)
+/* The next place at or after i where re's multi-line twin finds a match
+ * beginning (*at, kept between calls; n: none); i itself when every line
+ * must be matched alone (the search gave up, or cannot be made). */
+static size_t next_match(struct step_regex *re, const char *s, size_t i, size_t n, size_t *at)
 {
 	if (!re)
-		return false;
-	if (!*known || *at < b) {
-		*at = step_regex_next(re, s, b, n);
-		*known = true;
-	}
-	return *at == SIZE_MAX || *at <= e;   /* SIZE_MAX: gave up, every line alone */
+		return n;
+	if (*at == SIZE_MAX)
+		return i;   /* gave up in this block: every line alone */
+	if (*at < i)
+		*at = step_regex_next(re, s, i, n);
+	return *at == SIZE_MAX ? i : *at;
+}
+
+/* A place at or after from inside a line that may be longer than
+ * CHANNEL_LINE_MAX (such a line is matched alone, on its first
+ * CHANNEL_LINE_MAX bytes); n when there is none. Every such line holds a
+ * whole window of half that length with no line end, so one short memchr
+ * a window tells, not one a line. *at is kept between calls. */
+static size_t next_long_line(const char *s, size_t from, size_t n, size_t *at)
+{
+	const size_t w = CHANNEL_LINE_MAX / 2;
+	if (*at != SIZE_MAX && *at >= from)
+		return *at;
+	size_t x = from;
+	for (; x + w <= n; x += w)
+		if (!memchr(s + x, '\n', w) && !memchr(s + x, '\r', w))
+			break;
+	return *at = x + w <= n ? x : n;
 }
 
 /* A linebuf callback: a line that was gathered across reads. */
@@ -342,9 +360,11 @@ static size_t line_start(const char *s, size_t from, size_t at)
  * at the end of this one, go through the linebuf. Out-of-memory messages
  * are looked for only in lines where cause_scan_skip() finds the end of a
  * key, the regexes only in lines where a search of the whole block with
- * their multi-line twins finds a match beginning (step_regex_next()), and
- * without --step-regex and --result-regex no other line is looked at:
- * most output is crossed at the speed of memchr.
+ * their multi-line twins finds a match beginning (step_regex_next()) and
+ * in lines longer than CHANNEL_LINE_MAX (matched alone on their start,
+ * where the twin's search of the whole line may differ); no other line is
+ * looked at, or even cut out: most output is crossed at the speed of the
+ * twin's search and cause_scan_skip().
  */
 static void scan_output(struct sv *sv, struct linebuf *lb, const char *s, size_t n)
 {
@@ -358,44 +378,42 @@ static void scan_output(struct sv *sv, struct linebuf *lb, const char *s, size_t
 	}
 	bool every_line = sv->o->step_re || sv->o->result_re;
 	size_t key = i + cause_scan_skip(s + i, n - i);
-	size_t tail = i;   /* where the unfinished last line begins */
-	if (every_line) {
-		size_t step_at = 0, result_at = 0;
-		bool step_known = false, result_known = false;
-		while (i < n) {
-			size_t e = line_end(s, i, n, &cr);
-			if (e == n)
-				break;
-			bool after_cr = lb->after_cr;
-			lb->after_cr = s[e] == '\r';
-			size_t len = e - i;
-			if (len || (s[e] == '\n' && !after_cr)) {
-				bool cut = len > CHANNEL_LINE_MAX;   /* matched alone, cut as ever */
-				bool cause = key < e;
-				bool step = cut || may_match(sv->o->step_re, s, i, e, n, &step_at, &step_known);
-				bool result = cut || may_match(sv->o->result_re, s, i, e, n, &result_at, &result_known);
-				if (cause || step || result)
-					on_output_line(sv, s + i, cut ? CHANNEL_LINE_MAX : len, cause, result, step);
-				if (cause)
-					key = e + 1 + cause_scan_skip(s + e + 1, n - e - 1);
-			}
-			i = e + 1;
+	size_t step_at = 0, result_at = 0, long_at = SIZE_MAX;
+	while (i < n) {
+		/* the next line worth a look: a key's end, a match's start, a
+		 * long line; the lines before it cannot match */
+		size_t at = key;
+		if (every_line) {
+			size_t a = next_match(sv->o->step_re, s, i, n, &step_at);
+			size_t b = next_match(sv->o->result_re, s, i, n, &result_at);
+			size_t c = next_long_line(s, i, n, &long_at);
+			at = at < a ? at : a;
+			at = at < b ? at : b;
+			at = at < c ? at : c;
 		}
-		tail = i;
-	} else {
-		while (key < n) {
-			size_t b = line_start(s, i, key);
-			size_t e = line_end(s, key, n, &cr);
-			if (e == n)
-				break;   /* in the unfinished line: the linebuf scans it */
-			on_output_line(sv, s + b, e - b > CHANNEL_LINE_MAX ? CHANNEL_LINE_MAX : e - b, true, false, false);
-			i = e + 1;
+		if (at >= n)
+			break;
+		size_t b = line_start(s, i, at);
+		size_t e = line_end(s, at, n, &cr);
+		if (e == n)
+			break;   /* in the unfinished line: the linebuf scans it */
+		bool after_cr = b > 0 ? s[b - 1] == '\r' : lb->after_cr;
+		size_t len = e - b;
+		if (len || (s[e] == '\n' && !after_cr)) {
+			bool cut = len > CHANNEL_LINE_MAX;   /* matched alone, cut as ever */
+			bool cause = key < e;
+			bool step = sv->o->step_re && (cut || step_at == SIZE_MAX || step_at <= e);
+			bool result = sv->o->result_re && (cut || result_at == SIZE_MAX || result_at <= e);
+			if (cause || step || result)
+				on_output_line(sv, s + b, cut ? CHANNEL_LINE_MAX : len, cause, result, step);
+		}
+		i = e + 1;
+		if (key < i)
 			key = i + cause_scan_skip(s + i, n - i);
-		}
-		tail = line_start(s, i, n);
-		if (tail > i || (tail == i && i > 0 && (s[i - 1] == '\n' || s[i - 1] == '\r')))
-			lb->after_cr = s[tail - 1] == '\r';
 	}
+	size_t tail = line_start(s, i, n);
+	if (tail > i || (tail == i && i > 0 && (s[i - 1] == '\n' || s[i - 1] == '\r')))
+		lb->after_cr = s[tail - 1] == '\r';
 	if (tail < n)
 		linebuf_feed(lb, s + tail, n - tail, sv_on_output_line, sv);
 }

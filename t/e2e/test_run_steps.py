@@ -66,3 +66,72 @@ def test_no_steps_judges_growth_per_second(lp):
     assert rep["run"]["step_source"] == "none"
     assert rep["verdict"] == "leak", lp.describe(rep)
     assert rep["growth_bytes_per_step"] == pytest.approx(20 * lp.MIB, rel=0.35), lp.describe(rep)
+
+
+STREAM = r'''
+import os, random, sys
+rng = random.Random(int(sys.argv[2]))
+seps = ["\n", "\r", "\r\n", "\r\r\n", "\n\n", "\r\r"]
+out, n = [], 0
+for i in range(6000):
+    kind = rng.randrange(8)
+    if kind == 0:
+        n += 1
+        line = "Epoch %d" % n                          # a step
+    elif kind == 1:
+        n += 1
+        line = "Epoch %d" % n + " " * rng.randrange(4100, 9000) + "tail"   # a step: cut at 4096
+    elif kind == 2 and rng.randrange(2):
+        line = "Epoch 66 " + "=" * rng.randrange(3000, 9000)      # none, cut or not
+    elif kind == 2:
+        line = "a" * rng.randrange(4090, 9000) + "Epoch 77"       # none: not at a line's start
+    elif kind == 3:
+        line = " Epoch 5 or xEpoch 6 or Epoch x"              # none
+    elif kind == 4:
+        line = "progress %d%%" % rng.randrange(100)         # none; ends with \r mostly
+    else:
+        line = "loss %.4f" % rng.random()
+    out.append(line + rng.choice(seps))
+out.append("Epoch %d" % (n + 1))                        # the last line, unfinished
+data = "".join(out).encode()
+if sys.argv[1] == "block":
+    os.write(1, data) if len(data) < 65536 else [os.write(1, data[i:i + (1 << 20)]) for i in range(0, len(data), 1 << 20)]
+else:
+    i = 0
+    while i < len(data):
+        k = rng.randrange(1, 600)
+        os.write(1, data[i:i + k])
+        i += k
+'''
+
+
+def expected_steps(data):
+    """The spec: a line ends at \\n or \\r, is matched on its first 4096
+    bytes, and the unfinished last line counts too."""
+    import re
+    lines = re.split(rb"[\r\n]", data)
+    return [int(m.group(1)) for line in lines if (m := re.fullmatch(rb"Epoch (\d+) *", line[:4096]))]
+
+
+@pytest.mark.parametrize("how", ["block", "pieces"])
+def test_regex_steps_in_any_output_cut_anyhow(lp, how):
+    """Every step line is found, and nothing else, however the output is
+    cut into reads: carriage returns, CRLF, lines longer than 4096 bytes
+    (matched on their first 4096: `$` matches where such a line is cut,
+    where a search of the whole output finds nothing), matches not at a
+    line's start, an unfinished last line. The stream is checked against
+    the same rules in Python."""
+    import sqlite3
+    job = lp.dir / "stream.py"
+    job.write_text(STREAM)
+    r = lp.run([lp.py, str(job), how, "7"], "-q", "--step-regex", r"^Epoch (\d+) *$")
+    assert r.rc == 0, r
+    want = expected_steps(r.stdout)
+    assert len(want) > 1000, len(want)
+    db = sqlite3.connect(lp.store)
+    try:
+        got = [s for (s,) in db.execute("SELECT step FROM steps ORDER BY t, rowid")]
+    finally:
+        db.close()
+    assert got == want, (len(got), len(want), next((i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w)
+                         if got[:len(want)] != want[:len(got)] else "lengths differ")
