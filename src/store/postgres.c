@@ -1,8 +1,8 @@
 /*
  * postgres.c — the PostgreSQL backend of the store's driver (store/db.h);
  * the only file that includes libpq-fe.h, and loads libpq when a store
- * needs it. A store string that begins with
- * `postgresql://` or `postgres://` is a libpq connection URI (db.c).
+ * needs it. A store string that begins with `postgresql://` or
+ * `postgres://` is a libpq connection URI (db.c).
  *
  * The store's SQL is written once, for SQLite; this file translates what
  * PostgreSQL says otherwise (docs/internals/store.md has the list):
