@@ -103,8 +103,8 @@ static void fill_trial(struct row *g, const struct trial_row *t)
 static void fill_group(const struct table *tb, struct row *g, const struct keyed *members, size_t n,
                        double *tmp)
 {
-	static const char *const order[] = { "ok", "oom", "failed", "interrupted", "skipped", "running" };
-	int counts[6] = { 0 }, leaks = 0, noleak = 0;
+	static const char *const order[] = { "ok", "oom", "failed", "interrupted", "skipped", "pruned", "running" };
+	int counts[7] = { 0 }, leaks = 0, noleak = 0;
 	g->q[0] = NAN;
 	g->q[4] = NAN;
 	for (size_t j = 0; j < n; j++) {
@@ -115,7 +115,7 @@ static void fill_group(const struct table *tb, struct row *g, const struct keyed
 			g->q[4] = t->q[4];
 		if (t->peak_bytes > g->peak)
 			g->peak = t->peak_bytes;
-		for (int s = 0; s < 6; s++)
+		for (int s = 0; s < 7; s++)
 			if (!strcmp(t->status, order[s]))
 				counts[s]++;
 		leaks += !strcmp(t->verdict, "leak");
@@ -138,7 +138,7 @@ static void fill_group(const struct table *tb, struct row *g, const struct keyed
 	g->growth = median_finite(tmp, n);
 	g->verdict = leaks ? "leak" : noleak ? "no-leak" : "inconclusive";
 	size_t off = 0;
-	for (int s = 0; s < 6; s++)
+	for (int s = 0; s < 7; s++)
 		if (counts[s] && off < sizeof(g->statuses))
 			off += (size_t)snprintf(g->statuses + off, sizeof(g->statuses) - off, "%s%d %s",
 			                        off ? ", " : "", counts[s], order[s]);
@@ -806,7 +806,7 @@ int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt
 	} else if (fmt == REPORT_CSV) {
 		write_csv(&tb, sb);
 	} else {
-		int ok = 0, oom = 0, failed = 0, skipped = 0, other = 0;
+		int ok = 0, oom = 0, failed = 0, skipped = 0, pruned = 0, other = 0;
 		for (size_t i = 0; i < tb.m.ntrials; i++) {
 			const char *s = tb.m.trials[i].status;
 			if (!strcmp(s, "ok"))
@@ -817,6 +817,8 @@ int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt
 				failed++;
 			else if (!strcmp(s, "skipped"))
 				skipped++;
+			else if (!strcmp(s, "pruned"))
+				pruned++;
 			else
 				other++;
 		}
@@ -831,6 +833,8 @@ int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt
 		            tb.m.sw.method, tb.m.sw.status, tb.m.ntrials, tb.m.ntrials == 1 ? "" : "s", ok, oom, failed);
 		if (skipped)
 			strbuf_addf(sb, ", %d skipped", skipped);
+		if (pruned)
+			strbuf_addf(sb, ", %d pruned", pruned);
 		if (other)
 			strbuf_addf(sb, ", %d other", other);
 		strbuf_addstr(sb, fmt == REPORT_MD ? "\n\n" : "\n");

@@ -31,10 +31,11 @@
 #define SIMILAR_SCAN_MAX 1000      /* finished trials looked at for "most like it" */
 #define MODEL_ROWS_MAX 1000        /* the most recent trials the memory model is fitted on */
 
-/* A trial status that will not change: ok, failed, oom, skipped. */
+/* A trial status that will not change: ok, failed, oom, skipped, pruned. */
 static bool final_status(const char *s)
 {
-	return !strcmp(s, "ok") || !strcmp(s, "failed") || !strcmp(s, "oom") || !strcmp(s, "skipped");
+	return !strcmp(s, "ok") || !strcmp(s, "failed") || !strcmp(s, "oom") || !strcmp(s, "skipped") ||
+	       !strcmp(s, "pruned");
 }
 
 /* The number s is, whole; NAN when it is not one. */
@@ -394,7 +395,7 @@ bool note_outcome(struct runner *r, const struct trial *t, const char *status, c
 	int max = r->spec.max_consecutive_failures;
 	bool bad = !strcmp(status, "oom") || !strcmp(status, "failed");
 	if (!bad && strcmp(status, "ok"))
-		return false;                 /* interrupted, skipped: neither */
+		return false;                 /* interrupted, skipped, pruned: neither */
 	if (r->nvml && !r->gpu_streak) {
 		r->ngpu_streak = nvml_device_count(r->nvml);
 		r->gpu_streak = xcalloc((size_t)r->ngpu_streak + 1, sizeof(int));

@@ -496,6 +496,9 @@ char *optuna_default_storage(const char *store_path)
  *   {"op": "ask"}                                    -> {"number": N, "params": {...}}
  *   {"op": "tell", "number": N, "state": "complete", "value": V}  -> {"ok": true}
  *   {"op": "tell", "number": N, "state": "fail"}     -> {"ok": true}
+ *   {"op": "tell", "number": N, "state": "pruned"}   -> {"ok": true}
+ *   {"op": "report", "number": N, "values": [[STEP, V], ...]}
+ *                                                    -> {"prune": true|false}
  * and {"error": "Type: message"} for any request that failed. It ends at
  * the end of its input. docs/internals/optuna.md has the protocol.
  */
@@ -520,7 +523,15 @@ static const char coproc_script[] =
 	"        kwargs['seed'] = seed\n"
 	"    return cls(**kwargs)\n"
 	"\n"
+	"def trial_of(number):\n"
+	"    t = asked.get(number)\n"
+	"    if t is None:    # asked of a process that has died since\n"
+	"        tid = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)\n"
+	"        t = asked[number] = optuna.trial.Trial(study, tid)\n"
+	"    return t\n"
+	"\n"
 	"study = space = None\n"
+	"asked = {}\n"
 	"for line in sys.stdin:\n"
 	"    try:\n"
 	"        req = json.loads(line)\n"
@@ -558,10 +569,22 @@ static const char coproc_script[] =
 	"            reply({'ok': True})\n"
 	"        elif op == 'ask':\n"
 	"            t = study.ask(space)\n"
+	"            asked[t.number] = t\n"
 	"            reply({'number': t.number, 'params': t.params})\n"
+	"        elif op == 'report':\n"
+	"            t = trial_of(req['number'])\n"
+	"            known = study._storage.get_trial(t._trial_id).intermediate_values\n"
+	"            for step, value in req['values']:\n"
+	"                if int(step) not in known:\n"
+	"                    t.report(float(value), int(step))\n"
+	"                    known[int(step)] = value\n"
+	"            reply({'prune': bool(t.should_prune())})\n"
 	"        elif op == 'tell':\n"
+	"            asked.pop(req['number'], None)\n"
 	"            if req.get('state') == 'complete':\n"
 	"                study.tell(req['number'], req['value'], skip_if_finished=True)\n"
+	"            elif req.get('state') == 'pruned':\n"
+	"                study.tell(req['number'], state=TrialState.PRUNED, skip_if_finished=True)\n"
 	"            else:\n"
 	"                study.tell(req['number'], state=TrialState.FAIL, skip_if_finished=True)\n"
 	"            reply({'ok': True})\n"
@@ -575,9 +598,11 @@ static const char coproc_script[] =
 #define REPLY_CAP_BYTES (4 << 20)
 
 /* A request sent and not yet answered. */
+enum pend_kind { PEND_ASK, PEND_TELL, PEND_REPORT };
 struct pending {
 	char *line;            /* the request, "...\n" (resent after a restart) */
-	int64_t number;        /* a tell's trial; -1 for the rest */
+	enum pend_kind kind;
+	int64_t number;        /* a tell's or a report's trial; -1 for an ask */
 };
 
 struct optuna_proc {
@@ -591,6 +616,8 @@ struct optuna_proc {
 	struct strbuf in;              /* what it wrote, not yet taken as a line */
 	struct pending *pend;          /* requests after the open, in order */
 	size_t npend, cappend;
+	struct strbuf ready_ask;       /* an ask's reply read before it was wanted */
+	bool have_ready_ask;
 	int starts;                    /* how many times it was started */
 	char *argv0, *argv1;           /* its interpreter (and the shebang's argument) */
 	char *password;                /* st.password, owned */
@@ -851,39 +878,65 @@ static int proc_start(struct optuna_proc *p)
 
 /* Queue a request and send it (a dead process is found when its reply is
  * read). */
-static void proc_send(struct optuna_proc *p, char *line, int64_t number)
+static void proc_send(struct optuna_proc *p, char *line, enum pend_kind kind, int64_t number)
 {
 	if (p->npend == p->cappend) {
 		p->cappend = p->cappend ? 2 * p->cappend : 8;
 		p->pend = xrealloc(p->pend, p->cappend * sizeof(*p->pend));
 	}
-	p->pend[p->npend++] = (struct pending){ line, number };
+	p->pend[p->npend++] = (struct pending){ line, kind, number };
 	if (p->fd >= 0 && !send_line(p, line)) {
 		/* left for settle() to find and restart */
 	}
 }
 
-/* Whether an ask is among the requests not yet answered. */
+/* Whether an ask is among the requests not yet answered, or its reply
+ * waits to be taken. */
 static bool ask_pending(const struct optuna_proc *p)
 {
+	if (p->have_ready_ask)
+		return true;
 	for (size_t i = 0; i < p->npend; i++)
-		if (p->pend[i].number < 0)
+		if (p->pend[i].kind == PEND_ASK)
 			return true;
 	return false;
 }
 
+/* Tell fail the trial of an ask's reply that no trial will take. */
+static void fail_unwanted_ask(struct optuna_proc *p, const char *reply)
+{
+	struct jval v;
+	const char *err;
+	size_t at;
+	if (jval_parse(reply, &v, &err, &at) == 0) {
+		const struct jval *n = jval_get(&v, "number");
+		if (n && n->type == J_NUM && n->is_int && n->num >= 0)
+			optuna_proc_tell(p, (int64_t)n->num, false, 0);
+		jval_release(&v);
+	}
+}
+
 /*
- * Read replies in order: with ask, until the first ask's (into *ask), else
- * until every request is answered. Replies to tells with an error are
- * warnings. When the process died, it is started again (the study
+ * Read replies in order. Until what is wanted: SETTLE_ASK, the first
+ * ask's reply (into *out); SETTLE_REPORT, the first report's (into *out),
+ * an ask's reply on the way kept for the next optuna_proc_ask(); SETTLE_ALL,
+ * every request's (an ask's reply then is not wanted: its trial is told
+ * fail). Replies to tells with an error are warnings. When the process died, it is started again (the study
  * re-opened from its storage) and everything not yet answered is sent
  * again: tells are idempotent (skip_if_finished), an ask lost with the
  * process leaves at most one RUNNING trial in the study. 0, or -1 after a
  * message.
  */
-static int settle(struct optuna_proc *p, struct strbuf *ask)
+enum settle_until { SETTLE_ASK, SETTLE_REPORT, SETTLE_ALL };
+static int settle(struct optuna_proc *p, enum settle_until until, struct strbuf *out)
 {
 	int deaths = 0;
+	if (until == SETTLE_ASK && p->have_ready_ask) {
+		strbuf_reset(out);
+		strbuf_add(out, strbuf_str(&p->ready_ask), p->ready_ask.len);
+		p->have_ready_ask = false;
+		return 0;
+	}
 	struct strbuf line = STRBUF_INIT;
 	while (p->npend) {
 		const char *why = "it ended";
@@ -920,26 +973,28 @@ static int settle(struct optuna_proc *p, struct strbuf *ask)
 		memmove(p->pend, p->pend + 1, (p->npend - 1) * sizeof(*p->pend));
 		p->npend--;
 		free(done.line);
-		if (done.number >= 0) {
+		if (done.kind == PEND_TELL) {
 			char *err = reply_error(strbuf_str(&line));
 			if (err)
 				warning("optuna: telling trial %lld: %s", (long long)done.number, err);
 			free(err);
-		} else if (ask) {
-			strbuf_reset(ask);
-			strbuf_add(ask, strbuf_str(&line), line.len);
+		} else if (done.kind == PEND_REPORT && until == SETTLE_REPORT) {
+			strbuf_reset(out);
+			strbuf_add(out, strbuf_str(&line), line.len);
 			break;
+		} else if (done.kind == PEND_REPORT) {
+			/* a report whose answer nobody waits for any more */
+		} else if (until == SETTLE_ASK) {
+			strbuf_reset(out);
+			strbuf_add(out, strbuf_str(&line), line.len);
+			break;
+		} else if (until == SETTLE_REPORT) {
+			strbuf_reset(&p->ready_ask);
+			strbuf_add(&p->ready_ask, strbuf_str(&line), line.len);
+			p->have_ready_ask = true;
 		} else {
 			/* an ask asked ahead and not wanted: its trial is failed */
-			struct jval v;
-			const char *err;
-			size_t at;
-			if (jval_parse(strbuf_str(&line), &v, &err, &at) == 0) {
-				const struct jval *n = jval_get(&v, "number");
-				if (n && n->type == J_NUM && n->is_int && n->num >= 0)
-					optuna_proc_tell(p, (int64_t)n->num, false, 0);
-				jval_release(&v);
-			}
+			fail_unwanted_ask(p, strbuf_str(&line));
 		}
 	}
 	strbuf_release(&line);
@@ -961,6 +1016,7 @@ struct optuna_proc *optuna_proc_open(const struct optuna_study *st, const struct
 	p->seq = seq;
 	p->fd = -1;
 	p->in = (struct strbuf)STRBUF_INIT;
+	p->ready_ask = (struct strbuf)STRBUF_INIT;
 	find_python(p);
 	if (proc_start(p) < 0) {
 		optuna_proc_close(p);
@@ -974,9 +1030,9 @@ int optuna_proc_ask(struct optuna_proc *p, const struct sweep_spec *spec, int64_
 {
 	out->values = NULL;
 	if (!ask_pending(p))
-		proc_send(p, xstrdup("{\"op\": \"ask\"}\n"), -1);
+		proc_send(p, xstrdup("{\"op\": \"ask\"}\n"), PEND_ASK, -1);
 	struct strbuf reply = STRBUF_INIT;
-	int rc = settle(p, &reply);
+	int rc = settle(p, SETTLE_ASK, &reply);
 	if (rc == 0) {
 		char *err = reply_error(strbuf_str(&reply));
 		if (err)
@@ -992,24 +1048,69 @@ int optuna_proc_ask(struct optuna_proc *p, const struct sweep_spec *spec, int64_
 void optuna_proc_ask_ahead(struct optuna_proc *p)
 {
 	if (p && !ask_pending(p))
-		proc_send(p, xstrdup("{\"op\": \"ask\"}\n"), -1);
+		proc_send(p, xstrdup("{\"op\": \"ask\"}\n"), PEND_ASK, -1);
 }
 
 int optuna_proc_tell(struct optuna_proc *p, int64_t number, bool ok, double value)
+{
+	return optuna_proc_tell_state(p, number, ok ? OPTUNA_COMPLETE : OPTUNA_FAIL, value);
+}
+
+int optuna_proc_tell_state(struct optuna_proc *p, int64_t number, enum optuna_state state, double value)
 {
 	if (number < 0)
 		return error("optuna tell: bad trial number %lld", (long long)number);
 	struct strbuf req = STRBUF_INIT;
 	strbuf_addf(&req, "{\"op\": \"tell\", \"number\": %lld, ", (long long)number);
-	if (ok && !isnan(value)) {
+	if (state == OPTUNA_PRUNED) {
+		strbuf_addstr(&req, "\"state\": \"pruned\"}\n");
+	} else if (state == OPTUNA_COMPLETE && !isnan(value)) {
 		strbuf_addstr(&req, "\"state\": \"complete\", \"value\": ");
 		add_json_value(&req, value);
 		strbuf_addstr(&req, "}\n");
 	} else {
 		strbuf_addstr(&req, "\"state\": \"fail\"}\n");
 	}
-	proc_send(p, strbuf_detach(&req, NULL), number);
+	proc_send(p, strbuf_detach(&req, NULL), PEND_TELL, number);
 	return 0;
+}
+
+int optuna_proc_report(struct optuna_proc *p, int64_t number, const int64_t *steps, const double *values,
+                       size_t n, bool *prune)
+{
+	*prune = false;
+	if (number < 0)
+		return error("optuna report: bad trial number %lld", (long long)number);
+	struct strbuf req = STRBUF_INIT, reply = STRBUF_INIT;
+	strbuf_addf(&req, "{\"op\": \"report\", \"number\": %lld, \"values\": [", (long long)number);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!isfinite(values[i]))
+			continue;       /* Optuna's report refuses NaN; an infinity is no help to a median */
+		strbuf_addf(&req, "%s[%lld, ", k++ ? ", " : "", (long long)steps[i]);
+		add_json_value(&req, values[i]);
+		strbuf_addch(&req, ']');
+	}
+	strbuf_addstr(&req, "]}\n");
+	proc_send(p, strbuf_detach(&req, NULL), PEND_REPORT, number);
+	int rc = settle(p, SETTLE_REPORT, &reply);
+	if (rc == 0) {
+		char *err = reply_error(strbuf_str(&reply));
+		struct jval v;
+		const char *perr;
+		size_t at;
+		if (err) {
+			warning("optuna: reporting trial %lld: %s", (long long)number, err);
+			rc = -1;
+		} else if (jval_parse(strbuf_str(&reply), &v, &perr, &at) == 0) {
+			const struct jval *pr = jval_get(&v, "prune");
+			*prune = pr && pr->type == J_BOOL && pr->b;
+			jval_release(&v);
+		}
+		free(err);
+	}
+	strbuf_release(&reply);
+	return rc;
 }
 
 bool optuna_proc_reaped(struct optuna_proc *p, pid_t pid, int wait_status)
@@ -1031,7 +1132,13 @@ int optuna_proc_close(struct optuna_proc *p)
 {
 	if (!p)
 		return 0;
-	int rc = p->npend && p->fd >= 0 ? settle(p, NULL) : 0;
+	int rc = p->npend && p->fd >= 0 ? settle(p, SETTLE_ALL, NULL) : 0;
+	if (p->have_ready_ask) {   /* asked ahead, read early, never taken */
+		p->have_ready_ask = false;
+		fail_unwanted_ask(p, strbuf_str(&p->ready_ask));
+		if (p->fd >= 0 && settle(p, SETTLE_ALL, NULL) < 0)
+			rc = -1;
+	}
 	if (p->fd >= 0) {
 		/* the end of its input ends it; a moment's grace, then SIGKILL */
 		shutdown(p->fd, SHUT_WR);
@@ -1050,6 +1157,7 @@ int optuna_proc_close(struct optuna_proc *p)
 		free(p->pend[i].line);
 	free(p->pend);
 	strbuf_release(&p->in);
+	strbuf_release(&p->ready_ask);
 	free(p->space);
 	free(p->argv0);
 	free(p->argv1);

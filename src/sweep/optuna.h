@@ -101,6 +101,20 @@ int optuna_proc_ask(struct optuna_proc *p, const struct sweep_spec *spec, int64_
                     struct sweep_assign *out /* out */);
 void optuna_proc_ask_ahead(struct optuna_proc *p);
 int optuna_proc_tell(struct optuna_proc *p, int64_t number, bool ok, double value);
+/* A tell with the state named: complete (value), fail, or pruned (Optuna
+ * keeps the trial's last intermediate value as its value). */
+enum optuna_state { OPTUNA_COMPLETE, OPTUNA_FAIL, OPTUNA_PRUNED };
+int optuna_proc_tell_state(struct optuna_proc *p, int64_t number, enum optuna_state state, double value);
+/*
+ * Intermediate values of a running trial, for its pruner: values[i] at
+ * step steps[i] (trial.report(value, step); a step already reported, or a
+ * value that is not finite, is left out), then trial.should_prune() into
+ * *prune. It waits for the answer (replies due before it are read; an
+ * ask's is kept for the next optuna_proc_ask()). 0, or -1 after a
+ * warning (*prune false).
+ */
+int optuna_proc_report(struct optuna_proc *p, int64_t number, const int64_t *steps, const double *values,
+                       size_t n, bool *prune /* out */);
 bool optuna_proc_reaped(struct optuna_proc *p, pid_t pid, int wait_status);
 pid_t optuna_proc_pid(const struct optuna_proc *p);
 int optuna_proc_close(struct optuna_proc *p);

@@ -41,6 +41,11 @@ struct trial {
 	bool lost;                     /* worker: its lease was taken over; not ours to record */
 	struct trial_prediction pred;  /* what the memory model predicted (NAN unknown) */
 	bool noted_no_skip;            /* its note says it runs despite the model (--no-skip) */
+	/* pruning (optuna with a pruner): the metric's values reported so far,
+	 * and whether the pruner stopped it */
+	int64_t run_id;                /* its run, once it has one; 0 */
+	size_t nreported;              /* values of the sweep metric told to Optuna */
+	bool pruned;                   /* SIGTERM sent: the pruner said so */
 };
 
 struct runner {
@@ -72,6 +77,8 @@ struct runner {
 	struct optuna_study optuna;
 	bool optuna_on;
 	struct optuna_proc *oproc;     /* the Optuna process (optuna_on) */
+	bool pruning;                  /* a pruner and a metric: intermediate values go to Optuna */
+	int64_t prune_check_ns;        /* when running trials' values are read next */
 	struct prefork *prefork;       /* the template of warm starts; NULL: cold */
 	uint64_t memory_max;           /* memory.max of the file, 0 none */
 	double memory_expect;          /* memory.expect, < 0 learn */

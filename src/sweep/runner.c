@@ -59,6 +59,7 @@
 #define CLAIM_PATIENCE_NS (120LL * 1000000000LL)   /* a store refusing claims: how long a worker waits */
 #define VAL_SEP '\x1f'
 #define PREFORK_READY_MS 600000    /* importing torch from a network file system */
+#define PRUNE_POLL_MS 500          /* running trials' intermediate values read this often (pruning) */
 
 /* ---- trials -------------------------------------------------------------- */
 
@@ -368,6 +369,7 @@ static void add_arg(char ***v, size_t *n, size_t *cap, const char *s)
 }
 
 static void finish_trial(struct runner *r, struct trial *t, int wstatus);
+static void report_values(struct runner *r, struct trial *t, bool ended);
 
 /* The `leakproof run` options a trial gets from the sweep file: memory,
  * result regex, then the file's run_options (last). */
@@ -661,6 +663,8 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	bool exited0 = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
 	if (r->stop_signal)
 		row.status = "interrupted";
+	else if (t->pruned)
+		row.status = "pruned";     /* stopped by us: whatever its end says */
 	else if (oom_cause(cause))
 		row.status = "oom";
 	else if (exited0 && metric && r->spec.metric_name && !row.has_metric) {
@@ -695,8 +699,16 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	refresh_row(r, t->idx, t->attempt);
 	r->model_stale = true;
 
+	/* the values it reported since the last look: a finished trial's
+	 * whole curve is what the pruner compares the next ones with */
+	if (r->pruning && r->oproc && !r->stop_signal && run_id > 0) {
+		t->run_id = run_id;
+		report_values(r, t, true);
+	}
 	if (r->optuna_on && t->optuna_number >= 0 && !r->stop_signal)
-		optuna_proc_tell(r->oproc, t->optuna_number, !strcmp(row.status, "ok") && row.has_metric, row.metric);
+		optuna_proc_tell_state(r->oproc, t->optuna_number, t->pruned ? OPTUNA_PRUNED :
+		                       !strcmp(row.status, "ok") && row.has_metric ? OPTUNA_COMPLETE : OPTUNA_FAIL,
+		                       row.metric);
 	if (!r->stop_signal)
 		r->done_count++;
 
@@ -722,7 +734,9 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		}
 		if (run_id > 0)
 			strbuf_addf(&sb, " (run %lld)", (long long)run_id);
-		if (strcmp(row.status, "ok") && strcmp(row.status, "interrupted"))
+		if (t->pruned)
+			strbuf_addf(&sb, "; %s", t->note);
+		else if (strcmp(row.status, "ok") && strcmp(row.status, "interrupted"))
 			strbuf_addf(&sb, "; log %s", t->log);
 		fprintf(stderr, "%s\n", strbuf_str(&sb));
 		strbuf_release(&sb);
@@ -829,6 +843,62 @@ static void renew_leases(struct runner *r)
 	if (r->next && store_trial_renew(r->st, r->sweep_id, r->next->idx, r->next->attempt, r->worker_name,
 	                                 until) == 0)
 		r->next->lease_until = until;
+}
+
+/* ---- pruning --------------------------------------------------------------- */
+
+/*
+ * Pruning (method optuna with a pruner): each running trial's new values
+ * of the sweep's metric, as its job reported them (`metric NAME=VALUE`
+ * on the client channel, at the step it had reached), go to Optuna as
+ * intermediate values; when the pruner says so, the trial is ended
+ * (SIGTERM to its supervisor, which ends the job's tree with the usual
+ * grace) and recorded as pruned. The values are read from the store, where
+ * the trial's supervisor writes them about once a second.
+ */
+static void report_values(struct runner *r, struct trial *t, bool ended)
+{
+	const char *name = r->spec.metric_name;
+	if (t->optuna_number < 0 || t->pruned || t->lost)
+		return;
+	if (t->run_id <= 0)
+		t->run_id = store_trial_run(r->st, r->sweep_id, t->idx, t->attempt);
+	struct metric_row *m = NULL;
+	size_t nm = 0;
+	if (t->run_id <= 0 || store_load_metrics(r->st, t->run_id, &m, &nm) < 0)
+		return;
+	int64_t *steps = xcalloc(nm + 1, sizeof(*steps));
+	double *values = xcalloc(nm + 1, sizeof(*values));
+	size_t seen = 0, n = 0;
+	for (size_t k = 0; k < nm; k++) {
+		if (strcmp(m[k].name, name) || seen++ < t->nreported)
+			continue;
+		steps[n] = m[k].step < 0 ? 0 : m[k].step;
+		values[n++] = m[k].value;
+	}
+	free(m);
+	bool prune = false;
+	if (n && optuna_proc_report(r->oproc, t->optuna_number, steps, values, n, &prune) == 0 && prune &&
+	    !ended) {
+		t->pruned = true;
+		size_t len = strlen(t->note);
+		snprintf(t->note + len, sizeof(t->note) - len, "%spruned at step %lld (%s=%.6g; %s)", len ? "; " : "",
+		         (long long)steps[n - 1], name, values[n - 1], r->spec.optuna_pruner);
+		kill(t->pid, SIGTERM);
+	}
+	t->nreported = seen;   /* a report refused was said: not sent again */
+	free(steps);
+	free(values);
+}
+
+/* Every PRUNE_POLL_MS: the running trials' new values to their pruner. */
+static void check_pruning(struct runner *r)
+{
+	if (!r->pruning || !r->oproc || r->stop_signal || mono_ns() < r->prune_check_ns)
+		return;
+	r->prune_check_ns = mono_ns() + (int64_t)PRUNE_POLL_MS * 1000000;
+	for (size_t i = 0; i < r->nrunning; i++)
+		report_values(r, &r->running[i], false);
 }
 
 /* Wait for a signal (or timeout_ms); handle what came. */
@@ -1181,8 +1251,12 @@ static bool run_loop(struct runner *r)
 			    !c.pending && !c.running)
 				break;
 		}
-		wait_events(r, r->worker ? IDLE_POLL_MS : r->next ? 500 : -1);
+		int timeout = r->worker ? IDLE_POLL_MS : r->next ? 500 : -1;
+		if (r->pruning && r->nrunning && (timeout < 0 || timeout > PRUNE_POLL_MS))
+			timeout = PRUNE_POLL_MS;
+		wait_events(r, timeout);
 		renew_leases(r);
+		check_pruning(r);
 	}
 	if (r->stop_signal || failed) {
 		if (!r->stop_signal)
@@ -1521,6 +1595,7 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 	r.optuna.sampler_kwargs = r.spec.optuna_sampler_kwargs;
 	r.optuna.pruner = r.spec.optuna_pruner;
 	r.optuna.pruner_kwargs = r.spec.optuna_pruner_kwargs;
+	r.pruning = r.optuna_on && r.spec.optuna_pruner && r.spec.metric_name;
 	/* Signals blocked before setup() loads NVML: a thread it starts keeps
 	 * the mask it was born with and would take SIGCHLD from the signalfd. */
 	static const int sigs[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, 0 };
