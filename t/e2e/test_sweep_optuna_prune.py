@@ -81,7 +81,7 @@ optuna:
     pruned = [row for row in bad if row[1] == "pruned"]
     assert pruned, bad                                         # some bad ones pruned
     assert all("pruned at step" in row[3] and "MedianPruner" in row[3] for row in pruned), pruned
-    assert "pruned at step" in r.stderr
+    assert "pruned at step" in r.err
 
     # Optuna's own storage: PRUNED for the pruned, COMPLETE for the rest
     sw = json.loads(lp.cmd(["report", "--format", "json", "--store", lp.store]).stdout)["sweep"]
@@ -94,5 +94,5 @@ optuna:
         assert state[row[4]] == ("PRUNED" if row[1] == "pruned" else "COMPLETE"), (row, state)
 
     # the summary counts them
-    text = lp.cmd(["report", "--store", lp.store]).stdout
+    text = lp.cmd(["report", "--store", lp.store]).out
     assert "%d pruned" % len(pruned) in text, text
