@@ -286,10 +286,19 @@ static const char template_script[] =
 	"finally:\n"
 	"    shutil.rmtree(tmp, ignore_errors=True)\n";
 /* The stub, written beside the socket as stub.py: argv[1:] the trial's
- * command. */
+ * command. While the fork runs, the signals in FORWARD sent to the stub
+ * alone reach the fork: the stub blocks them and a thread takes each
+ * (sigwaitinfo) and sends it on, unless it came from the supervisor (the
+ * stub's parent) with kill(), which is how the supervisor signals the
+ * job's process group, the fork included (one signal, never two); the
+ * supervisor's stop signal to the job's pid is sent with sigqueue()
+ * (si_code SI_QUEUE) and is forwarded. The stub then ends as the fork
+ * ended: the same exit status, or death by the same signal. */
 static const char stub_script[] =
 	"import json, os, signal, socket, struct, sys\n"
 	"path, argv = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sock'), sys.argv[1:]\n"
+	"FORWARD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)\n"
+	"SI_USER = 0    # kill(); sigqueue() is SI_QUEUE\n"
 	"\n"
 	"def cold(why):\n"
 	"    os.write(2, ('leakproof: prefork: cold start: %s\\n' % why).encode())\n"
@@ -311,8 +320,8 @@ static const char stub_script[] =
 	"            pass\n"
 	"req = json.dumps({'argv': argv, 'cwd': os.getcwd(), 'env': dict(os.environ), 'fds': sorted(fds),\n"
 	"                  'pid': os.getpid()}).encode()\n"
-	"for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):\n"
-	"    signal.signal(sig, signal.SIG_IGN)\n"
+	"signal.signal(signal.SIGQUIT, signal.SIG_IGN)\n"
+	"old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARD)\n"
 	"try:\n"
 	"    socket.send_fds(s, [struct.pack('I', len(req)) + req], sorted(fds))\n"
 	"    f = s.makefile('rb')\n"
@@ -321,10 +330,24 @@ static const char stub_script[] =
 	"    first = {'cold': 'the template did not answer (%s)' % e}\n"
 	"if 'cold' in first:\n"
 	"    s.close()\n"
-	"    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):\n"
-	"        signal.signal(sig, signal.SIG_DFL)\n"
+	"    signal.signal(signal.SIGQUIT, signal.SIG_DFL)\n"
+	"    signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)\n"
 	"    cold(first['cold'])\n"
 	"pid = first['pid']\n"
+	"parent = os.getppid()\n"
+	"\n"
+	"def forward():\n"
+	"    while True:\n"
+	"        si = signal.sigwaitinfo(FORWARD)\n"
+	"        if si.si_pid == parent and si.si_code == SI_USER:\n"
+	"            continue    # the supervisor signalled the job's group: the fork has it already\n"
+	"        try:\n"
+	"            os.kill(pid, si.si_signo)\n"
+	"        except OSError:\n"
+	"            pass\n"
+	"\n"
+	"import threading\n"
+	"threading.Thread(target=forward, daemon=True).start()\n"
 	"try:\n"
 	"    line = f.readline()\n"
 	"    status = json.loads(line)['status']\n"
@@ -337,8 +360,12 @@ static const char stub_script[] =
 	"    os._exit(1)\n"
 	"if os.WIFSIGNALED(status):\n"
 	"    sig = os.WTERMSIG(status)\n"
-	"    signal.signal(sig, signal.SIG_DFL)\n"
-	"    os.kill(os.getpid(), sig)\n"
+	"    try:\n"
+	"        signal.signal(sig, signal.SIG_DFL)\n"
+	"    except (OSError, ValueError):\n"
+	"        pass    # SIGKILL, SIGSTOP: default always\n"
+	"    signal.pthread_kill(threading.main_thread().ident, sig)\n"
+	"    signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])\n"
 	"os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)\n";
 /* Write len bytes of text to a new file path (mode 0600). 0, or -1 with errno. */
 static int write_new_file(const char *path, const char *text, size_t len)
