@@ -9,8 +9,10 @@
  * stub ends as the fork ended (the same exit status or signal). The
  * supervisor (`leakproof run`) supervises the stub as the job; the fork is
  * in the job's cgroup, so the sampler, the budget, OOM kills and the
- * signals to the job's group reach it. docs/internals/prefork.md has the
- * protocol and the safety rules.
+ * signals to the job's group reach it; SIGINT, SIGTERM, SIGHUP, SIGUSR1
+ * and SIGUSR2 sent to the stub's pid alone are forwarded to it.
+ * docs/internals/prefork.md has the protocol, the signals and the safety
+ * rules.
  *
  * Safety: the template refuses to serve (every trial then starts cold) when
  * an import failed, when it runs more than one thread after the imports,
