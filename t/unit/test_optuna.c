@@ -537,6 +537,79 @@ static void test_real_optuna(void)
 	printf("# the Optuna process: open %.2f s (start + study), ask %.3f s each\n", open_s, ask_s);
 }
 
+/* Pruning through the Optuna process: intermediate values reported, the
+ * pruner's answer, a trial told pruned; a report made while an ask asked
+ * ahead is due keeps the ask's reply for the next ask. */
+static void test_real_pruning(void)
+{
+	if (!have_optuna()) {
+		printf("# skip: no optuna command (Debian: python3-optuna)\n");
+		return;
+	}
+	build_spec();
+	make_tmpdir();
+	char storage[256];
+	snprintf(storage, sizeof(storage), "sqlite:///%s/optuna.db", tmpdir);
+	struct optuna_study st = { .storage = storage, .name = "sweep-prune", .seed = 3, .pruner = "MedianPruner",
+	                           .pruner_kwargs = "{\"n_startup_trials\": 1, \"n_warmup_steps\": 0}" };
+	struct optuna_proc *p = optuna_proc_open(&st, &spec, 0);
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	struct sweep_assign a[3];
+	int64_t number[3];
+	static const int64_t steps[] = { 0, 1, 2 };
+	static const double good[] = { 0.1, 0.1, NAN }, bad[] = { 0.9, 0.9, 0.9 };
+	bool prune = true;
+
+	/* the first trial: its curve reported (a NaN left out), never pruned
+	 * (the pruner's start-up trial), then complete */
+	CHECK_EQ_INT(optuna_proc_ask(p, &spec, &number[0], &a[0]), 0);
+	CHECK_EQ_INT(optuna_proc_report(p, number[0], steps, good, 3, &prune), 0);
+	CHECK(!prune);
+	optuna_proc_tell(p, number[0], true, 0.1);
+
+	/* the second: worse than the median at its steps, pruned; the ask
+	 * asked ahead meanwhile is the third's */
+	CHECK_EQ_INT(optuna_proc_ask(p, &spec, &number[1], &a[1]), 0);
+	optuna_proc_ask_ahead(p);
+	CHECK_EQ_INT(optuna_proc_report(p, number[1], steps, bad, 1, &prune), 0);
+	CHECK(prune);
+	CHECK_EQ_INT(optuna_proc_report(p, number[1], steps + 1, bad + 1, 1, &prune), 0);
+	CHECK(prune);
+	CHECK_EQ_INT(optuna_proc_tell_state(p, number[1], OPTUNA_PRUNED, 0), 0);
+	CHECK_EQ_INT(optuna_proc_ask(p, &spec, &number[2], &a[2]), 0);
+	CHECK_EQ_INT(number[2], 2);
+	optuna_proc_tell(p, number[2], false, 0);
+
+	/* a trial Optuna does not have: a warning, no prune */
+	capture_begin();
+	CHECK_EQ_INT(optuna_proc_report(p, 999, steps, bad, 1, &prune), -1);
+	const char *msg = capture_end();
+	CHECK(!prune && strstr(msg, "optuna: reporting trial 999: "));
+	CHECK_EQ_INT(optuna_proc_close(p), 0);
+
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+		 "PYTHONWARNINGS=ignore /usr/bin/python3 -c '"
+		 "import optuna\n"
+		 "optuna.logging.set_verbosity(optuna.logging.WARNING)\n"
+		 "s = optuna.load_study(study_name=\"sweep-prune\", storage=\"%s\")\n"
+		 "for t in s.trials: print(t.number, t.state.name, t.value, sorted(t.intermediate_values.items()))'",
+		 storage);
+	FILE *f = popen(cmd, "r");
+	char got[2048] = "";
+	size_t n = f ? fread(got, 1, sizeof(got) - 1, f) : 0;
+	got[n] = '\0';
+	if (f)
+		pclose(f);
+	CHECK_STR(got, "0 COMPLETE 0.1 [(0, 0.1), (1, 0.1)]\n"
+	               "1 PRUNED 0.9 [(0, 0.9), (1, 0.9)]\n"
+	               "2 FAIL None []\n");
+	for (int i = 0; i < 3; i++)
+		assign_free(&a[i], spec.ndims);
+}
+
 static void test_cleanup(void)
 {
 	if (tmpdir[0]) {
@@ -555,4 +628,5 @@ TEST_MAIN("optuna",
 	  TEST(test_ask_seed),
 	  TEST(test_default_storage),
 	  TEST(test_real_optuna),
+	  TEST(test_real_pruning),
 	  TEST(test_cleanup))
