@@ -498,7 +498,7 @@ char *optuna_default_storage(const char *store_path)
  *   {"op": "tell", "number": N, "state": "fail"}     -> {"ok": true}
  *   {"op": "tell", "number": N, "state": "pruned"}   -> {"ok": true}
  *   {"op": "report", "number": N, "values": [[STEP, V], ...]}
- *                                                    -> {"prune": true|false}
+ *                                   -> {"prune": true|false, "step": S, "value": V} (the last given)
  * and {"error": "Type: message"} for any request that failed. It ends at
  * the end of its input. docs/internals/optuna.md has the protocol.
  */
@@ -529,6 +529,30 @@ static const char coproc_script[] =
 	"        tid = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)\n"
 	"        t = asked[number] = optuna.trial.Trial(study, tid)\n"
 	"    return t\n"
+	"\n"
+	"def report_many(t, values):\n"
+	"    \"\"\"trial.report() of each (step: value), in one transaction of Optuna's RDB storage when it\n"
+	"    is the one known (Optuna 3.1: about 1 ms a value against 15), else one by one.\"\"\"\n"
+	"    st = t.storage\n"
+	"    one = getattr(getattr(st, '_backend', None), '_set_trial_intermediate_value_without_commit', None)\n"
+	"    if len(values) > 1 and one is not None and hasattr(st, '_get_cached_trial'):\n"
+	"        try:\n"
+	"            from optuna.storages._rdb.storage import _create_scoped_session\n"
+	"            with st._lock:\n"
+	"                cached = st._get_cached_trial(t._trial_id)\n"
+	"                if cached is not None:\n"
+	"                    st._check_trial_is_updatable(cached)\n"
+	"                    iv = dict(cached.intermediate_values)\n"
+	"                    iv.update(values)\n"
+	"                    cached.intermediate_values = iv\n"
+	"            with _create_scoped_session(st._backend.scoped_session, True) as session:\n"
+	"                for step, value in values.items():\n"
+	"                    one(session, t._trial_id, step, value)\n"
+	"            return\n"
+	"        except (AttributeError, ImportError, TypeError):\n"
+	"            pass\n"
+	"    for step, value in values.items():\n"
+	"        t.report(value, step)\n"
 	"\n"
 	"study = space = None\n"
 	"asked = {}\n"
@@ -574,11 +598,13 @@ static const char coproc_script[] =
 	"        elif op == 'report':\n"
 	"            t = trial_of(req['number'])\n"
 	"            known = study._storage.get_trial(t._trial_id).intermediate_values\n"
+	"            new = {}\n"
 	"            for step, value in req['values']:\n"
-	"                if int(step) not in known:\n"
-	"                    t.report(float(value), int(step))\n"
-	"                    known[int(step)] = value\n"
-	"            reply({'prune': bool(t.should_prune())})\n"
+	"                if int(step) not in known and int(step) not in new:\n"
+	"                    new[int(step)] = float(value)\n"
+	"            report_many(t, new)\n"
+	"            last = req['values'][-1] if req['values'] else [None, None]\n"
+	"            reply({'prune': bool(t.should_prune()), 'step': last[0], 'value': last[1]})\n"
 	"        elif op == 'tell':\n"
 	"            asked.pop(req['number'], None)\n"
 	"            if req.get('state') == 'complete':\n"
@@ -618,6 +644,8 @@ struct optuna_proc {
 	size_t npend, cappend;
 	struct strbuf ready_ask;       /* an ask's reply read before it was wanted */
 	bool have_ready_ask;
+	struct prune_said { int64_t number, step; double value; } *prune;   /* pruner said prune, not yet taken */
+	size_t nprune, capprune;
 	int starts;                    /* how many times it was started */
 	char *argv0, *argv1;           /* its interpreter (and the shebang's argument) */
 	char *password;                /* st.password, owned */
@@ -918,16 +946,71 @@ static void fail_unwanted_ask(struct optuna_proc *p, const char *reply)
 
 /*
  * Read replies in order. Until what is wanted: SETTLE_ASK, the first
- * ask's reply (into *out); SETTLE_REPORT, the first report's (into *out),
- * an ask's reply on the way kept for the next optuna_proc_ask(); SETTLE_ALL,
- * every request's (an ask's reply then is not wanted: its trial is told
- * fail). Replies to tells with an error are warnings. When the process died, it is started again (the study
+ * ask's reply (into *out); SETTLE_ALL, every request's (an ask's reply
+ * then is not wanted: its trial is told fail). Replies to tells and
+ * reports with an error are warnings; a report's "prune" is noted for
+ * optuna_proc_take_prune(). When the process died, it is started again (the study
  * re-opened from its storage) and everything not yet answered is sent
  * again: tells are idempotent (skip_if_finished), an ask lost with the
  * process leaves at most one RUNNING trial in the study. 0, or -1 after a
  * message.
  */
-enum settle_until { SETTLE_ASK, SETTLE_REPORT, SETTLE_ALL };
+enum settle_until { SETTLE_ASK, SETTLE_ALL, SETTLE_NONE };
+
+/* The reply line to the oldest request, taken off the queue. true when it
+ * is the ask's reply wanted (SETTLE_ASK: into *out); an ask's reply not
+ * wanted is kept for the next ask (SETTLE_NONE) or its trial told fail
+ * (SETTLE_ALL). */
+static bool take_reply(struct optuna_proc *p, const struct strbuf *line, enum settle_until until,
+                       struct strbuf *out)
+{
+	struct pending done = p->pend[0];
+	memmove(p->pend, p->pend + 1, (p->npend - 1) * sizeof(*p->pend));
+	p->npend--;
+	free(done.line);
+	if (done.kind == PEND_TELL || done.kind == PEND_REPORT) {
+		char *err = reply_error(strbuf_str(line));
+		if (err) {
+			warning("optuna: %s trial %lld: %s", done.kind == PEND_TELL ? "telling" : "reporting",
+			        (long long)done.number, err);
+		} else if (done.kind == PEND_REPORT) {
+			struct jval v;
+			const char *perr;
+			size_t at;
+			if (jval_parse(strbuf_str(line), &v, &perr, &at) == 0) {
+				const struct jval *pr = jval_get(&v, "prune"), *st = jval_get(&v, "step"),
+				                  *val = jval_get(&v, "value");
+				if (pr && pr->type == J_BOOL && pr->b) {
+					if (p->nprune == p->capprune) {
+						p->capprune = p->capprune ? 2 * p->capprune : 8;
+						p->prune = xrealloc(p->prune, p->capprune * sizeof(*p->prune));
+					}
+					p->prune[p->nprune++] = (struct prune_said){
+						done.number, st && st->type == J_NUM ? (int64_t)st->num : -1,
+						val && val->type == J_NUM ? val->num : NAN };
+				}
+				jval_release(&v);
+			}
+		}
+		free(err);
+		return false;
+	}
+	if (until == SETTLE_ASK) {
+		strbuf_reset(out);
+		strbuf_add(out, strbuf_str(line), line->len);
+		return true;
+	}
+	if (until == SETTLE_NONE) {
+		strbuf_reset(&p->ready_ask);
+		strbuf_add(&p->ready_ask, strbuf_str(line), line->len);
+		p->have_ready_ask = true;
+	} else {
+		/* an ask asked ahead and not wanted: its trial is failed */
+		fail_unwanted_ask(p, strbuf_str(line));
+	}
+	return false;
+}
+
 static int settle(struct optuna_proc *p, enum settle_until until, struct strbuf *out)
 {
 	int deaths = 0;
@@ -969,33 +1052,8 @@ static int settle(struct optuna_proc *p, enum settle_until until, struct strbuf 
 					break;
 			continue;
 		}
-		struct pending done = p->pend[0];
-		memmove(p->pend, p->pend + 1, (p->npend - 1) * sizeof(*p->pend));
-		p->npend--;
-		free(done.line);
-		if (done.kind == PEND_TELL) {
-			char *err = reply_error(strbuf_str(&line));
-			if (err)
-				warning("optuna: telling trial %lld: %s", (long long)done.number, err);
-			free(err);
-		} else if (done.kind == PEND_REPORT && until == SETTLE_REPORT) {
-			strbuf_reset(out);
-			strbuf_add(out, strbuf_str(&line), line.len);
+		if (take_reply(p, &line, until, out))
 			break;
-		} else if (done.kind == PEND_REPORT) {
-			/* a report whose answer nobody waits for any more */
-		} else if (until == SETTLE_ASK) {
-			strbuf_reset(out);
-			strbuf_add(out, strbuf_str(&line), line.len);
-			break;
-		} else if (until == SETTLE_REPORT) {
-			strbuf_reset(&p->ready_ask);
-			strbuf_add(&p->ready_ask, strbuf_str(&line), line.len);
-			p->have_ready_ask = true;
-		} else {
-			/* an ask asked ahead and not wanted: its trial is failed */
-			fail_unwanted_ask(p, strbuf_str(&line));
-		}
 	}
 	strbuf_release(&line);
 	return 0;
@@ -1076,12 +1134,11 @@ int optuna_proc_tell_state(struct optuna_proc *p, int64_t number, enum optuna_st
 }
 
 int optuna_proc_report(struct optuna_proc *p, int64_t number, const int64_t *steps, const double *values,
-                       size_t n, bool *prune)
+                       size_t n)
 {
-	*prune = false;
 	if (number < 0)
 		return error("optuna report: bad trial number %lld", (long long)number);
-	struct strbuf req = STRBUF_INIT, reply = STRBUF_INIT;
+	struct strbuf req = STRBUF_INIT;
 	strbuf_addf(&req, "{\"op\": \"report\", \"number\": %lld, \"values\": [", (long long)number);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -1093,24 +1150,43 @@ int optuna_proc_report(struct optuna_proc *p, int64_t number, const int64_t *ste
 	}
 	strbuf_addstr(&req, "]}\n");
 	proc_send(p, strbuf_detach(&req, NULL), PEND_REPORT, number);
-	int rc = settle(p, SETTLE_REPORT, &reply);
-	if (rc == 0) {
-		char *err = reply_error(strbuf_str(&reply));
-		struct jval v;
-		const char *perr;
-		size_t at;
-		if (err) {
-			warning("optuna: reporting trial %lld: %s", (long long)number, err);
-			rc = -1;
-		} else if (jval_parse(strbuf_str(&reply), &v, &perr, &at) == 0) {
-			const struct jval *pr = jval_get(&v, "prune");
-			*prune = pr && pr->type == J_BOOL && pr->b;
-			jval_release(&v);
-		}
-		free(err);
+	return 0;
+}
+
+void optuna_proc_poll(struct optuna_proc *p)
+{
+	if (!p || p->fd < 0)
+		return;
+	for (;;) {
+		struct pollfd pfd = { .fd = p->fd, .events = POLLIN };
+		if (poll(&pfd, 1, 0) <= 0 || !(pfd.revents & POLLIN))
+			break;
+		char buf[8192];
+		ssize_t r = read(p->fd, buf, sizeof(buf));
+		if (r <= 0)
+			break;          /* ended: the next settle() finds it, and starts it again */
+		strbuf_add(&p->in, buf, (size_t)r);
 	}
-	strbuf_release(&reply);
-	return rc;
+	struct strbuf line = STRBUF_INIT;
+	while (p->npend && p->in.len && memchr(p->in.buf, '\n', p->in.len)) {
+		const char *why;
+		if (read_line(p, &line, &why) != 0)
+			break;
+		take_reply(p, &line, SETTLE_NONE, NULL);
+	}
+	strbuf_release(&line);
+}
+
+bool optuna_proc_take_prune(struct optuna_proc *p, int64_t number, int64_t *step, double *value)
+{
+	for (size_t i = 0; p && i < p->nprune; i++)
+		if (p->prune[i].number == number) {
+			*step = p->prune[i].step;
+			*value = p->prune[i].value;
+			p->prune[i] = p->prune[--p->nprune];
+			return true;
+		}
+	return false;
 }
 
 bool optuna_proc_reaped(struct optuna_proc *p, pid_t pid, int wait_status)
@@ -1158,6 +1234,7 @@ int optuna_proc_close(struct optuna_proc *p)
 	free(p->pend);
 	strbuf_release(&p->in);
 	strbuf_release(&p->ready_ask);
+	free(p->prune);
 	free(p->space);
 	free(p->argv0);
 	free(p->argv1);

@@ -108,13 +108,20 @@ int optuna_proc_tell_state(struct optuna_proc *p, int64_t number, enum optuna_st
 /*
  * Intermediate values of a running trial, for its pruner: values[i] at
  * step steps[i] (trial.report(value, step); a step already reported, or a
- * value that is not finite, is left out), then trial.should_prune() into
- * *prune. It waits for the answer (replies due before it are read; an
- * ask's is kept for the next optuna_proc_ask()). 0, or -1 after a
- * warning (*prune false).
+ * value that is not finite, is left out), then trial.should_prune(). It
+ * does not wait (Optuna's storage takes milliseconds a value): the answer
+ * is read with the replies before a later ask, or by optuna_proc_poll(),
+ * and a trial whose pruner said prune is then told by
+ * optuna_proc_take_prune() (true once, with the last step and value of
+ * the report it answered; -1 and NAN unknown). An error is a warning,
+ * then.
+ * optuna_proc_poll() reads, without waiting, the replies already there.
  */
 int optuna_proc_report(struct optuna_proc *p, int64_t number, const int64_t *steps, const double *values,
-                       size_t n, bool *prune /* out */);
+                       size_t n);
+void optuna_proc_poll(struct optuna_proc *p);
+bool optuna_proc_take_prune(struct optuna_proc *p, int64_t number, int64_t *step /* out */,
+                            double *value /* out */);
 bool optuna_proc_reaped(struct optuna_proc *p, pid_t pid, int wait_status);
 pid_t optuna_proc_pid(const struct optuna_proc *p);
 int optuna_proc_close(struct optuna_proc *p);

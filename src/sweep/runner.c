@@ -369,7 +369,7 @@ static void add_arg(char ***v, size_t *n, size_t *cap, const char *s)
 }
 
 static void finish_trial(struct runner *r, struct trial *t, int wstatus);
-static void report_values(struct runner *r, struct trial *t, bool ended);
+static void report_values(struct runner *r, struct trial *t);
 
 /* The `leakproof run` options a trial gets from the sweep file: memory,
  * result regex, then the file's run_options (last). */
@@ -703,8 +703,12 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	 * whole curve is what the pruner compares the next ones with */
 	if (r->pruning && r->oproc && !r->stop_signal && run_id > 0) {
 		t->run_id = run_id;
-		report_values(r, t, true);
+		report_values(r, t);
 	}
+	int64_t late_step;
+	double late_value;
+	if (r->oproc && t->optuna_number >= 0)   /* too late: it ended */
+		optuna_proc_take_prune(r->oproc, t->optuna_number, &late_step, &late_value);
 	if (r->optuna_on && t->optuna_number >= 0 && !r->stop_signal)
 		optuna_proc_tell_state(r->oproc, t->optuna_number, t->pruned ? OPTUNA_PRUNED :
 		                       !strcmp(row.status, "ok") && row.has_metric ? OPTUNA_COMPLETE : OPTUNA_FAIL,
@@ -856,7 +860,7 @@ static void renew_leases(struct runner *r)
  * grace) and recorded as pruned. The values are read from the store, where
  * the trial's supervisor writes them about once a second.
  */
-static void report_values(struct runner *r, struct trial *t, bool ended)
+static void report_values(struct runner *r, struct trial *t)
 {
 	const char *name = r->spec.metric_name;
 	if (t->optuna_number < 0 || t->pruned || t->lost)
@@ -877,18 +881,21 @@ static void report_values(struct runner *r, struct trial *t, bool ended)
 		values[n++] = m[k].value;
 	}
 	free(m);
-	bool prune = false;
-	if (n && optuna_proc_report(r->oproc, t->optuna_number, steps, values, n, &prune) == 0 && prune &&
-	    !ended) {
-		t->pruned = true;
-		size_t len = strlen(t->note);
-		snprintf(t->note + len, sizeof(t->note) - len, "%spruned at step %lld (%s=%.6g; %s)", len ? "; " : "",
-		         (long long)steps[n - 1], name, values[n - 1], r->spec.optuna_pruner);
-		kill(t->pid, SIGTERM);
-	}
-	t->nreported = seen;   /* a report refused was said: not sent again */
+	if (n)
+		optuna_proc_report(r->oproc, t->optuna_number, steps, values, n);
+	t->nreported = seen;
 	free(steps);
 	free(values);
+}
+
+/* End t: its pruner said so, on the values up to step (value there). */
+static void prune_trial(struct runner *r, struct trial *t, int64_t step, double value)
+{
+	t->pruned = true;
+	size_t len = strlen(t->note);
+	snprintf(t->note + len, sizeof(t->note) - len, "%spruned at step %lld (%s=%.6g; %s)", len ? "; " : "",
+	         (long long)step, r->spec.metric_name, value, r->spec.optuna_pruner);
+	kill(t->pid, SIGTERM);
 }
 
 /* Every PRUNE_POLL_MS: the running trials' new values to their pruner. */
@@ -897,8 +904,16 @@ static void check_pruning(struct runner *r)
 	if (!r->pruning || !r->oproc || r->stop_signal || mono_ns() < r->prune_check_ns)
 		return;
 	r->prune_check_ns = mono_ns() + (int64_t)PRUNE_POLL_MS * 1000000;
-	for (size_t i = 0; i < r->nrunning; i++)
-		report_values(r, &r->running[i], false);
+	optuna_proc_poll(r->oproc);    /* the answers to earlier reports */
+	for (size_t i = 0; i < r->nrunning; i++) {
+		struct trial *t = &r->running[i];
+		int64_t step;
+		double value;
+		if (t->optuna_number >= 0 && !t->pruned && optuna_proc_take_prune(r->oproc, t->optuna_number, &step, &value))
+			prune_trial(r, t, step, value);
+		else
+			report_values(r, t);
+	}
 }
 
 /* Wait for a signal (or timeout_ms); handle what came. */

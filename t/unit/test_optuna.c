@@ -560,34 +560,45 @@ static void test_real_pruning(void)
 	int64_t number[3];
 	static const int64_t steps[] = { 0, 1, 2 };
 	static const double good[] = { 0.1, 0.1, NAN }, bad[] = { 0.9, 0.9, 0.9 };
-	bool prune = true;
+	int64_t step;
+	double value;
 
 	/* the first trial: its curve reported (a NaN left out), never pruned
 	 * (the pruner's start-up trial), then complete */
 	CHECK_EQ_INT(optuna_proc_ask(p, &spec, &number[0], &a[0]), 0);
-	CHECK_EQ_INT(optuna_proc_report(p, number[0], steps, good, 3, &prune), 0);
-	CHECK(!prune);
+	CHECK_EQ_INT(optuna_proc_report(p, number[0], steps, good, 3), 0);
 	optuna_proc_tell(p, number[0], true, 0.1);
 
-	/* the second: worse than the median at its steps, pruned; the ask
-	 * asked ahead meanwhile is the third's */
+	/* the second (its ask reads the first's answers): worse than the
+	 * median at its steps, pruned; the answer comes without waiting
+	 * (polled for here), and the ask asked ahead meanwhile, read on the
+	 * way, is the third's */
 	CHECK_EQ_INT(optuna_proc_ask(p, &spec, &number[1], &a[1]), 0);
+	CHECK(!optuna_proc_take_prune(p, number[0], &step, &value));
 	optuna_proc_ask_ahead(p);
-	CHECK_EQ_INT(optuna_proc_report(p, number[1], steps, bad, 1, &prune), 0);
-	CHECK(prune);
-	CHECK_EQ_INT(optuna_proc_report(p, number[1], steps + 1, bad + 1, 1, &prune), 0);
-	CHECK(prune);
+	CHECK_EQ_INT(optuna_proc_report(p, number[1], steps, bad, 2), 0);
+	bool pruned = false;
+	for (int64_t end = mono_ns() + 60000000000LL; !pruned && mono_ns() < end;) {
+		optuna_proc_poll(p);
+		pruned = optuna_proc_take_prune(p, number[1], &step, &value);
+		if (!pruned)
+			usleep(10000);
+	}
+	CHECK(pruned);
+	CHECK_EQ_INT(step, 1);
+	CHECK(value == 0.9);
+	CHECK(!optuna_proc_take_prune(p, number[1], &step, &value));   /* once */
 	CHECK_EQ_INT(optuna_proc_tell_state(p, number[1], OPTUNA_PRUNED, 0), 0);
 	CHECK_EQ_INT(optuna_proc_ask(p, &spec, &number[2], &a[2]), 0);
 	CHECK_EQ_INT(number[2], 2);
 	optuna_proc_tell(p, number[2], false, 0);
 
-	/* a trial Optuna does not have: a warning, no prune */
+	/* a trial Optuna does not have: a warning when its answer is read */
 	capture_begin();
-	CHECK_EQ_INT(optuna_proc_report(p, 999, steps, bad, 1, &prune), -1);
-	const char *msg = capture_end();
-	CHECK(!prune && strstr(msg, "optuna: reporting trial 999: "));
+	CHECK_EQ_INT(optuna_proc_report(p, 999, steps, bad, 1), 0);
 	CHECK_EQ_INT(optuna_proc_close(p), 0);
+	const char *msg = capture_end();
+	CHECK(strstr(msg, "optuna: reporting trial 999: "));
 
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd),
