@@ -561,7 +561,12 @@ def metric(**values):
     """Numbers to plot beside memory: metric(loss=0.31, lr=1e-4). Names outside
     [A-Za-z_][A-Za-z0-9_.:/-]* have other characters replaced by '_' and are
     cut to 63 characters; values that float() does not take, NaN and
-    infinities are left out. More than 32 values go out as several lines."""
+    infinities are left out. More than 32 values go out as several lines.
+
+    In a sweep with method optuna and a pruner, the values of the sweep's
+    metric (its `metric: {name: ...}`) are the trial's intermediate values,
+    at the last step() reported: the pruner may end the trial on them
+    (status `pruned`). The final value is still result()'s."""
     if _fd != -1:
         for line in _pairs_lines("metric", values):
             _send(line)
