@@ -187,14 +187,17 @@ int census_report_window(struct store *st, int64_t run_id, double t_from, double
 		return -1;
 	/* the censuses ("*" rows) by time: the last at or before t_to, and
 	 * the one to compare it with */
-	int64_t seq_to = -1, seq_from = -1, seq_prev = -1;
-	double at_to = NAN, at_from = NAN, at_prev = NAN;
+	int64_t seq_to = -1, seq_from = -1, seq_prev = -1, seq_first = -1;
+	double at_to = NAN, at_from = NAN, at_prev = NAN, at_first = NAN;
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(rows[i].type, "*") || rows[i].t > t_to)
 			continue;
 		if (rows[i].t <= t_from) {
 			seq_from = rows[i].seq;
 			at_from = rows[i].t;
+		} else if (seq_first < 0) {
+			seq_first = rows[i].seq;
+			at_first = rows[i].t;
 		}
 		if (seq_to >= 0) {
 			seq_prev = seq_to;
@@ -202,6 +205,10 @@ int census_report_window(struct store *st, int64_t run_id, double t_from, double
 		}
 		seq_to = rows[i].seq;
 		at_to = rows[i].t;
+	}
+	if (seq_from < 0) {          /* none before the window: its first */
+		seq_from = seq_first;
+		at_from = at_first;
 	}
 	if (seq_from < 0 || seq_from == seq_to) {
 		seq_from = seq_prev;

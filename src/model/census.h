@@ -76,8 +76,8 @@ int census_report_load(struct store *st, int64_t run_id, size_t steps, double du
 void census_report_release(struct census_report *r);
 
 /* Compare, into r, the last census at or before t_to (seconds since the
- * run began) with the last one at or before t_from, or, when that is the
- * same or none, with the census before it: what Python objects grew in the
+ * run began) with the last one at or before t_from (none: the first after
+ * it), or, when that is the same, with the census before it: what Python objects grew in the
  * flight recorder's window. 0 (r->has_window false when there were not two
  * censuses), -1 after a message. */
 int census_report_window(struct store *st, int64_t run_id, double t_from, double t_to,
