@@ -220,6 +220,10 @@ static void test_flight_recorder(void)
 		struct census_row d = { .t = c, .step = c * 10, .seq = c, .type = "dict", .count = 5000 + c % 3,
 		                        .bytes = -1, .cost_us = -1 };
 		store_add_census(st, id, &d);
+		struct census_row hostile = { .t = c, .step = c * 10, .seq = c, .type = "torch.Tensor/cpu/float32/grad_fn",
+		                              .count = c * 20, .bytes = c * 80,
+		                              .holder = (char *)"list <script>alert(1)</script>|\"h\" in `x`.py", .cost_us = -1 };
+		store_add_census(st, id, &hostile);
 		struct census_row all = { .t = c, .step = c * 10, .seq = c, .type = "*", .count = 20000,
 		                          .bytes = -1, .cost_us = 1000 };
 		store_add_census(st, id, &all);
@@ -241,10 +245,12 @@ static void test_flight_recorder(void)
 	CHECK(strstr(k->flight, "per step") != NULL);
 	CHECK_EQ_INT(k->nfp, 2);
 	/* the census: what Python objects grew in the window, and who holds them */
-	CHECK(strstr(k->flight, "Python objects between the censuses at 1.0 s and 10.0 s: +90 numpy.ndarray "
-	                        "(float64) (+90.0 MiB) to 100, held by list kept in job.py (module __main__).") != NULL);
+	CHECK(strstr(k->flight, "Python objects between the censuses at 1.0 s and 10.0 s: +180 Tensor (cpu, "
+	                        "float32) with grad_fn (+720 B) to 200, held by list <script>") != NULL);
+	CHECK(strstr(k->flight, "; +90 numpy.ndarray (float64) (+90.0 MiB) to 100, held by list kept in job.py "
+	                        "(module __main__).") != NULL);
 	CHECK(strstr(k->flight, "dict") == NULL);      /* it went up and down */
-	CHECK(s.census && s.census->has_window && s.census->nrecent == 1);
+	CHECK(s.census && s.census->has_window && s.census->nrecent == 2);
 	struct strbuf sb = STRBUF_INIT;
 	report_render(&s, REPORT_JSON, NULL, &sb);
 	CHECK(strstr(strbuf_str(&sb), "\"census\": {\"from_t\": 1, \"to_t\": 10, \"grew\": [") != NULL);
@@ -252,14 +258,20 @@ static void test_flight_recorder(void)
 	report_render(&s, REPORT_MD, NULL, &sb);
 	CHECK(strstr(strbuf_str(&sb), "**The last seconds before the end:** The job was ended") != NULL);
 	CHECK(strstr(strbuf_str(&sb), "| 401 | worker 1 |") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "<script") == NULL);     /* escaped, in the census too */
+	CHECK(strstr(strbuf_str(&sb), "| list &lt;script>alert(1)&lt;/script>\\|\"h\" in `x`.py |") != NULL);
 	strbuf_reset(&sb);
 	report_render(&s, REPORT_JUNIT, NULL, &sb);
 	CHECK(strstr(strbuf_str(&sb), "<property name=\"leakproof.end\" value=\"oom-kill\"/>") != NULL);
 	CHECK(strstr(strbuf_str(&sb), "The last seconds before the end: The job was ended") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "<script") == NULL);
+	CHECK(strstr(strbuf_str(&sb), "census: list &lt;script&gt;alert(1)&lt;/script&gt;|&quot;h&quot;") != NULL);
 	strbuf_reset(&sb);
 	report_render(&s, REPORT_HTML, NULL, &sb);
 	CHECK(strstr(strbuf_str(&sb), "<section id=\"flight\">") != NULL);
 	CHECK(strstr(strbuf_str(&sb), "<section id=\"census\">") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "<script>alert") == NULL);
+	CHECK(strstr(strbuf_str(&sb), "<td>list &lt;script&gt;alert(1)&lt;/script&gt;|&quot;h&quot; in `x`.py</td>") != NULL);
 	strbuf_release(&sb);
 	run_summary_release(&s);
 	store_close(st);
