@@ -62,7 +62,7 @@
 #define COW_REFRESH_EVERY_NS 500000000LL  /* ... a forked child that still shares: this often */
 #define MEMSTAT_EVERY_NS 200000000LL      /* the cgroup's memory.stat, when its usage moved */
 #define STEP_MEMSTAT_EVERY_NS 100000000LL /* ... at a step boundary: at most this often */
-#define STEP_ROLLUP_EVERY_NS 250000000LL  /* a member's rollup at a step boundary, when it
+#define STEP_ROLLUP_EVERY_NS 1000000000LL /* a member's rollup at a step boundary, when it
                                            * moved by REFRESH_FLOOR_BYTES: at most this often */
 #define KINDS_MOVE_BYTES (64u << 10)      /* a kind moved by this much: its row is due */
 #define KINDS_HEARTBEAT_NS 5000000000LL   /* ... and at least this often */

@@ -417,7 +417,7 @@ static void test_fake_refresh_triggers(void)
 }
 
 /* At a step boundary a move under 2% of RSS (but of 256 KiB or more) is
- * worth a rollup, at most every 250 ms per member; without steps it is
+ * worth a rollup, at most once a second per member; without steps it is
  * not. */
 static void test_fake_step_boundary(void)
 {
@@ -431,7 +431,7 @@ static void test_fake_step_boundary(void)
 	struct mem_sample ms;
 	int64_t t = 5 * SEC;
 	CHECK_EQ_INT(sampler_sample(s, t, false, &ms), 3);
-	for (int i = 0; i < 50; i++)
+	for (int i = 0; i < 100; i++)
 		sampler_sample(s, t += 10 * MS, false, &ms);
 
 	/* +300 KiB: under 2% of 20000 KiB, over the 256 KiB floor */
@@ -448,7 +448,7 @@ static void test_fake_step_boundary(void)
 	CHECK(sampler_rollup_ns(s) > spent);                /* a step: read */
 	CHECK_EQ_INT(find_proc(s, 12)->pss, 8300 * 1024);
 
-	/* again within 250 ms: not read again, even at a step */
+	/* again within a second: not read again, even at a step */
 	put_statm(12, 10000, (20000 + 600) * 1024 / page, 16000 * 1024 / page);
 	put_rollup(12, 20600, 8650, 4600, 0);
 	spent = sampler_rollup_ns(s);
@@ -457,7 +457,7 @@ static void test_fake_step_boundary(void)
 	CHECK_EQ_INT(sampler_rollup_ns(s), spent);
 	CHECK_EQ_INT(find_proc(s, 12)->pss, (8300 + 300) * 1024);   /* the estimate */
 	sampler_mark_step(s);
-	sampler_sample(s, t += 200 * MS, false, &ms);
+	sampler_sample(s, t += 900 * MS, false, &ms);
 	CHECK(sampler_rollup_ns(s) > spent);
 	CHECK_EQ_INT(find_proc(s, 12)->pss, 8650 * 1024);
 	sampler_free(s);
