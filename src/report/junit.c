@@ -212,7 +212,8 @@ int sweep_write_junit(struct store *st, int64_t sweep_id, enum report_format fmt
 		char suite[80];
 		snprintf(suite, sizeof(suite), "leakproof sweep %lld", (long long)m.sw.id);
 		add_head(sb, suite, m.ntrials, failures, skipped, seconds);
-		strbuf_add(sb, body.buf, body.len);
+		if (body.len)         /* no trial: an empty, NULL buffer */
+			strbuf_add(sb, body.buf, body.len);
 		add_tail(sb);
 	}
 	strbuf_release(&body);
