@@ -11,6 +11,12 @@ on CPU, summed over its threads) at the job's start, when every worker is
 ready, and just before the job ends SECONDS after it started.
 
     workers_job.py OUT_JSON [--workers 4] [--mib 128] [--seconds 11]
+                   [--steps-hz 0] [--step-kib 64]
+
+With --steps-hz N, once the workers are ready the parent marks N steps a
+second through leakproof's channel (a "step" line on $LEAKPROOF_FD, when
+there is one) and keeps --step-kib KiB more (touched) at each: a training
+loop that grows slowly, for the sampler's reads at step boundaries.
 
 OUT_JSON receives the readings; nothing is printed (the monitors pass the
 job's output through).
@@ -60,6 +66,8 @@ def main():
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--mib", type=int, default=128)
     ap.add_argument("--seconds", type=float, default=11.0)
+    ap.add_argument("--steps-hz", type=float, default=0.0)
+    ap.add_argument("--step-kib", type=int, default=64)
     a = ap.parse_args()
 
     t_start = time.monotonic()
@@ -89,6 +97,20 @@ def main():
     t_ready = time.monotonic()
     cpu_ready, _ = monitor_cpu_ns(monitor)
 
+    steps = 0
+    if a.steps_hz > 0:
+        try:
+            fd = int(os.environ.get("LEAKPROOF_FD", "-1"))
+        except ValueError:
+            fd = -1
+        kept = []
+        period = 1.0 / a.steps_hz
+        while time.monotonic() + period < t_start + a.seconds:
+            kept.append(b"\x01" * (a.step_kib << 10))
+            if fd >= 0:
+                os.write(fd, b"step\n")
+            steps += 1
+            time.sleep(max(0.0, t_ready + steps * period - time.monotonic()))
     time.sleep(max(0.0, t_start + a.seconds - time.monotonic()))
     t_end = time.monotonic()
     cpu_end, nthreads = monitor_cpu_ns(monitor)
@@ -96,7 +118,7 @@ def main():
     with open(a.out, "w") as f:
         json.dump({
             "monitor_pid": monitor, "monitor_comm": comm(monitor), "monitor_threads": nthreads,
-            "numpy": have_numpy, "workers_ready": got,
+            "numpy": have_numpy, "workers_ready": got, "steps": steps,
             "t_start": t_start, "t_ready": t_ready, "t_end": t_end,
             "cpu_start_ns": cpu_start, "cpu_ready_ns": cpu_ready, "cpu_end_ns": cpu_end,
         }, f)

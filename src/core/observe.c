@@ -154,6 +154,7 @@ static void on_step(struct sv *sv, bool has_n, int64_t n, enum step_source src)
 		return;
 	}
 	sv->step_source = src;
+	sampler_mark_step(sv->sampler);     /* the dear sources, at the boundary */
 	if (!sv->have_last || now - sv->last_sample_ns >= STEP_RESAMPLE_NS)
 		sv_take_sample(sv, now);
 	if (!sv->have_last)

@@ -29,6 +29,14 @@
  * Between reads, PSS and USS are estimated as exact + (RSS now - RSS at the
  * read), clamped at 0.
  *
+ * At a step boundary (sampler_mark_step()), the dear sources are read
+ * sooner, so that the growth kinds are measured per step: the rollup of a
+ * member whose RSS or page faults moved by REFRESH_FLOOR_BYTES since its
+ * last read (at most every STEP_ROLLUP_EVERY_NS, the lowest priority, and
+ * still only on the CPU budget's credit), and the cgroup's memory.stat
+ * when its usage moved (at most every STEP_MEMSTAT_EVERY_NS). A job that
+ * marks no steps is sampled as before.
+ *
  * Units: bytes, nanoseconds (CLOCK_MONOTONIC from the caller; CPU time of
  * rollup reads from CLOCK_THREAD_CPUTIME_ID).
  */
@@ -53,6 +61,9 @@
 #define FAULT_REFRESH_EVERY_NS 10000000000LL /* faults alone re-read a rollup at most this often */
 #define COW_REFRESH_EVERY_NS 500000000LL  /* ... a forked child that still shares: this often */
 #define MEMSTAT_EVERY_NS 200000000LL      /* the cgroup's memory.stat, when its usage moved */
+#define STEP_MEMSTAT_EVERY_NS 100000000LL /* ... at a step boundary: at most this often */
+#define STEP_ROLLUP_EVERY_NS 1000000000LL /* a member's rollup at a step boundary, when it
+                                           * moved by REFRESH_FLOOR_BYTES: at most this often */
 #define KINDS_MOVE_BYTES (64u << 10)      /* a kind moved by this much: its row is due */
 #define KINDS_HEARTBEAT_NS 5000000000LL   /* ... and at least this often */
 #define MOVE_REFRESH_EVERY_NS 100000000LL  /* an RSS move alone: at most this often */
@@ -207,6 +218,7 @@ struct sampler {
 	 * rollup waiting), and a tick returns the last sample as it stands. */
 	int64_t rest_until_ns;
 	bool rollup_waiting;        /* a rollup is wanted, but there is no credit */
+	bool step_due;              /* a step ended since the last sample (sampler_mark_step) */
 	struct mem_sample last;
 };
 
@@ -654,7 +666,7 @@ static uint64_t estimate_pss(uint64_t exact, const struct member *m)
 }
 
 /* How much m wants a fresh rollup: 0 not at all, else larger is sooner. */
-static double want_rollup(const struct sampler *s, const struct member *m, int64_t now_ns)
+static double want_rollup(const struct sampler *s, const struct member *m, int64_t now_ns, bool step)
 {
 	if (!m->live || m->rollup_denied || m->tried_tick == s->tick)
 		return 0;
@@ -672,10 +684,14 @@ static double want_rollup(const struct sampler *s, const struct member *m, int64
 	int64_t fault_every = m->cow_base ? COW_REFRESH_EVERY_NS : FAULT_REFRESH_EVERY_NS;
 	if (faulted > (double)thr && now_ns - m->exact_ns >= fault_every)
 		return 1 + faulted / (faulted + base);
+	/* a step ended: a smaller move is worth a read, after the others */
+	if (step && now_ns - m->exact_ns >= STEP_ROLLUP_EVERY_NS &&
+	    (moved >= REFRESH_FLOOR_BYTES || faulted >= REFRESH_FLOOR_BYTES))
+		return 0.5;
 	return 0;
 }
 
-static void refresh_rollups(struct sampler *s, int64_t now_ns, bool force)
+static void refresh_rollups(struct sampler *s, int64_t now_ns, bool force, bool step)
 {
 	s->rollup_waiting = false;
 	if (force) {
@@ -688,7 +704,7 @@ static void refresh_rollups(struct sampler *s, int64_t now_ns, bool force)
 		struct member *best = NULL;
 		double best_want = 0;
 		for (size_t i = 0; i < s->n; i++) {
-			double w = want_rollup(s, &s->m[i], now_ns);
+			double w = want_rollup(s, &s->m[i], now_ns, step);
 			if (w > best_want) {
 				best_want = w;
 				best = &s->m[i];
@@ -714,7 +730,7 @@ static void refresh_rollups(struct sampler *s, int64_t now_ns, bool force)
 		}
 	}
 	for (size_t i = 0; s->credit_ns <= 0 && i < s->n && !s->rollup_waiting; i++)
-		s->rollup_waiting = want_rollup(s, &s->m[i], now_ns) > 0;
+		s->rollup_waiting = want_rollup(s, &s->m[i], now_ns, false) > 0;
 }
 
 /* ---- GPU ------------------------------------------------------------------ */
@@ -953,6 +969,8 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 	}
 	s->last_now_ns = now_ns;
 	s->have_last_now = true;
+	bool step = s->step_due;
+	s->step_due = false;
 
 	/* Nothing due: the last sample stands (no read, so nothing is exact
 	 * at this one). This is most ticks of an idle job. */
@@ -991,7 +1009,7 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 	/* memory.stat: dearer (a larger text), and only for the kinds, so at
 	 * most once a second and only when the usage moved since */
 	if (s->cfg.cgroup_dir && s->usage_fd >= 0 &&
-	    (force_exact || (now_ns - s->memstat_ns >= MEMSTAT_EVERY_NS &&
+	    (force_exact || (now_ns - s->memstat_ns >= (step ? STEP_MEMSTAT_EVERY_NS : MEMSTAT_EVERY_NS) &&
 	                     (!s->memstat_ns || s->usage != s->usage_at_memstat)))) {
 		s->memstat_ns = now_ns;
 		s->usage_at_memstat = s->usage;
@@ -1037,7 +1055,7 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 			if (s->m[i].have_exact && shares(s, &s->m[i]))
 				s->m[i].stale = true;
 
-	refresh_rollups(s, now_ns, force_exact);
+	refresh_rollups(s, now_ns, force_exact, step);
 
 	if (s->cfg.nvml && (!s->gpu_sampled || now_ns >= s->next_gpu_ns || force_exact)) {
 		sample_gpu(s);
@@ -1162,6 +1180,12 @@ int64_t sampler_next_due(const struct sampler *s)
 int64_t sampler_rollup_ns(const struct sampler *s)
 {
 	return s->rollup_ns;
+}
+
+void sampler_mark_step(struct sampler *s)
+{
+	s->step_due = true;
+	s->rest_until_ns = 0;       /* the next sample reads what is due */
 }
 
 uint64_t sampler_job_kinds(const struct sampler *s, struct cgroup_memstat *out)

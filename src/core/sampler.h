@@ -87,6 +87,13 @@ size_t sampler_procs(struct sampler *s, const struct proc_mem **out);
  */
 int64_t sampler_next_due(const struct sampler *s);
 
+/* A step of the job ended: the next sampler_sample() reads the dear
+ * sources sooner (a rollup of each member that moved by 256 KiB, at most
+ * every second each and on the CPU budget; memory.stat at most every
+ * 100 ms, when the cgroup's usage moved), so that the growth kinds are
+ * measured at step boundaries. */
+void sampler_mark_step(struct sampler *s);
+
 /* CPU time the sampler spent in smaps_rollup reads so far, nanoseconds. */
 int64_t sampler_rollup_ns(const struct sampler *s);
 

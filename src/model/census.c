@@ -165,7 +165,144 @@ void census_report_release(struct census_report *r)
 	for (size_t i = 0; i < r->ngrowing; i++)
 		free(r->growing[i].holder);
 	free(r->growing);
+	for (size_t i = 0; i < r->nrecent; i++)
+		free(r->recent[i].holder);
+	free(r->recent);
 	memset(r, 0, sizeof(*r));
+}
+
+static int by_rise(const void *a, const void *b)
+{
+	const struct census_change *x = a, *y = b;
+	int64_t dx = x->to - x->from, dy = y->to - y->from;
+	return dx > dy ? -1 : dx < dy;
+}
+
+int census_report_window(struct store *st, int64_t run_id, double t_from, double t_to,
+                         struct census_report *r)
+{
+	struct census_row *rows;
+	size_t n;
+	if (store_load_census(st, run_id, &rows, &n) < 0)
+		return -1;
+	/* the censuses ("*" rows) by time: the last at or before t_to, and
+	 * the one to compare it with */
+	int64_t seq_to = -1, seq_from = -1, seq_prev = -1, seq_first = -1;
+	double at_to = NAN, at_from = NAN, at_prev = NAN, at_first = NAN;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(rows[i].type, "*") || rows[i].t > t_to)
+			continue;
+		if (rows[i].t <= t_from) {
+			seq_from = rows[i].seq;
+			at_from = rows[i].t;
+		} else if (seq_first < 0) {
+			seq_first = rows[i].seq;
+			at_first = rows[i].t;
+		}
+		if (seq_to >= 0) {
+			seq_prev = seq_to;
+			at_prev = at_to;
+		}
+		seq_to = rows[i].seq;
+		at_to = rows[i].t;
+	}
+	if (seq_from < 0) {          /* none before the window: its first */
+		seq_from = seq_first;
+		at_from = at_first;
+	}
+	if (seq_from < 0 || seq_from == seq_to) {
+		seq_from = seq_prev;
+		at_from = at_prev;
+	}
+	if (seq_to < 0 || seq_from < 0) {
+		census_rows_free(rows, n);
+		return 0;
+	}
+	r->has_window = true;
+	r->window_from_t = at_from;
+	r->window_to_t = at_to;
+	/* each type at the later census, against its count at the earlier */
+	for (size_t i = 0; i < n; i++) {
+		const struct census_row *c = &rows[i];
+		if (c->seq != seq_to || !strcmp(c->type, "*"))
+			continue;
+		int64_t from = 0, bytes_from = 0;
+		for (size_t j = 0; j < n; j++)
+			if (rows[j].seq == seq_from && !strcmp(rows[j].type, c->type)) {
+				from = rows[j].count;
+				bytes_from = rows[j].bytes;
+				break;
+			}
+		if ((double)(c->count - from) < CENSUS_MIN_GROWTH_OBJECTS)
+			continue;
+		r->recent = xrealloc(r->recent, (r->nrecent + 1) * sizeof(*r->recent));
+		struct census_change *ch = &r->recent[r->nrecent++];
+		memset(ch, 0, sizeof(*ch));
+		snprintf(ch->type, sizeof(ch->type), "%s", c->type);
+		ch->from = from;
+		ch->to = c->count;
+		ch->bytes_from = bytes_from;
+		ch->bytes_to = c->bytes;
+		ch->holder = c->holder && *c->holder ? xstrdup(c->holder) : NULL;
+	}
+	if (r->nrecent > 1)
+		qsort(r->recent, r->nrecent, sizeof(*r->recent), by_rise);
+	while (r->nrecent > CENSUS_RECENT_MAX)
+		free(r->recent[--r->nrecent].holder);
+	census_rows_free(rows, n);
+	return 0;
+}
+
+#define FLIGHT_TYPES_SAID 3
+
+char *census_flight_words(const struct census_report *r, const char *x_word, char *buf, size_t bufsz)
+{
+	char words[256], b1[32], b2[32];
+	size_t n = 0;
+	buf[0] = '\0';
+#define PUT(...) do { \
+		if (n < bufsz) { \
+			int put_ = snprintf(buf + n, bufsz - n, __VA_ARGS__); \
+			n += put_ > 0 ? (size_t)put_ : 0; \
+		} \
+	} while (0)
+	if (r->has_window && r->nrecent) {
+		PUT("Python objects between the censuses at %s and %s:", fmt_duration(b1, sizeof(b1), r->window_from_t),
+		    fmt_duration(b2, sizeof(b2), r->window_to_t));
+		for (size_t i = 0; i < r->nrecent && i < FLIGHT_TYPES_SAID; i++) {
+			const struct census_change *c = &r->recent[i];
+			PUT("%s +%lld %s", i ? ";" : "", (long long)(c->to - c->from),
+			    census_type_words(words, sizeof(words), c->type));
+			if (c->bytes_to >= 0 && c->bytes_from >= 0 && c->bytes_to > c->bytes_from)
+				PUT(" (+%s)", fmt_bytes(b1, sizeof(b1), (double)(c->bytes_to - c->bytes_from)));
+			PUT(" to %lld", (long long)c->to);
+			if (c->holder)
+				PUT(", held by %s", c->holder);
+		}
+		if (r->nrecent > FLIGHT_TYPES_SAID)
+			PUT("; %zu more type%s", r->nrecent - FLIGHT_TYPES_SAID,
+			    r->nrecent - FLIGHT_TYPES_SAID == 1 ? "" : "s");
+		PUT(".");
+	} else if (r->ngrowing) {
+		PUT("The census found growing over the run:");
+		for (size_t i = 0; i < r->ngrowing && i < FLIGHT_TYPES_SAID; i++) {
+			const struct census_type *c = &r->growing[i];
+			PUT("%s ", i ? ";" : "");
+			if (c->holder)
+				PUT("%s holds ", c->holder);
+			PUT("+%.3g %s per %s", c->growth, census_type_words(words, sizeof(words), c->type), x_word);
+		}
+		PUT(".");
+	} else if (r->has_window) {
+		PUT("No type of Python object grew between the censuses at %s and %s.",
+		    fmt_duration(b1, sizeof(b1), r->window_from_t), fmt_duration(b2, sizeof(b2), r->window_to_t));
+	} else {
+		PUT("The census found no type of Python object growing.");
+	}
+#undef PUT
+	if (n >= bufsz && bufsz > 4)
+		memcpy(buf + bufsz - 4, "...", 4);     /* cut: say so */
+	return buf;
 }
 
 char *census_type_words(char *buf, size_t bufsz, const char *type)

@@ -36,6 +36,14 @@ struct census_type {
 	char *holder;              /* the last holder named; NULL: none (owned) */
 };
 
+/* A type whose count rose over the flight recorder's last seconds. */
+struct census_change {
+	char type[128];
+	int64_t from, to;          /* its count at the two censuses (0: absent) */
+	int64_t bytes_from, bytes_to;   /* -1: unknown */
+	char *holder;              /* at the later census; NULL: none (owned) */
+};
+
 /* Everything the report says about a run's census. Owns what it points to;
  * freed by census_report_release(). */
 struct census_report {
@@ -50,7 +58,15 @@ struct census_report {
 	double cost_fraction;      /* cost_total_s / the run's duration; NAN unknown */
 	struct census_type *growing;   /* verdict leak, the largest growth first */
 	size_t ngrowing;
+
+	/* the last seconds before an out-of-memory end (census_report_window()) */
+	bool has_window;           /* two censuses were found to compare */
+	double window_from_t, window_to_t;   /* their times, seconds since the start */
+	struct census_change *recent;   /* rose by CENSUS_MIN_GROWTH_OBJECTS or more,
+	                                 * the most first; at most CENSUS_RECENT_MAX */
+	size_t nrecent;
 };
+#define CENSUS_RECENT_MAX 8
 
 /* Load and judge the census of run_id; steps and duration_s are the run's
  * (for the cost per step and share of the run). 0, 1 when the run has no
@@ -58,6 +74,19 @@ struct census_report {
 int census_report_load(struct store *st, int64_t run_id, size_t steps, double duration_s,
                        struct census_report *out);
 void census_report_release(struct census_report *r);
+
+/* Compare, into r, the last census at or before t_to (seconds since the
+ * run began) with the last one at or before t_from (none: the first after
+ * it), or, when that is the same, with the census before it: what Python objects grew in the
+ * flight recorder's window. 0 (r->has_window false when there were not two
+ * censuses), -1 after a message. */
+int census_report_window(struct store *st, int64_t run_id, double t_from, double t_to,
+                         struct census_report *r);
+/* The flight recorder's sentence about the census, into buf: what grew
+ * between the two censuses of the window, with its holder; else the
+ * types growing over the run; else that none grew. Ends with a full stop.
+ * x_word: "step" or "second". Returns buf. */
+char *census_flight_words(const struct census_report *r, const char *x_word, char *buf, size_t bufsz);
 
 /* "Tensor (cpu, float32) with grad_fn", "numpy.ndarray (float64)", "list":
  * a census type in words, into buf. Returns buf. */

@@ -544,10 +544,10 @@ int run_kinds_load(struct store *st, int64_t run_id, const double *step_x, const
 	free(y);
 	free(gx);
 	free(gt);
-	for (size_t i = 0; i < nps; i++)
-		free(ps[i].rows);
-	free(ps);
-	free(rows);
+	out->rows = rows;           /* kept for run_kinds_totals() */
+	out->nrows = nrows;
+	out->procs = ps;
+	out->nprocs = nps;
 	return 0;
 }
 
@@ -557,5 +557,68 @@ void run_kinds_release(struct run_kinds *k)
 		return;
 	free(k->k);
 	free(k->fp);
+	for (size_t i = 0; i < k->nprocs; i++)
+		free(k->procs[i].rows);
+	free(k->procs);
+	free(k->rows);
 	memset(k, 0, sizeof(*k));
+}
+
+unsigned run_kinds_totals(const struct run_kinds *k, const double *t, size_t n, double *out[KIND_COUNT])
+{
+	unsigned mask = 0;
+	for (int j = 0; j < KIND_COUNT; j++)
+		for (size_t i = 0; out[j] && i < n; i++)
+			out[j][i] = NAN;
+	if (!k || !k->nrows)
+		return 0;
+	size_t *cur = xcalloc(k->nprocs * KIND_COUNT, sizeof(size_t));
+	for (size_t i = 0; i < n; i++) {
+		double sum[KIND_COUNT], cg[KIND_COUNT];
+		bool alive = false, cg_alive = false;
+		for (int j = 0; j < KIND_COUNT; j++)
+			sum[j] = cg[j] = 0;
+		for (size_t p = 0; p < k->nprocs; p++) {
+			const struct kproc *q = &k->procs[p];
+			for (int j = 0; j < KIND_COUNT; j++) {
+				size_t *c = &cur[p * KIND_COUNT + (size_t)j];
+				if (i && t[i] < t[i - 1])
+					*c = 0;             /* held() walks forward only */
+				double v = held(k->rows, q, (enum mem_kind)j, t[i], c);
+				if (!isfinite(v))
+					continue;
+				if (q->pid == 0) {
+					cg[j] = v;
+					cg_alive = true;
+				} else {
+					sum[j] += v;
+					alive = true;
+				}
+			}
+		}
+		if (cg_alive) {              /* the cgroup's page cache and shmem */
+			sum[KIND_FILE] = cg[KIND_FILE];
+			sum[KIND_SHMEM] = cg[KIND_SHMEM];
+		}
+		if (!alive && !cg_alive)
+			continue;
+		for (int j = 0; j < KIND_COUNT; j++) {
+			if (!alive && j != KIND_FILE && j != KIND_SHMEM)
+				continue;
+			if (out[j])
+				out[j][i] = sum[j];
+			if (sum[j] > 0)
+				mask |= 1u << j;
+		}
+	}
+	free(cur);
+	return mask;
+}
+
+void run_kinds_flight_append(struct run_kinds *k, const char *sentence)
+{
+	size_t len = strlen(k->flight);
+	if (!sentence || !*sentence || len + 2 >= sizeof(k->flight))
+		return;
+	snprintf(k->flight + len, sizeof(k->flight) - len, "%s%s", len ? " " : "", sentence);
 }

@@ -80,7 +80,13 @@ struct run_kinds {
 	int64_t window_steps;        /* steps marked in the window */
 	struct flight_proc *fp;
 	size_t nfp;
-	char flight[1024];           /* one paragraph: what grew, where, what killed it */
+	char flight[1280];           /* one paragraph: what grew, where, what killed it */
+
+	/* the rows behind it, for run_kinds_totals() */
+	struct kind_row *rows;
+	size_t nrows;
+	struct kproc *procs;         /* private to kinds.c */
+	size_t nprocs;
 };
 
 /*
@@ -99,5 +105,21 @@ int run_kinds_load(struct store *st, int64_t run_id, const double *step_x, const
                    const struct analysis *run, const struct segment_row *segments,
                    size_t nsegments, const char *top_site, struct run_kinds *out);
 void run_kinds_release(struct run_kinds *k);
+
+/*
+ * The job's memory of each kind at the n times t (seconds since the run
+ * began; best in increasing order), summed over its processes: anonymous
+ * (every process's, as RSS counts it), copy-on-write (the forked workers'
+ * copies), file-cache and shared-memory (the job's cgroup's when it was
+ * measured then, else the processes' mapped pages), gpu. out[k] (for each
+ * k < KIND_COUNT; NULL: not wanted) receives n values, NAN where no process
+ * was alive. Returns a mask of the kinds that were above 0 somewhere
+ * (1 << k); 0 when the run stored no kinds.
+ */
+unsigned run_kinds_totals(const struct run_kinds *k, const double *t, size_t n, double *out[KIND_COUNT]);
+
+/* Append sentence (a whole sentence, ending with its full stop) to the
+ * flight recorder's paragraph, after a space; cut to fit. */
+void run_kinds_flight_append(struct run_kinds *k, const char *sentence);
 
 #endif

@@ -385,6 +385,14 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 		goto fail;
 	compose_reason(s);
 	struct run_kinds *k = s->kinds;
+	if (k->oom && s->census) {
+		/* the flight recorder says what Python objects grew at the end */
+		char words[640];
+		if (census_report_window(st, id, k->window_t, k->end_t, s->census) < 0)
+			goto fail;
+		run_kinds_flight_append(k, census_flight_words(s->census, by_step ? "step" : "second", words,
+		                                               sizeof(words)));
+	}
 	if (k->has_diagnosis && k->diagnosis_kind == KIND_COW && k->cow_rising) {
 		/* copy-on-write levels off at its bound: project to that, not on */
 		k->cow_level_bytes = s->a.last_bytes + fmax(0, k->cow_bound_bytes - k->cow_bytes);

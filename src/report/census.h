@@ -13,6 +13,15 @@ struct strbuf;
 /* The census section of the text report: cost, then each growing type
  * with its holder. */
 void census_report_text(const struct census_report *r, struct strbuf *sb);
+/* The census in Markdown: its cost in a sentence, then a table of the
+ * growing types with their holders. */
+void census_report_md(const struct census_report *r, struct strbuf *sb);
+/* The census section of the html page (id census; the table of growing
+ * types, sortable, id census-growing). */
+void census_report_html(const struct census_report *r, struct strbuf *sb);
+/* Each growing type in one plain line, "census: HOLDER holds +1 Tensor
+ * ... per step", for JUnit's system-out; nothing when none grows. */
+void census_report_plain(const struct census_report *r, struct strbuf *sb);
 /* The value of the JSON report's "census" key. */
 void census_report_json(const struct census_report *r, struct strbuf *sb);
 /* The GPU section of the text report: the three series and the diagnosis. */

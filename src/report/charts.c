@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/kinds.h"
 #include "report/render.h"
 #include "util/stats.h"
 
@@ -451,6 +452,56 @@ static void build_histogram(struct run_charts *c, const struct run_summary *s, c
 	c->have_change = true;
 }
 
+static const struct {
+	const char *key, *name, *color;
+} kind_series[KIND_COUNT] = {
+	[KIND_ANONYMOUS] = { "kind-anonymous", "anonymous (every process)", "#d62728" },
+	[KIND_COW] = { "kind-copy-on-write", "copy-on-write (forked workers)", "#e377c2" },
+	[KIND_FILE] = { "kind-file-cache", "file-cache", "#17becf" },
+	[KIND_SHMEM] = { "kind-shared-memory", "shared-memory", "#bcbd22" },
+	[KIND_GPU] = { "kind-gpu", "GPU (processes)", "#8c564b" },
+};
+
+/* The job's memory by kind at the judged chart's points: each step's time
+ * (x the step as drawn), or each sample's. */
+static void build_kinds(struct run_charts *c, const struct run_summary *s, const double *step_px,
+                        const char *prefix)
+{
+	size_t n = s->steps ? s->steps : s->nsamples;
+	if (!s->kinds || !s->kinds->nrows || !n)
+		return;
+	double *t = doubles(c, n), *y[KIND_COUNT];
+	for (size_t i = 0; i < n; i++)
+		t[i] = s->steps ? s->step_recs[i].mem.t : s->samples[i].t;
+	for (int k = 0; k < KIND_COUNT; k++)
+		y[k] = doubles(c, n);
+	unsigned mask = run_kinds_totals(s->kinds, t, n, y);
+	struct plot_series *se = keep(c, xcalloc(KIND_COUNT, sizeof(*se)));
+	size_t ns = 0;
+	for (int k = 0; k < KIND_COUNT; k++) {
+		if (!(mask & (1u << k)))
+			continue;
+		se[ns].name = kind_series[k].name;
+		se[ns].key = kind_series[k].key;
+		se[ns].color = kind_series[k].color;
+		se[ns].x = s->steps ? step_px : t;
+		se[ns].y = y[k];
+		se[ns].n = n;
+		se[ns++].stroke_px = 1.5;
+	}
+	struct plot *p = &c->kinds;
+	p->id = keep_printf(c, "%s-kinds", prefix);
+	p->title = keep_printf(c, "Memory by kind \xe2\x80\x94 run %lld", (long long)s->run.id);
+	p->x_label = s->steps ? "step" : "time since the start";
+	p->y_label = "memory";
+	p->x_kind = s->steps ? PLOT_NUMBER : PLOT_SECONDS;
+	p->y_kind = PLOT_BYTES;
+	p->y_from_zero = true;
+	p->series = se;
+	p->nseries = ns;
+	c->have_kinds = ns > 0;
+}
+
 void run_charts_build(struct run_charts *c, const struct run_summary *s,
                       const struct metric_row *metrics, size_t nmetrics, const char *prefix)
 {
@@ -518,6 +569,7 @@ void run_charts_build(struct run_charts *c, const struct run_summary *s,
 	judged_series(c, s, step_px, &j);
 	add_judgment(c, s, &j, s->steps ? &c->steps : &c->time);
 	build_histogram(c, s, &j, prefix);
+	build_kinds(c, s, step_px, prefix);
 }
 
 void run_charts_release(struct run_charts *c)

@@ -11,6 +11,8 @@
  * skipped, shaded; its Theil–Sen trend over the judged window, dashed;
  * restarts and ends that were not a clean exit, as vertical lines named
  * by their cause; metrics from the client (loss...) on a second axis.
+ * The growth kinds, summed over the job's processes (run_kinds_totals()),
+ * are a fourth chart, one line per kind measured.
  *
  * Units: bytes; x in steps or seconds since the run started.
  */
@@ -31,7 +33,10 @@ struct run_charts {
 	struct plot steps;           /* memory over steps; steps.nseries 0 when none */
 	struct plot time;            /* memory over time */
 	struct plot change;          /* histogram of the per-point change */
-	bool have_steps, have_time, have_change;
+	struct plot kinds;           /* the job's memory by kind (model/kinds.h), on
+	                              * the x of the judged chart; kinds.nseries 0
+	                              * when the run stored no kinds */
+	bool have_steps, have_time, have_change, have_kinds;
 	size_t metrics_left_out;     /* metric names beyond CHARTS_MAX_METRICS */
 	/* the change quantiles, as the text report prints them */
 	double q[5];

@@ -1,8 +1,10 @@
 /*
  * html.c — a run, or a sweep, as one self-contained HTML page to look at:
  * the verdict and the key numbers of the text report on top, then the
- * charts (charts.c, drawn as inline SVG by plot.c), the ends of the job's
- * processes, and for a sweep the table of its trials.
+ * charts (charts.c, drawn as inline SVG by plot.c), memory by kind and the
+ * growth kinds' table, the census of Python objects, the flight recorder's
+ * table, the ends of the job's processes, and for a sweep the table of its
+ * trials.
  *
  * Self-contained means one file that loads nothing: the CSS, the SVG and
  * the little JavaScript (hover, sorting) are inline, and a
@@ -330,6 +332,18 @@ void report_write_html(const struct run_summary *s, const struct report_extras *
 		add_quantile_table(sb, s, &c);
 		strbuf_addstr(sb, "</section>\n");
 	}
+	if (c.have_kinds) {
+		strbuf_addstr(sb, "<section id=\"memory-kinds\"><h2>Memory by kind</h2>\n");
+		chart(sb, &c.kinds);
+		strbuf_addstr(sb, "<p class=\"note\">The job's processes summed: anonymous memory as RSS counts it "
+		              "(pages a forked worker still shares with its parent count in both), the workers' "
+		              "copy-on-write copies, the job's page cache (its cgroup's when it has one, else the "
+		              "mapped file pages), shared memory, GPU memory.</p>\n</section>\n");
+	}
+	render_kinds_html(s, sb);
+	if (s->census)
+		census_report_html(s->census, sb);
+	render_flight_html(s, sb);
 	add_ends(sb, s);
 	if (x && x->nsites)
 		report_html_add_alloc_sites(sb, x->sites, x->nsites);

@@ -7,13 +7,20 @@
  * flat run passes, its verdict in <system-out>. A trial with no run yet is
  * skipped.
  *
- * Every text from the job (command lines, file names) is escaped for XML,
- * control characters shown as '?'. Times in seconds.
+ * The diagnosis (model/kinds.h) goes into the failure's message and into
+ * the testcase's <properties> (leakproof.diagnosis, .diagnosis_kind,
+ * .verdict_judged, .end); the flight recorder's paragraph after an
+ * out-of-memory end and the census's growing types with their holders go
+ * into the failure's text (into <system-out> when the case passes).
+ *
+ * Every text from the job (command lines, file names, holders) is escaped
+ * for XML, control characters shown as '?'. Times in seconds.
  */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
+#include "model/kinds.h"
 #include "report/plot.h"
 #include "report/render.h"
 #include "model/sweep.h"
@@ -42,10 +49,53 @@ static void failure_message(struct strbuf *sb, const struct run_summary *s, cons
 			}
 		}
 	}
+	if (leak && s->kinds && s->kinds->has_diagnosis) {
+		strbuf_addstr(sb, "; diagnosis: ");
+		strbuf_addstr(sb, s->kinds->diagnosis);
+	}
 	if (run_failed(s, outcome, sizeof(outcome)))
 		strbuf_addf(sb, "%s%s", leak ? "; " : "", outcome);
 	else if (trial_status && (!strcmp(trial_status, "oom") || !strcmp(trial_status, "failed")))
 		strbuf_addf(sb, "%strial %s", leak ? "; " : "", trial_status);
+}
+
+/* What a reader of a failure wants beside its message: the flight
+ * recorder's paragraph after an out-of-memory end, the growing types of
+ * the census with their holders. Plain lines. */
+static void failure_details(struct strbuf *sb, const struct run_summary *s)
+{
+	if (s->kinds && s->kinds->oom) {
+		strbuf_addstr(sb, "\nThe last seconds before the end: ");
+		strbuf_addstr(sb, s->kinds->flight);
+	}
+	if (s->census && s->census->ngrowing) {
+		strbuf_addch(sb, '\n');
+		census_report_plain(s->census, sb);
+	}
+}
+
+/* The diagnosis as testcase properties, for tools that show them. */
+static void add_properties(struct strbuf *sb, const struct run_summary *s)
+{
+	const struct run_kinds *k = s->kinds;
+	if (!k || (!k->has_diagnosis && !k->oom))
+		return;
+	strbuf_addstr(sb, "      <properties>\n");
+	if (k->has_diagnosis) {
+		strbuf_addf(sb, "        <property name=\"leakproof.diagnosis_kind\" value=\"%s\"/>\n",
+		            mem_kind_name(k->diagnosis_kind));
+		strbuf_addstr(sb, "        <property name=\"leakproof.diagnosis\" value=\"");
+		plot_add_xml(sb, k->diagnosis);
+		strbuf_addstr(sb, "\"/>\n");
+		strbuf_addf(sb, "        <property name=\"leakproof.verdict_judged\" value=\"%s\"/>\n",
+		            verdict_name(s->verdict_judged));
+	}
+	if (k->oom) {
+		strbuf_addstr(sb, "        <property name=\"leakproof.end\" value=\"");
+		plot_add_xml(sb, k->oom_cause);
+		strbuf_addstr(sb, "\"/>\n");
+	}
+	strbuf_addstr(sb, "      </properties>\n");
 }
 
 /* One <testcase> for the run of s; name is its label ("run 7", "trial 3").
@@ -64,18 +114,29 @@ static int add_testcase(struct strbuf *sb, const char *classname, const char *na
 	strbuf_addstr(sb, ": ");
 	plot_add_xml(sb, strbuf_str(&cmd));
 	strbuf_addf(sb, "\" time=\"%.3f\">\n", s->duration_s);
+	add_properties(sb, s);
+	struct strbuf details = STRBUF_INIT;
+	failure_details(&details, s);
 	if (msg.len) {
 		strbuf_addf(sb, "      <failure type=\"%s\" message=\"",
 		            s->a.verdict == VERDICT_LEAK ? "leak" : "failed");
 		plot_add_xml(sb, strbuf_str(&msg));
 		strbuf_addstr(sb, "\">");
 		plot_add_xml(sb, strbuf_str(&msg));
+		plot_add_xml(sb, strbuf_str(&details));
 		strbuf_addstr(sb, "</failure>\n");
 	}
 	strbuf_addf(sb, "      <system-out>leakproof run %lld: %s \xe2\x80\x94 ", (long long)s->run.id,
 	            verdict_name(s->a.verdict));
 	plot_add_xml(sb, s->reason);
+	if (s->kinds && s->kinds->has_diagnosis) {
+		strbuf_addstr(sb, "\ndiagnosis: ");
+		plot_add_xml(sb, s->kinds->diagnosis);
+	}
+	if (!msg.len)
+		plot_add_xml(sb, strbuf_str(&details));
 	strbuf_addstr(sb, "</system-out>\n    </testcase>\n");
+	strbuf_release(&details);
 	int failed = msg.len > 0;
 	strbuf_release(&cmd);
 	strbuf_release(&msg);
@@ -151,7 +212,8 @@ int sweep_write_junit(struct store *st, int64_t sweep_id, enum report_format fmt
 		char suite[80];
 		snprintf(suite, sizeof(suite), "leakproof sweep %lld", (long long)m.sw.id);
 		add_head(sb, suite, m.ntrials, failures, skipped, seconds);
-		strbuf_add(sb, body.buf, body.len);
+		if (body.len)         /* no trial: an empty, NULL buffer */
+			strbuf_add(sb, body.buf, body.len);
 		add_tail(sb);
 	}
 	strbuf_release(&body);

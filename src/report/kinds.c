@@ -1,14 +1,16 @@
 /*
  * report/kinds.c — the growth kinds of a run, its diagnosis and the OOM
- * flight recorder (model/kinds.h), as text lines and as JSON members, for
- * text.c, markdown.c and json.c. Field names of the JSON are part of its
- * contract (docs/internals/growth-kinds.md). Sizes in bytes; growth per
- * unit of the run's x.
+ * flight recorder (model/kinds.h), as text lines, JSON members, Markdown
+ * and HTML tables, for every format's writer. Field names of the JSON are
+ * part of its contract (docs/internals/growth-kinds.md). Sizes in bytes;
+ * growth per unit of the run's x. Text from the job (process names) is
+ * escaped for the format it goes into.
  */
 #include <math.h>
 #include <string.h>
 
 #include "model/kinds.h"
+#include "report/plot.h"
 #include "report/render.h"
 
 #define KINDS_SHOWN 6           /* lines of growth kinds in the text report */
@@ -16,6 +18,13 @@
 static const char *short_kind(enum mem_kind k)
 {
 	return mem_kind_name(k);
+}
+
+bool render_kind_shown(const struct run_summary *s, const struct growth_kind *g)
+{
+	const struct run_kinds *k = s->kinds;
+	return g->a.verdict == VERDICT_LEAK ||
+	       (g->kind == KIND_COW && k && k->has_diagnosis && k->diagnosis_kind == KIND_COW);
 }
 
 void render_kinds_text(const struct run_summary *s, struct strbuf *sb)
@@ -32,8 +41,7 @@ void render_kinds_text(const struct run_summary *s, struct strbuf *sb)
 	size_t shown = 0;
 	for (size_t i = 0; i < k->n && shown < KINDS_SHOWN; i++) {
 		const struct growth_kind *g = &k->k[i];
-		if (g->a.verdict != VERDICT_LEAK && !(g->kind == KIND_COW && k->has_diagnosis &&
-		                                      k->diagnosis_kind == KIND_COW))
+		if (!render_kind_shown(s, g))
 			continue;
 		strbuf_addf(sb, "  %-9s %-13s ", shown ? "" : "by kind", short_kind(g->kind));
 		if (g->pid)
@@ -181,5 +189,163 @@ void render_kinds_json(const struct run_summary *s, struct strbuf *sb)
 		}
 		strbuf_addstr(sb, "}}");
 	}
-	strbuf_addstr(sb, k->nfp ? "\n  ]}" : "]}");
+	strbuf_addstr(sb, k->nfp ? "\n  ]" : "]");
+	/* the census over the window (model/census.h census_report_window()) */
+	const struct census_report *c = s->census;
+	strbuf_addstr(sb, ", \"census\": ");
+	if (!c || !c->has_window) {
+		strbuf_addstr(sb, "null}");
+		return;
+	}
+	char words[256];
+	strbuf_addch(sb, '{');
+	num_member(sb, "from_t", c->window_from_t, true);
+	num_member(sb, "to_t", c->window_to_t, false);
+	strbuf_addstr(sb, ", \"grew\": [");
+	for (size_t i = 0; i < c->nrecent; i++) {
+		const struct census_change *ch = &c->recent[i];
+		strbuf_addstr(sb, i ? ",\n      {" : "\n      {");
+		str_member(sb, "type", ch->type, true);
+		str_member(sb, "words", census_type_words(words, sizeof(words), ch->type), false);
+		num_member(sb, "from_count", (double)ch->from, false);
+		num_member(sb, "count", (double)ch->to, false);
+		num_member(sb, "from_bytes", ch->bytes_from >= 0 ? (double)ch->bytes_from : NAN, false);
+		num_member(sb, "bytes", ch->bytes_to >= 0 ? (double)ch->bytes_to : NAN, false);
+		str_member(sb, "holder", ch->holder, false);
+		strbuf_addch(sb, '}');
+	}
+	strbuf_addstr(sb, c->nrecent ? "\n  ]}}" : "]}}");
+}
+
+/* ---- Markdown and HTML ---------------------------------------------------- */
+
+/* "pid 4242" or "cgroup", into buf */
+static const char *process_words(char *buf, size_t sz, int pid)
+{
+	if (pid)
+		snprintf(buf, sz, "%d", pid);
+	else
+		snprintf(buf, sz, "cgroup");
+	return buf;
+}
+
+void render_kinds_md(const struct run_summary *s, struct strbuf *sb)
+{
+	const struct run_kinds *k = s->kinds;
+	char b1[32], b2[32], b3[32], pid[24];
+	size_t shown = 0;
+	for (size_t i = 0; k && i < k->n && shown < KINDS_SHOWN; i++) {
+		const struct growth_kind *g = &k->k[i];
+		if (!render_kind_shown(s, g))
+			continue;
+		if (!shown++)
+			strbuf_addf(sb, "\nGrowth kinds:\n\n| Kind | Process | Role | Growth%s | Now | Bound |\n"
+			            "|---|---:|---|---:|---:|---:|\n", render_x_suffix(s));
+		strbuf_addf(sb, "| %s | %s | ", mem_kind_name(g->kind), process_words(pid, sizeof(pid), g->pid));
+		render_add_md_cell(sb, g->role);
+		strbuf_addf(sb, " | %s | %s | %s |\n", render_signed_bytes(b1, sizeof(b1), g->a.slope),
+		            fmt_bytes(b2, sizeof(b2), g->bytes),
+		            g->kind == KIND_COW && g->bound_bytes > 0 ? fmt_bytes(b3, sizeof(b3), g->bound_bytes) :
+		            "\xe2\x80\x93");
+	}
+}
+
+/* One flight-recorder cell: a size, or "-" when the kind was not measured. */
+static const char *flight_cell(char *buf, size_t sz, const struct flight_proc *f, int kind)
+{
+	if (f->last[kind] < 0 || (!f->pid && (kind == KIND_ANONYMOUS || kind == KIND_COW)))
+		snprintf(buf, sz, "-");
+	else
+		fmt_bytes(buf, sz, f->last[kind]);
+	return buf;
+}
+
+void render_flight_md(const struct run_summary *s, struct strbuf *sb)
+{
+	const struct run_kinds *k = s->kinds;
+	char b[KIND_COUNT][32], pid[24];
+	if (!k || !k->oom)
+		return;
+	strbuf_addstr(sb, "\n**The last seconds before the end:** ");
+	render_add_md_cell(sb, k->flight);
+	strbuf_addch(sb, '\n');
+	if (!k->nfp)
+		return;
+	strbuf_addstr(sb, "\n| Process | Role | anonymous | copy-on-write | file-cache | shared-memory |\n"
+	              "|---:|---|---:|---:|---:|---:|\n");
+	for (size_t i = 0; i < k->nfp; i++) {
+		const struct flight_proc *f = &k->fp[i];
+		strbuf_addf(sb, "| %s | ", process_words(pid, sizeof(pid), f->pid));
+		render_add_md_cell(sb, f->role);
+		for (int j = 0; j < KIND_GPU; j++)
+			strbuf_addf(sb, " | %s", flight_cell(b[j], sizeof(b[j]), f, j));
+		strbuf_addstr(sb, " |\n");
+	}
+}
+
+void render_kinds_html(const struct run_summary *s, struct strbuf *sb)
+{
+	const struct run_kinds *k = s->kinds;
+	char b[32], pid[24];
+	if (!k || !k->n)
+		return;
+	strbuf_addf(sb, "<section id=\"growth-kinds\"><h2>Growth kinds, per process</h2>\n"
+	            "<table class=\"lp-sortable\">\n<thead><tr><th data-key=\"kind\">kind</th>"
+	            "<th data-key=\"process\" data-type=\"num\">process</th><th data-key=\"role\">role</th>"
+	            "<th data-key=\"verdict\">verdict</th><th data-key=\"growth\" data-type=\"num\">growth%s</th>"
+	            "<th data-key=\"now\" data-type=\"num\">now</th><th data-key=\"first\" data-type=\"num\">first</th>"
+	            "<th data-key=\"bound\" data-type=\"num\">bound</th></tr></thead>\n<tbody>\n",
+	            render_x_suffix(s));
+	for (size_t i = 0; i < k->n; i++) {
+		const struct growth_kind *g = &k->k[i];
+		bool fit = g->a.points >= 2 && isfinite(g->a.slope);
+		strbuf_addf(sb, "<tr class=\"lp-kind\" data-kind=\"%s\"><td>%s</td><td class=\"n\" data-v=\"%d\">%s</td><td>",
+		            mem_kind_name(g->kind), mem_kind_name(g->kind), g->pid,
+		            process_words(pid, sizeof(pid), g->pid));
+		plot_add_xml(sb, g->role);
+		strbuf_addf(sb, "</td><td>%s</td>", verdict_name(g->a.verdict));
+		if (fit)
+			strbuf_addf(sb, "<td class=\"n\" data-v=\"%.17g\">%s</td>", g->a.slope,
+			            render_signed_bytes(b, sizeof(b), g->a.slope));
+		else
+			strbuf_addstr(sb, "<td class=\"n\" data-v=\"\">-</td>");
+		strbuf_addf(sb, "<td class=\"n\" data-v=\"%.17g\">%s</td>", g->bytes, fmt_bytes(b, sizeof(b), g->bytes));
+		strbuf_addf(sb, "<td class=\"n\" data-v=\"%.17g\">%s</td>", g->first_bytes,
+		            fmt_bytes(b, sizeof(b), g->first_bytes));
+		if (g->kind == KIND_COW && g->bound_bytes > 0)
+			strbuf_addf(sb, "<td class=\"n\" data-v=\"%.17g\">%s</td></tr>\n", g->bound_bytes,
+			            fmt_bytes(b, sizeof(b), g->bound_bytes));
+		else
+			strbuf_addstr(sb, "<td class=\"n\" data-v=\"\">-</td></tr>\n");
+	}
+	strbuf_addstr(sb, "</tbody></table>\n<p class=\"note\">Every process's kinds of a MiB or more, or growing, "
+	              "judged like the verdict; the diagnosis names the one that drives it.</p>\n</section>\n");
+}
+
+void render_flight_html(const struct run_summary *s, struct strbuf *sb)
+{
+	const struct run_kinds *k = s->kinds;
+	char b[32], pid[24];
+	if (!k || !k->oom || !k->nfp)
+		return;
+	strbuf_addstr(sb, "<section id=\"flight\"><h2>The last seconds before the end</h2>\n<table id=\"flight-processes\">\n"
+	              "<thead><tr><th>process</th><th>role</th><th>name</th>");
+	for (int j = 0; j < KIND_GPU; j++)
+		strbuf_addf(sb, "<th>%s</th>", mem_kind_name((enum mem_kind)j));
+	strbuf_addstr(sb, "<th>anonymous in the window</th></tr></thead>\n<tbody>\n");
+	for (size_t i = 0; i < k->nfp; i++) {
+		const struct flight_proc *f = &k->fp[i];
+		strbuf_addf(sb, "<tr><td class=\"n\">%s</td><td>", process_words(pid, sizeof(pid), f->pid));
+		plot_add_xml(sb, f->role);
+		strbuf_addstr(sb, "</td><td>");
+		plot_add_xml(sb, f->name);
+		strbuf_addstr(sb, "</td>");
+		for (int j = 0; j < KIND_GPU; j++)
+			strbuf_addf(sb, "<td class=\"n\">%s</td>", flight_cell(b, sizeof(b), f, j));
+		double d = f->pid && f->first[KIND_ANONYMOUS] >= 0 && f->last[KIND_ANONYMOUS] >= 0 ?
+		           f->last[KIND_ANONYMOUS] - f->first[KIND_ANONYMOUS] : NAN;
+		strbuf_addf(sb, "<td class=\"n\">%s</td></tr>\n",
+		            isfinite(d) ? render_signed_bytes(b, sizeof(b), d) : "-");
+	}
+	strbuf_addstr(sb, "</tbody></table>\n</section>\n");
 }

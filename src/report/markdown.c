@@ -1,7 +1,10 @@
 /*
  * markdown.c — the summary as Markdown tables, to paste into a bug report:
- * a heading with the command, a table of findings, and the per-step change
- * table (Min | Q1 | Median | Q3 | Max | steps/s). Sizes in binary units.
+ * a heading with the command, a table of findings, the per-step change
+ * table (Min | Q1 | Median | Q3 | Max | steps/s), then, when the run has
+ * them, the growing kinds of memory, the census's growing types and their
+ * holders, and the flight recorder (kinds.c, census.c). Sizes in binary
+ * units.
  * Text from the job (its command, process and result names) is escaped:
  * no '|' splits a cell, no '<' opens raw HTML (render.h).
  */
@@ -116,11 +119,10 @@ void report_write_md(const struct run_summary *s, const struct report_extras *x,
 			strbuf_addstr(sb, " \xe2\x80\x93 |\n");
 	}
 
-	if (s->kinds && s->kinds->oom) {
-		strbuf_addstr(sb, "\n**The last seconds before the end:** ");
-		render_add_md_cell(sb, s->kinds->flight);
-		strbuf_addch(sb, '\n');
-	}
+	render_kinds_md(s, sb);
+	if (s->census)
+		census_report_md(s->census, sb);
+	render_flight_md(s, sb);
 
 	strbuf_release(&cell);
 	strbuf_release(&cmd);

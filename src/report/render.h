@@ -49,6 +49,18 @@ void render_kinds_text(const struct run_summary *s, struct strbuf *sb);
 void render_flight_text(const struct run_summary *s, struct strbuf *sb);
 /* ",\n  \"growth_kinds\": [...], \"diagnosis\": ..., \"flight_recorder\": ..." */
 void render_kinds_json(const struct run_summary *s, struct strbuf *sb);
+/* Whether a growth kind is one the reports list (judged leak, or the
+ * copy-on-write the diagnosis names): the same rows in every format. */
+struct growth_kind;
+bool render_kind_shown(const struct run_summary *s, const struct growth_kind *g);
+/* Markdown: the table of the growth kinds shown; the flight recorder's
+ * paragraph and its table of processes. Nothing when there is none. */
+void render_kinds_md(const struct run_summary *s, struct strbuf *sb);
+void render_flight_md(const struct run_summary *s, struct strbuf *sb);
+/* HTML sections: every growth kind listed (id growth-kinds, sortable);
+ * the flight recorder's table of processes (id flight). */
+void render_kinds_html(const struct run_summary *s, struct strbuf *sb);
+void render_flight_html(const struct run_summary *s, struct strbuf *sb);
 
 /* ---- wording.c: what the renderers say the same way ---------------------- */
 

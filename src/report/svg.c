@@ -1,14 +1,16 @@
 /*
  * svg.c — one chart as a standalone SVG file, for pasting into an issue or
  * a paper: a run's memory over steps (over time when it marked no steps)
- * with every measure, the warm-up and the trend of the judgment, restarts
- * and ends; or a sweep's memory per trial, colored by configuration.
+ * with every measure, the job's memory of each growth kind (thin lines,
+ * keys kind-*), the warm-up and the trend of the judgment, restarts and
+ * ends; or a sweep's memory per trial, colored by configuration.
  *
  * Drawn entirely from C (plot.c): no script, no external font or style; a
  * valid XML document that browsers, image viewers and converters such as
  * rsvg-convert and Inkscape open alike.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "report/charts.h"
 #include "report/render.h"
@@ -27,7 +29,21 @@ void report_write_svg(const struct run_summary *s, const struct report_extras *x
 		p->y_kind = PLOT_BYTES;
 	}
 	p->id = "run";
+	/* the growth kinds, summed over the job, as series of their own on
+	 * the judged chart (the kinds chart's x is that chart's) */
+	struct plot_series *all = NULL;
+	if (c.have_kinds && p == (s->steps ? &c.steps : &c.time)) {
+		all = xcalloc(p->nseries + c.kinds.nseries, sizeof(*all));
+		memcpy(all, p->series, p->nseries * sizeof(*all));
+		for (size_t i = 0; i < c.kinds.nseries; i++) {
+			all[p->nseries + i] = c.kinds.series[i];
+			all[p->nseries + i].stroke_px = 1.0;
+		}
+		p->series = all;
+		p->nseries += c.kinds.nseries;
+	}
 	plot_svg(sb, p, true, NULL, NULL);
+	free(all);
 	run_charts_release(&c);
 }
 

@@ -18,9 +18,11 @@ before the comparison (normalize() below, the whole list):
                    are compared cell by cell: column padding, which follows
                    the widths of the replaced values, is not compared.
   CSV              run: t -> <t>; rss as the change from the first row
-                   (exact: whole pages); the other memory columns ->
-                   <bytes> (empty stays empty). sweep: steps_per_second,
-                   peak_bytes.
+                   (exact: whole pages); the other memory columns and the
+                   growth kinds' columns -> <bytes> (empty stays empty).
+                   sweep: steps_per_second, peak_bytes.
+  Markdown         also the growth kinds' table: its Process, Growth/step
+                   and Now cells.
   JSON             the keys in VOLATILE_KEYS (times, durations, rates,
                    pids, host, directory, absolute byte counts, sample
                    counts, the Mann-Kendall statistics, growth_kinds) ->
@@ -79,7 +81,10 @@ VOLATILE_KEYS = {
     "growth_kinds",
 }
 VOLATILE_COLUMNS = {"steps/s": "<rate>", "peak": "<size>", "steps_per_second": "<rate>",
-                    "peak_bytes": "<bytes>"}
+                    "peak_bytes": "<bytes>",
+                    # the Markdown table of growth kinds: rows stored when a kind moved
+                    "Process": "<pid>", "Growth/step": "<size>", "Now": "<size>"}
+KIND_COLUMNS = ("anonymous", "copy_on_write", "file_cache", "shared_memory")
 SIZE = r"-?[0-9][0-9.,]* (?:B|KiB|MiB|GiB|TiB)"
 
 
@@ -155,7 +160,7 @@ def normalize_csv(text):
                 cell = "<t>"
             elif col == "rss" and first_rss is not None:
                 cell = "%+d" % (int(cell) - first_rss)
-            elif col in ("pss", "uss", "swap", "cgroup", "gpu") and cell:
+            elif col in ("pss", "uss", "swap", "cgroup", "gpu") + KIND_COLUMNS and cell:
                 cell = "<bytes>"
             elif col in VOLATILE_COLUMNS:
                 cell = VOLATILE_COLUMNS[col]

@@ -13,8 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/census.h"
 #include "model/kinds.h"
 #include "model/summary.h"
+#include "report/report.h"
 #include "store/store.h"
 #include "util/util.h"
 #include "tap.h"
@@ -209,6 +211,23 @@ static void test_flight_recorder(void)
 	                          .cause = "oom-kill", .evidence = "oom_kill count rose by 1",
 	                          .has_step = true, .step = 100, .memory_bytes = 300 << 20 };
 	store_segment_end(st, id, 0, &se);
+	/* a census every second: the worker's job keeps 10 arrays more each */
+	for (int c = 1; c <= 10; c++) {
+		struct census_row r = { .t = c, .step = c * 10, .seq = c, .type = "numpy.ndarray/float64",
+		                        .count = c * 10, .bytes = c * 10 * (int64_t)MiB,
+		                        .holder = (char *)"list kept in job.py (module __main__)", .cost_us = -1 };
+		store_add_census(st, id, &r);
+		struct census_row d = { .t = c, .step = c * 10, .seq = c, .type = "dict", .count = 5000 + c % 3,
+		                        .bytes = -1, .cost_us = -1 };
+		store_add_census(st, id, &d);
+		struct census_row hostile = { .t = c, .step = c * 10, .seq = c, .type = "torch.Tensor/cpu/float32/grad_fn",
+		                              .count = c * 20, .bytes = c * 80,
+		                              .holder = (char *)"list <script>alert(1)</script>|\"h\" in `x`.py", .cost_us = -1 };
+		store_add_census(st, id, &hostile);
+		struct census_row all = { .t = c, .step = c * 10, .seq = c, .type = "*", .count = 20000,
+		                          .bytes = -1, .cost_us = 1000 };
+		store_add_census(st, id, &all);
+	}
 	struct run_end re = { .ended_at = 1700000000.0 + 10.1, .exit_code = -1, .exit_signal = 9,
 	                      .status = "done", .step_source = STEP_SOURCE_CHANNEL, .steps = 100 };
 	store_run_end(st, id, &re);
@@ -225,6 +244,87 @@ static void test_flight_recorder(void)
 	fprintf(stderr, "# %s\n", k->flight);
 	CHECK(strstr(k->flight, "per step") != NULL);
 	CHECK_EQ_INT(k->nfp, 2);
+	/* the census: what Python objects grew in the window, and who holds them */
+	CHECK(strstr(k->flight, "Python objects between the censuses at 1.0 s and 10.0 s: +180 Tensor (cpu, "
+	                        "float32) with grad_fn (+720 B) to 200, held by list <script>") != NULL);
+	CHECK(strstr(k->flight, "; +90 numpy.ndarray (float64) (+90.0 MiB) to 100, held by list kept in job.py "
+	                        "(module __main__).") != NULL);
+	CHECK(strstr(k->flight, "dict") == NULL);      /* it went up and down */
+	CHECK(s.census && s.census->has_window && s.census->nrecent == 2);
+	struct strbuf sb = STRBUF_INIT;
+	report_render(&s, REPORT_JSON, NULL, &sb);
+	CHECK(strstr(strbuf_str(&sb), "\"census\": {\"from_t\": 1, \"to_t\": 10, \"grew\": [") != NULL);
+	strbuf_reset(&sb);
+	report_render(&s, REPORT_MD, NULL, &sb);
+	CHECK(strstr(strbuf_str(&sb), "**The last seconds before the end:** The job was ended") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "| 401 | worker 1 |") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "<script") == NULL);     /* escaped, in the census too */
+	CHECK(strstr(strbuf_str(&sb), "| list &lt;script>alert(1)&lt;/script>\\|\"h\" in `x`.py |") != NULL);
+	strbuf_reset(&sb);
+	report_render(&s, REPORT_JUNIT, NULL, &sb);
+	CHECK(strstr(strbuf_str(&sb), "<property name=\"leakproof.end\" value=\"oom-kill\"/>") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "The last seconds before the end: The job was ended") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "<script") == NULL);
+	CHECK(strstr(strbuf_str(&sb), "census: list &lt;script&gt;alert(1)&lt;/script&gt;|&quot;h&quot;") != NULL);
+	strbuf_reset(&sb);
+	report_render(&s, REPORT_HTML, NULL, &sb);
+	CHECK(strstr(strbuf_str(&sb), "<section id=\"flight\">") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "<section id=\"census\">") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "<script>alert") == NULL);
+	CHECK(strstr(strbuf_str(&sb), "<td>list &lt;script&gt;alert(1)&lt;/script&gt;|&quot;h&quot; in `x`.py</td>") != NULL);
+	strbuf_release(&sb);
+	run_summary_release(&s);
+	store_close(st);
+}
+
+/* The kinds in every format, and the job's totals behind the chart and
+ * the CSV's columns. */
+static void test_kinds_in_every_format(void)
+{
+	struct store *st = open_store();
+	int64_t id = cow_run(st, 150, 400);
+	store_flush(st);
+	struct run_summary s;
+	if (load(st, id, &s))
+		return;
+	double t[2] = { 5.0, 30.0 }, a[2], c[2], f[2];
+	double *out[KIND_COUNT] = { a, c, f, NULL, NULL };
+	unsigned mask = run_kinds_totals(s.kinds, t, 2, out);
+	CHECK(mask == ((1u << KIND_ANONYMOUS) | (1u << KIND_COW) | (1u << KIND_FILE)));
+	CHECK(fabs(a[0] - 1200 * MiB) < 1);                  /* three processes' anonymous */
+	CHECK(fabs(c[0] - 2 * 100 * MiB * 50 / 150) < 1);    /* step 50 of 150 */
+	CHECK(fabs(c[1] - 200 * MiB) < 1);
+	CHECK(fabs(f[1] - 60 * MiB) < 1);                    /* no cgroup rows: the processes' */
+
+	struct strbuf sb = STRBUF_INIT;
+	report_render(&s, REPORT_MD, NULL, &sb);
+	CHECK(strstr(strbuf_str(&sb), "| Diagnosis | copy-on-write") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "| Kind | Process | Role | Growth/step | Now | Bound |") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "| copy-on-write | 101 | worker 1 |") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "| 400 MiB |\n") != NULL);   /* the bound */
+	strbuf_reset(&sb);
+	report_render(&s, REPORT_CSV, NULL, &sb);
+	static const char head[] = "step,epoch,t,rss,pss,uss,swap,cgroup,gpu,anonymous,copy_on_write,"
+	                           "file_cache,shared_memory\n";
+	CHECK(!strncmp(strbuf_str(&sb), head, strlen(head)));
+	CHECK(strstr(strbuf_str(&sb), ",1258291200,209715200,62914560,0\n") != NULL);   /* step 400 */
+	strbuf_reset(&sb);
+	report_render(&s, REPORT_HTML, NULL, &sb);
+	CHECK(strstr(strbuf_str(&sb), "<section id=\"memory-kinds\">") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "data-series=\"kind-copy-on-write\"") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "<tr class=\"lp-kind\" data-kind=\"copy-on-write\">") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "id=\"census\"") == NULL);   /* no census */
+	strbuf_reset(&sb);
+	report_render(&s, REPORT_SVG, NULL, &sb);
+	CHECK(strstr(strbuf_str(&sb), "data-series=\"pss\"") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "data-series=\"kind-anonymous\"") != NULL);
+	strbuf_reset(&sb);
+	report_render(&s, REPORT_JUNIT, NULL, &sb);
+	CHECK(strstr(strbuf_str(&sb), "<property name=\"leakproof.diagnosis_kind\" value=\"copy-on-write\"/>") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "<property name=\"leakproof.verdict_judged\" value=\"") != NULL);
+	CHECK(strstr(strbuf_str(&sb), "failures=\"0\"") != NULL);   /* not a leak */
+	CHECK(strstr(strbuf_str(&sb), "\ndiagnosis: copy-on-write") != NULL);
+	strbuf_release(&sb);
 	run_summary_release(&s);
 	store_close(st);
 }
@@ -253,4 +353,5 @@ TEST_MAIN("kinds",
 	TEST(test_cow_rising_is_projected_to_its_bound),
 	TEST(test_worker_leak_parent_flat),
 	TEST(test_page_cache_is_not_a_leak),
-	TEST(test_flight_recorder))
+	TEST(test_flight_recorder),
+	TEST(test_kinds_in_every_format))

@@ -484,6 +484,8 @@ static void test_markdown(void)
 	CHECK(strstr(m, "| Verdict | **leak**") != NULL);
 	CHECK(strstr(m, "| 10 |\n") != NULL);   /* steps/s closes the row */
 	CHECK(strstr(m, "`python3 train.py --name 'it'\\''s'`") != NULL);
+	/* a run without growth kinds or census: nothing of them */
+	CHECK(strstr(m, "Growth kinds") == NULL && strstr(m, "Census") == NULL);
 	free(m);
 }
 
@@ -569,6 +571,7 @@ static void test_junit(void)
 	CHECK(strstr(flat, "<failure") == NULL);
 	CHECK(strstr(flat, "<system-out>leakproof run") != NULL);
 	CHECK(strstr(flat, "</testsuite>\n</testsuites>\n") != NULL);
+	CHECK(strstr(leak, "<properties>") == NULL && strstr(leak, "diagnosis") == NULL);   /* no kinds */
 out:
 	free(leak);
 	free(flat);

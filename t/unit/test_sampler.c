@@ -416,6 +416,54 @@ static void test_fake_refresh_triggers(void)
 	fake_teardown();
 }
 
+/* At a step boundary a move under 2% of RSS (but of 256 KiB or more) is
+ * worth a rollup, at most once a second per member; without steps it is
+ * not. */
+static void test_fake_step_boundary(void)
+{
+	fake_setup();
+	struct sampler_config cfg;
+	sampler_config_init(&cfg);
+	cfg.proc_root = fake;
+	cfg.root_pid = 10;
+	cfg.exclude_root = true;
+	struct sampler *s = sampler_new(&cfg);
+	struct mem_sample ms;
+	int64_t t = 5 * SEC;
+	CHECK_EQ_INT(sampler_sample(s, t, false, &ms), 3);
+	for (int i = 0; i < 100; i++)
+		sampler_sample(s, t += 10 * MS, false, &ms);
+
+	/* +300 KiB: under 2% of 20000 KiB, over the 256 KiB floor */
+	put_statm(12, 10000, (20000 + 300) * 1024 / page, 16000 * 1024 / page);
+	put_rollup(12, 20300, 8300, 4300, 0);
+	int64_t spent = sampler_rollup_ns(s);
+	sampler_sample(s, t += 100 * MS, false, &ms);
+	sampler_sample(s, t += 100 * MS, false, &ms);
+	CHECK_EQ_INT(sampler_rollup_ns(s), spent);          /* no step: estimated */
+	CHECK(!ms.pss_exact);
+
+	sampler_mark_step(s);
+	sampler_sample(s, t += 10 * MS, false, &ms);
+	CHECK(sampler_rollup_ns(s) > spent);                /* a step: read */
+	CHECK_EQ_INT(find_proc(s, 12)->pss, 8300 * 1024);
+
+	/* again within a second: not read again, even at a step */
+	put_statm(12, 10000, (20000 + 600) * 1024 / page, 16000 * 1024 / page);
+	put_rollup(12, 20600, 8650, 4600, 0);
+	spent = sampler_rollup_ns(s);
+	sampler_mark_step(s);
+	sampler_sample(s, t += 100 * MS, false, &ms);
+	CHECK_EQ_INT(sampler_rollup_ns(s), spent);
+	CHECK_EQ_INT(find_proc(s, 12)->pss, (8300 + 300) * 1024);   /* the estimate */
+	sampler_mark_step(s);
+	sampler_sample(s, t += 900 * MS, false, &ms);
+	CHECK(sampler_rollup_ns(s) > spent);
+	CHECK_EQ_INT(find_proc(s, 12)->pss, 8650 * 1024);
+	sampler_free(s);
+	fake_teardown();
+}
+
 static void test_fake_cgroup(void)
 {
 	fake_setup();
@@ -1193,6 +1241,7 @@ TEST_MAIN("sampler",
 	TEST(test_fake_fork_gate),
 	TEST(test_fake_estimate_budget),
 	TEST(test_fake_refresh_triggers),
+	TEST(test_fake_step_boundary),
 	TEST(test_fake_cgroup),
 	TEST(test_fake_quiet),
 	TEST(test_fake_gpu),
