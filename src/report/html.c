@@ -441,10 +441,15 @@ int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt,
 	char title[96];
 	snprintf(title, sizeof(title), "leakproof sweep %lld", (long long)c.m.sw.id);
 	head(sb, title);
-	int counts[5] = { 0 };
+	/* a card per status; the first three always, the rest when any */
+	static const char *const names[] = { "ok", "oom", "failed", "skipped", "pruned", "other" };
+	enum { NCARDS = sizeof(names) / sizeof(names[0]) };
+	int counts[NCARDS] = { 0 };
 	for (size_t i = 0; i < c.m.ntrials; i++) {
-		const char *s = c.m.trials[i].status;
-		counts[!strcmp(s, "ok") ? 0 : !strcmp(s, "oom") ? 1 : !strcmp(s, "failed") ? 2 : !strcmp(s, "skipped") ? 3 : 4]++;
+		int k = 0;
+		while (k < NCARDS - 1 && strcmp(c.m.trials[i].status, names[k]))
+			k++;
+		counts[k]++;
 	}
 	strbuf_addf(sb, "<header>\n<h1>%s</h1>\n<p class=\"cmd\"><code>", title);
 	plot_add_xml(sb, c.m.sw.file);
@@ -458,8 +463,7 @@ int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt,
 	card(sb, b, c.m.ntrials == 1 ? "trial" : "trials");
 	snprintf(b, sizeof(b), "%zu", c.nconfigs);
 	card(sb, b, c.nconfigs == 1 ? "configuration" : "configurations");
-	static const char *const names[5] = { "ok", "oom", "failed", "skipped", "other" };
-	for (int k = 0; k < 5; k++)
+	for (int k = 0; k < NCARDS; k++)
 		if (counts[k] || k < 3) {
 			snprintf(b, sizeof(b), "%d", counts[k]);
 			card(sb, b, names[k]);
