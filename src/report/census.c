@@ -22,11 +22,11 @@ static bool per_step(const char *x_unit)
 	return strcmp(x_unit, "s") != 0;
 }
 
-void census_report_text(const struct census_report *r, struct strbuf *sb)
+/* "40 object censuses every 5.2 s; 52 ms each, 1% of the run (0.4 ms a step)" */
+static void cost_words(const struct census_report *r, struct strbuf *sb)
 {
-	char b1[32], b2[32], words[256];
-	const char *unit = per_step(r->x_unit) ? "step" : "s";
-	strbuf_addf(sb, "  census    %zu object census%s", r->censuses, r->censuses == 1 ? "" : "es");
+	char b1[32];
+	strbuf_addf(sb, "%zu object census%s", r->censuses, r->censuses == 1 ? "" : "es");
 	if (isfinite(r->interval_median_s))
 		strbuf_addf(sb, " every %s", fmt_duration(b1, sizeof(b1), r->interval_median_s));
 	if (isfinite(r->cost_mean_s))
@@ -35,6 +35,14 @@ void census_report_text(const struct census_report *r, struct strbuf *sb)
 		strbuf_addf(sb, ", %.2g%% of the run", r->cost_fraction * 100);
 	if (isfinite(r->cost_per_step_s))
 		strbuf_addf(sb, " (%.3g ms a step)", r->cost_per_step_s * 1e3);
+}
+
+void census_report_text(const struct census_report *r, struct strbuf *sb)
+{
+	char b2[32], words[256];
+	const char *unit = per_step(r->x_unit) ? "step" : "s";
+	strbuf_addstr(sb, "  census    ");
+	cost_words(r, sb);
 	strbuf_addch(sb, '\n');
 	if (!r->ngrowing) {
 		strbuf_addf(sb, "            no type grows (%zu judged)\n", r->types);
@@ -60,21 +68,6 @@ void census_report_text(const struct census_report *r, struct strbuf *sb)
 	}
 	if (r->ngrowing > CENSUS_TYPES_SHOWN)
 		strbuf_addf(sb, "            (and %zu more types)\n", r->ngrowing - CENSUS_TYPES_SHOWN);
-}
-
-/* "40 object censuses every 5.2 s; 52 ms each, 1% of the run (0.4 ms a step)" */
-static void cost_words(const struct census_report *r, struct strbuf *sb)
-{
-	char b1[32];
-	strbuf_addf(sb, "%zu object census%s", r->censuses, r->censuses == 1 ? "" : "es");
-	if (isfinite(r->interval_median_s))
-		strbuf_addf(sb, " every %s", fmt_duration(b1, sizeof(b1), r->interval_median_s));
-	if (isfinite(r->cost_mean_s))
-		strbuf_addf(sb, "; %.3g ms each", r->cost_mean_s * 1e3);
-	if (isfinite(r->cost_fraction))
-		strbuf_addf(sb, ", %.2g%% of the run", r->cost_fraction * 100);
-	if (isfinite(r->cost_per_step_s))
-		strbuf_addf(sb, " (%.3g ms a step)", r->cost_per_step_s * 1e3);
 }
 
 void census_report_md(const struct census_report *r, struct strbuf *sb)
