@@ -112,6 +112,7 @@ def test_run_report_ls_in_every_format_as_on_sqlite(pg, tmp_path):
     pg.store = str(tmp_path / "lite.db")
     leak_run(pg)
     on_lite = pg.report()
+    lite_csv = pg.report(fmt="csv").splitlines()
     pg.store = sqlite_store
 
     assert set(on_pg) == set(on_lite) and set(on_pg["run"]) == set(on_lite["run"]), (on_pg, on_lite)
@@ -127,7 +128,7 @@ def test_run_report_ls_in_every_format_as_on_sqlite(pg, tmp_path):
         out = pg.report(fmt=fmt)
         assert out.strip(), fmt
     csv = pg.report(fmt="csv").splitlines()
-    assert csv[0] == "step,epoch,t,rss,pss,uss,swap,cgroup,gpu"
+    assert csv[0].startswith("step,epoch,t,rss,pss,uss,swap,cgroup,gpu") and csv[0] == lite_csv[0], (csv[0], lite_csv[0])
     assert len(csv) == 61
 
     runs = pg.ls(fmt="json")
