@@ -136,6 +136,15 @@ static void fake_teardown(void)
 	CHECK(system(cmd) == 0);
 }
 
+/* A sampler's configuration for the fake tree: the supervisor is pid 10. */
+static void fake_config(struct sampler_config *cfg)
+{
+	sampler_config_init(cfg);
+	cfg->proc_root = fake;
+	cfg->root_pid = 10;
+	cfg->exclude_root = true;
+}
+
 static const struct proc_mem *find_proc(struct sampler *s, pid_t pid)
 {
 	const struct proc_mem *pm;
@@ -150,10 +159,7 @@ static void test_fake_membership(void)
 {
 	fake_setup();
 	struct sampler_config cfg;
-	sampler_config_init(&cfg);
-	cfg.proc_root = fake;
-	cfg.root_pid = 10;
-	cfg.exclude_root = true;
+	fake_config(&cfg);
 	struct sampler *s = sampler_new(&cfg);
 	CHECK(s != NULL);
 	if (!s)
@@ -233,10 +239,7 @@ static void test_fake_fork_gate(void)
 	fake_setup();
 	put("loadavg", "0.00 0.01 0.05 1/6 20\n");
 	struct sampler_config cfg;
-	sampler_config_init(&cfg);
-	cfg.proc_root = fake;
-	cfg.root_pid = 10;
-	cfg.exclude_root = true;
+	fake_config(&cfg);
 	struct sampler *s = sampler_new(&cfg);
 	struct mem_sample ms;
 	int64_t t = 5 * SEC;
@@ -261,10 +264,7 @@ static void test_fake_estimate_budget(void)
 {
 	fake_setup();
 	struct sampler_config cfg;
-	sampler_config_init(&cfg);
-	cfg.proc_root = fake;
-	cfg.root_pid = 10;
-	cfg.exclude_root = true;
+	fake_config(&cfg);
 	cfg.pss_cpu_budget = 1e-9;     /* one rollup read, then ~a day of debt */
 	struct sampler *s = sampler_new(&cfg);
 	struct mem_sample ms;
@@ -333,10 +333,7 @@ static void test_fake_refresh_triggers(void)
 {
 	fake_setup();
 	struct sampler_config cfg;
-	sampler_config_init(&cfg);
-	cfg.proc_root = fake;
-	cfg.root_pid = 10;
-	cfg.exclude_root = true;
+	fake_config(&cfg);
 	struct sampler *s = sampler_new(&cfg);
 	struct mem_sample ms;
 	int64_t t = 5 * SEC;
@@ -423,10 +420,7 @@ static void test_fake_step_boundary(void)
 {
 	fake_setup();
 	struct sampler_config cfg;
-	sampler_config_init(&cfg);
-	cfg.proc_root = fake;
-	cfg.root_pid = 10;
-	cfg.exclude_root = true;
+	fake_config(&cfg);
 	struct sampler *s = sampler_new(&cfg);
 	struct mem_sample ms;
 	int64_t t = 5 * SEC;
@@ -472,10 +466,7 @@ static void test_fake_cgroup(void)
 	put("cg/cgroup.procs", "11\n13\n11\n10\n20\n");   /* v1 may repeat PIDs */
 	put("cg/memory.usage_in_bytes", "123456789\n");
 	struct sampler_config cfg;
-	sampler_config_init(&cfg);
-	cfg.proc_root = fake;
-	cfg.root_pid = 10;
-	cfg.exclude_root = true;
+	fake_config(&cfg);
 	cfg.cgroup_dir = cg;
 	cfg.cgroup_version = 1;
 	struct sampler *s = sampler_new(&cfg);
@@ -543,10 +534,7 @@ static void test_fake_quiet(void)
 	put("cg/memory.current", "1000000\n");
 	put("loadavg", "0.00 0.01 0.05 1/6 20\n");
 	struct sampler_config cfg;
-	sampler_config_init(&cfg);
-	cfg.proc_root = fake;
-	cfg.root_pid = 10;
-	cfg.exclude_root = true;
+	fake_config(&cfg);
 	cfg.cgroup_dir = cg;
 	cfg.cgroup_version = 2;
 	struct sampler *s = sampler_new(&cfg);
@@ -650,10 +638,7 @@ static void test_fake_gpu(void)
 	nvml_write("process 0 11 5000\nprocess 1 13 700\nprocess 0 999 100000\n"
 	           "device 0 total 1000000 used 300000\n");
 	struct sampler_config cfg;
-	sampler_config_init(&cfg);
-	cfg.proc_root = fake;
-	cfg.root_pid = 10;
-	cfg.exclude_root = true;
+	fake_config(&cfg);
 	cfg.nvml = nv;
 	struct sampler *s = sampler_new(&cfg);
 	struct mem_sample ms;
