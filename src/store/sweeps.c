@@ -423,6 +423,18 @@ int store_trial_prediction_put(struct store *st, int64_t sweep_id, const struct 
 	return finish(st, s, "record a trial's prediction");
 }
 
+static void read_prediction(struct db_stmt *s, void *row)
+{
+	struct trial_prediction *p = row;
+	p->idx = db_column_int64(s, 0);
+	p->attempt = db_column_int64(s, 1);
+	for (int i = 0; i < 3; i++) {
+		p->peak[i] = col_num(s, 2 + i);
+		p->gpu[i] = col_num(s, 5 + i);
+	}
+	p->growth = col_num(s, 8);
+}
+
 int store_load_trial_predictions(struct store *st, int64_t sweep_id, struct trial_prediction **out, size_t *n)
 {
 	*out = NULL;
@@ -433,33 +445,9 @@ int store_load_trial_predictions(struct store *st, int64_t sweep_id, struct tria
 	if (!s)
 		return -1;
 	db_bind_int64(s, 1, sweep_id);
-	struct trial_prediction *v = NULL;
-	size_t len = 0, cap = 0;
 	int rc;
-	while ((rc = db_step(s)) == DB_ROW) {
-		if (len == cap) {
-			cap = cap ? 2 * cap : 64;
-			v = xrealloc(v, cap * sizeof(*v));
-		}
-		struct trial_prediction *p = &v[len++];
-		p->idx = db_column_int64(s, 0);
-		p->attempt = db_column_int64(s, 1);
-		for (int i = 0; i < 3; i++) {
-			p->peak[i] = col_num(s, 2 + i);
-			p->gpu[i] = col_num(s, 5 + i);
-		}
-		p->growth = col_num(s, 8);
-	}
-	if (rc != DB_DONE) {
-		sweep_error(st, "read the trials' predictions");
-		db_finalize(s);
-		free(v);
-		return -1;
-	}
-	db_finalize(s);
-	*out = v;
-	*n = len;
-	return 0;
+	*out = store_load_rows(st, s, sizeof(**out), read_prediction, NULL, n, &rc);
+	return rc;
 }
 
 /* ---- trials claimed by workers ----------------------------------------------- */
