@@ -154,6 +154,18 @@ static void describe_values(const struct runner *r, char **values, struct strbuf
 	}
 }
 
+/* "leakproof: trial 3.1/12 [lr=0.01 batch_size=64]: ", how a line about a
+ * trial's end begins. */
+static void trial_line_start(const struct runner *r, const struct trial *t, struct strbuf *sb)
+{
+	strbuf_addf(sb, "leakproof: trial %lld", (long long)t->idx + 1);
+	if (t->attempt)
+		strbuf_addf(sb, ".%lld", (long long)t->attempt);
+	strbuf_addf(sb, "/%llu [", (unsigned long long)r->total);
+	describe_values(r, t->values, sb);
+	strbuf_addstr(sb, "]: ");
+}
+
 /* ---- what is in the store ------------------------------------------------ */
 
 static void free_values(char **v)
@@ -718,12 +730,8 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 
 	if (!r->o->quiet) {
 		struct strbuf sb = STRBUF_INIT;
-		strbuf_addf(&sb, "leakproof: trial %lld", (long long)t->idx + 1);
-		if (t->attempt)
-			strbuf_addf(&sb, ".%lld", (long long)t->attempt);
-		strbuf_addf(&sb, "/%llu [", (unsigned long long)r->total);
-		describe_values(r, t->values, &sb);
-		strbuf_addf(&sb, "]: %s", row.status);
+		trial_line_start(r, t, &sb);
+		strbuf_addstr(&sb, row.status);
 		if (cause[0] && strcmp(cause, "exit"))
 			strbuf_addf(&sb, " (%s)", cause);
 		if (row.has_metric)
@@ -972,12 +980,8 @@ static bool skip_next(struct runner *r)
 	r->done_count++;
 	if (!r->o->quiet) {
 		struct strbuf sb = STRBUF_INIT;
-		strbuf_addf(&sb, "leakproof: trial %lld", (long long)t->idx + 1);
-		if (t->attempt)
-			strbuf_addf(&sb, ".%lld", (long long)t->attempt);
-		strbuf_addf(&sb, "/%llu [", (unsigned long long)r->total);
-		describe_values(r, t->values, &sb);
-		strbuf_addf(&sb, "]: skipped: %s", why);
+		trial_line_start(r, t, &sb);
+		strbuf_addf(&sb, "skipped: %s", why);
 		fprintf(stderr, "%s\n", strbuf_str(&sb));
 		strbuf_release(&sb);
 	}
