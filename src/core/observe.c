@@ -331,10 +331,11 @@ void sv_on_output_line(void *ctx, const char *line, size_t len, bool truncated)
 
 /* The end of the line that starts at i: the first '\n' or '\r' at or
  * after it, or n. *cr is where the next '\r' at or after i is (n: none),
- * kept between calls so a block without one costs one memchr for it. */
+ * kept between calls so a block without one costs one memchr for it, and
+ * a block with no line worth a look none. */
 static size_t line_end(const char *s, size_t i, size_t n, size_t *cr)
 {
-	if (*cr < i) {
+	if (*cr == SIZE_MAX || *cr < i) {   /* SIZE_MAX: not looked for yet */
 		const char *p = memchr(s + i, '\r', n - i);
 		*cr = p ? (size_t)(p - s) : n;
 	}
@@ -347,9 +348,9 @@ static size_t line_end(const char *s, size_t i, size_t n, size_t *cr)
 static size_t line_start(const char *s, size_t from, size_t at)
 {
 	const char *nl = memrchr(s + from, '\n', at - from);
-	const char *cr = memrchr(s + from, '\r', at - from);
-	const char *p = nl > cr ? nl : cr;
-	return p ? (size_t)(p - s) + 1 : from;
+	size_t b = nl ? (size_t)(nl - s) + 1 : from;
+	const char *cr = memrchr(s + b, '\r', at - b);   /* only after the '\n' */
+	return cr ? (size_t)(cr - s) + 1 : b;
 }
 
 /*
@@ -369,9 +370,7 @@ static size_t line_start(const char *s, size_t from, size_t at)
  */
 static void scan_output(struct sv *sv, struct linebuf *lb, const char *s, size_t n)
 {
-	size_t i = 0, cr = 0;
-	const char *p = memchr(s, '\r', n);
-	cr = p ? (size_t)(p - s) : n;
+	size_t i = 0, cr = SIZE_MAX;
 	if (lb->len || lb->overflow) {   /* the end of a line begun before */
 		size_t e = line_end(s, 0, n, &cr);
 		i = e < n ? e + 1 : n;

@@ -517,6 +517,23 @@ static void test_skip(void)
 			all = all && got < at + len;
 		}
 	CHECK(all);
+	/* letters that pass the first filter but make no key ("a.s", "o y",
+	 * "l-c", "class") are crossed: the first key is found where it is */
+	char near[300];
+	for (size_t i = 0; i < sizeof(near); i++)
+		near[i] = "a.so ylLc class"[i % 15];
+	static const size_t triple_at[] = { 3, 3, 2, 2, 3, 3 };   /* "ory", "loc", "aus" in keys[k] */
+	bool exact = true;
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		for (size_t at = 0; at + 12 < sizeof(near); at += 5) {
+			char line[300];
+			memcpy(line, near, sizeof(line));
+			size_t len = strlen(keys[k]);
+			memcpy(line + at, keys[k], len);
+			exact = exact && cause_scan_skip(line, sizeof(line)) == at + triple_at[k];
+		}
+	CHECK(exact);
+	CHECK_EQ_INT(cause_scan_skip(near, sizeof(near)), sizeof(near));
 	/* a line found by the skip holds its message */
 	struct cause_scan cs;
 	static const char msg[] = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB";
