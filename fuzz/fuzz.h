@@ -11,6 +11,7 @@
 #ifndef LP_FUZZ_H
 #define LP_FUZZ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +19,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+/* A property the target checks beyond the sanitizers: false is a finding
+ * (abort() makes libFuzzer keep the input as a crash). */
+static inline void fuzz_check(bool ok)
+{
+	if (!ok)
+		abort();
+}
 
 /* data[0..size) with a NUL after it (embedded NULs stay); the caller frees
  * it with free(). */

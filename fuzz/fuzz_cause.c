@@ -13,12 +13,6 @@
 #include "core/cause.h"
 #include "fuzz.h"
 
-static void check(bool ok)
-{
-	if (!ok)
-		abort();
-}
-
 /* The first key end ("ory", "loc", "aus", any case) the slow way. */
 static size_t first_key_end(const char *s, size_t n)
 {
@@ -36,9 +30,9 @@ static void check_kept(const struct cause_scan *cs)
 	for (int k = 0; k < CAUSE_CLASS_COUNT; k++) {
 		const char *t = cs->seen[k].text;
 		size_t len = strnlen(t, sizeof(cs->seen[k].text));
-		check(len <= CAUSE_LINE_MAX);
+		fuzz_check(len <= CAUSE_LINE_MAX);
 		for (size_t i = 0; i < len; i++)
-			check(t[i] >= 0x20 && t[i] < 0x7f);
+			fuzz_check(t[i] >= 0x20 && t[i] < 0x7f);
 	}
 }
 
@@ -46,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *s = (const char *)data;
 	for (size_t off = 0; off < 33 && off <= size; off++)
-		check(cause_scan_skip(s + off, size - off) == first_key_end(s + off, size - off));
+		fuzz_check(cause_scan_skip(s + off, size - off) == first_key_end(s + off, size - off));
 
 	struct cause_scan cs;
 	cause_scan_init(&cs);
@@ -57,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cause_scan_line(&cs, s + i, e - i);
 		if (cause_scan_skip(s + i, e - i) == e - i)   /* no key: nothing found */
 			for (int k = 0; k < CAUSE_CLASS_COUNT; k++)
-				check(cs.seen[k].line_no == before.seen[k].line_no);
+				fuzz_check(cs.seen[k].line_no == before.seen[k].line_no);
 		check_kept(&cs);
 		i = e + 1;
 	}

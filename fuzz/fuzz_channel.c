@@ -18,25 +18,19 @@
 #include "core/channel.h"
 #include "fuzz.h"
 
-static void check(bool ok)
-{
-	if (!ok)
-		abort();
-}
-
 static void on_line(void *ctx, const char *line, size_t len, bool truncated)
 {
 	(void)ctx;
 	(void)truncated;
-	check(len <= CHANNEL_LINE_MAX);
-	check(line[len] == '\0');
+	fuzz_check(len <= CHANNEL_LINE_MAX);
+	fuzz_check(line[len] == '\0');
 	struct chan_msg m;
 	char err[256];
 	err[0] = '\0';
 	int rc = channel_parse(line, len, &m, err, sizeof(err));
-	check(rc >= -1 && rc <= 1);
+	fuzz_check(rc >= -1 && rc <= 1);
 	if (rc < 0) {
-		check(err[0] != '\0' && memchr(err, '\0', sizeof(err)) != NULL);
+		fuzz_check(err[0] != '\0' && memchr(err, '\0', sizeof(err)) != NULL);
 		return;
 	}
 	if (rc == 0)
@@ -44,36 +38,36 @@ static void on_line(void *ctx, const char *line, size_t len, bool truncated)
 	switch (m.type) {
 	case CHAN_STEP:
 	case CHAN_EPOCH:
-		check(!m.has_n || (m.n >= 0 && m.n <= CHANNEL_NUMBER_MAX));
+		fuzz_check(!m.has_n || (m.n >= 0 && m.n <= CHANNEL_NUMBER_MAX));
 		break;
 	case CHAN_METRIC:
 	case CHAN_RESULT:
 	case CHAN_GPU:
-		check(m.nkv >= 1 && m.nkv <= CHANNEL_KV_MAX);
+		fuzz_check(m.nkv >= 1 && m.nkv <= CHANNEL_KV_MAX);
 		for (int i = 0; i < m.nkv; i++) {
-			check(memchr(m.kv[i].name, '\0', sizeof(m.kv[i].name)) != NULL);
-			check(m.kv[i].name[0] != '\0');
-			check(!isinf(m.kv[i].value));
-			check(!isnan(m.kv[i].value) || m.type == CHAN_RESULT);
+			fuzz_check(memchr(m.kv[i].name, '\0', sizeof(m.kv[i].name)) != NULL);
+			fuzz_check(m.kv[i].name[0] != '\0');
+			fuzz_check(!isinf(m.kv[i].value));
+			fuzz_check(!isnan(m.kv[i].value) || m.type == CHAN_RESULT);
 		}
 		break;
 	case CHAN_MARK:
-		check(m.text >= line && m.text + m.text_len <= line + len);
+		fuzz_check(m.text >= line && m.text + m.text_len <= line + len);
 		break;
 	case CHAN_CENSUS:
-		check(m.has_n && m.n >= 0 && m.n <= CHANNEL_NUMBER_MAX);
-		check(memchr(m.census_type, '\0', sizeof(m.census_type)) != NULL && m.census_type[0] != '\0');
+		fuzz_check(m.has_n && m.n >= 0 && m.n <= CHANNEL_NUMBER_MAX);
+		fuzz_check(memchr(m.census_type, '\0', sizeof(m.census_type)) != NULL && m.census_type[0] != '\0');
 		if (strcmp(m.census_type, "*") == 0) {
-			check(m.nkv >= 1 && m.nkv <= CHANNEL_KV_MAX);
+			fuzz_check(m.nkv >= 1 && m.nkv <= CHANNEL_KV_MAX);
 			for (int i = 0; i < m.nkv; i++)
-				check(!isinf(m.kv[i].value) && !isnan(m.kv[i].value));
+				fuzz_check(!isinf(m.kv[i].value) && !isnan(m.kv[i].value));
 		} else {
-			check(m.count >= 0 && m.bytes >= -1);
-			check(!m.text_len || (m.text >= line && m.text + m.text_len <= line + len));
+			fuzz_check(m.count >= 0 && m.bytes >= -1);
+			fuzz_check(!m.text_len || (m.text >= line && m.text + m.text_len <= line + len));
 		}
 		break;
 	default:
-		check(false);
+		fuzz_check(false);
 	}
 }
 

@@ -16,12 +16,6 @@
 #include "util/util.h"
 #include "fuzz.h"
 
-static void check(bool ok)
-{
-	if (!ok)
-		abort();
-}
-
 static bool valid_utf8(const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p; ) {
@@ -71,19 +65,19 @@ static bool same_text(const char *a, const char *b)
 
 static void check_same(const struct jval *a, const struct jval *b)
 {
-	check(a->type == b->type);
+	fuzz_check(a->type == b->type);
 	switch (a->type) {
-	case J_BOOL: check(a->b == b->b); break;
-	case J_NUM: check(a->num == b->num || (isnan(a->num) && isnan(b->num))); break;
-	case J_STR: check(same_text(a->s, b->s)); break;
+	case J_BOOL: fuzz_check(a->b == b->b); break;
+	case J_NUM: fuzz_check(a->num == b->num || (isnan(a->num) && isnan(b->num))); break;
+	case J_STR: fuzz_check(same_text(a->s, b->s)); break;
 	case J_ARR:
 	case J_OBJ:
-		check(a->n == b->n);
+		fuzz_check(a->n == b->n);
 		for (size_t i = 0; i < a->n; i++) {
 			if (a->type == J_OBJ) {
-				check(same_text(a->keys[i], b->keys[i]));
+				fuzz_check(same_text(a->keys[i], b->keys[i]));
 				/* jval_get finds the first of equal keys */
-				check(jval_get(a, a->keys[i]) != NULL);
+				fuzz_check(jval_get(a, a->keys[i]) != NULL);
 			}
 			check_same(&a->items[i], &b->items[i]);
 		}
@@ -100,15 +94,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *err = NULL;
 	size_t err_at = 0;
 	if (jval_parse(text, &v, &err, &err_at) != 0) {
-		check(err != NULL && err_at <= strlen(text));
-		check(v.type == J_NULL && v.n == 0 && !v.items && !v.keys && !v.s);
+		fuzz_check(err != NULL && err_at <= strlen(text));
+		fuzz_check(v.type == J_NULL && v.n == 0 && !v.items && !v.keys && !v.s);
 		free(text);
 		return 0;
 	}
 	struct strbuf sb = STRBUF_INIT;
 	write_value(&sb, &v);
 	struct jval again;
-	check(jval_parse(strbuf_str(&sb), &again, &err, &err_at) == 0);
+	fuzz_check(jval_parse(strbuf_str(&sb), &again, &err, &err_at) == 0);
 	check_same(&v, &again);
 	jval_release(&again);
 	strbuf_release(&sb);

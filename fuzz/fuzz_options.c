@@ -21,23 +21,17 @@
 
 #define MAX_WORDS 64
 
-static void check(bool ok)
-{
-	if (!ok)
-		abort();
-}
-
 static void one_word(const char *w)
 {
 	uint64_t bytes = 0;
 	const uint64_t total = UINT64_C(17) << 30;
 	if (parse_size(w, total, &bytes) == 0 && strchr(w, '%'))
-		check(bytes <= total);
+		fuzz_check(bytes <= total);
 	if (parse_size(w, 0, &bytes) == 0)
-		check(!strchr(w, '%'));
+		fuzz_check(!strchr(w, '%'));
 	int64_t ns = -1;
 	if (parse_duration_ns(w, &ns) == 0)
-		check(ns >= 0);
+		fuzz_check(ns >= 0);
 	char buf[64];
 	fmt_bytes(buf, sizeof(buf), (double)bytes);
 	fmt_duration(buf, sizeof(buf), (double)ns / 1e9);
@@ -58,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* the first word says from which word on they come from a sweep file */
 	size_t first = n ? (unsigned char)words[0][0] % (n + 1) : 0;
 	if (cmd_run_check_options(words, n, first, &bad, why, sizeof(why)) != 0)
-		check(why[0] != '\0' && bad <= n);
+		fuzz_check(why[0] != '\0' && bad <= n);
 	free(text);
 	return 0;
 }

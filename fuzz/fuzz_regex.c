@@ -18,12 +18,6 @@
 #include "core/scan.h"
 #include "fuzz.h"
 
-static void check(bool ok)
-{
-	if (!ok)
-		abort();
-}
-
 static void on_line(void *ctx, const char *line, size_t len, bool truncated)
 {
 	struct step_regex *re = ctx;
@@ -31,14 +25,14 @@ static void on_line(void *ctx, const char *line, size_t len, bool truncated)
 	bool has_n = false;
 	int64_t n = -1;
 	if (step_regex_match(re, line, len, &has_n, &n))
-		check(!has_n || (n >= 0 && n <= CHANNEL_NUMBER_MAX));
+		fuzz_check(!has_n || (n >= 0 && n <= CHANNEL_NUMBER_MAX));
 	char value[64];
 	memset(value, 'x', sizeof(value));
 	if (step_regex_capture(re, line, len, value, sizeof(value)))
-		check(memchr(value, '\0', sizeof(value)) != NULL);
+		fuzz_check(memchr(value, '\0', sizeof(value)) != NULL);
 	char tiny[1];
 	if (step_regex_capture(re, line, len, tiny, sizeof(tiny)))
-		check(tiny[0] == '\0');
+		fuzz_check(tiny[0] == '\0');
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -16,18 +16,12 @@
 #include "util/json.h"
 #include "fuzz.h"
 
-static void check(bool ok)
-{
-	if (!ok)
-		abort();
-}
-
 static void check_json(char *text)
 {
 	struct jval v;
 	const char *err;
 	size_t at;
-	check(jval_parse(text, &v, &err, &at) == 0 && v.type == J_OBJ);
+	fuzz_check(jval_parse(text, &v, &err, &at) == 0 && v.type == J_OBJ);
 	jval_release(&v);
 	free(text);
 }
@@ -35,11 +29,11 @@ static void check_json(char *text)
 static void one_trial(const struct sweep_spec *s, const struct sweep_assign *a)
 {
 	for (size_t d = 0; d < s->ndims; d++) {
-		check(a->values[d] != NULL);
+		fuzz_check(a->values[d] != NULL);
 		if (s->dims[d].kind == DIM_RANGE) {
 			char *end;
 			double v = strtod(a->values[d], &end);
-			check(end != a->values[d] && !*end && isfinite(v));
+			fuzz_check(end != a->values[d] && !*end && isfinite(v));
 		}
 	}
 	sweep_argv_free(sweep_trial_argv(s, a));
@@ -53,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&s, 0, sizeof(s));
 	if (sweep_spec_parse((const char *)data, size, "fuzz.yaml", &s) != 0)
 		return 0;
-	check(s.ncommand >= 1 && s.command[s.ncommand] == NULL);
+	fuzz_check(s.ncommand >= 1 && s.command[s.ncommand] == NULL);
 	struct sweep_assign a;
 	if (s.method == SWEEP_GRID) {
 		uint64_t n = sweep_grid_size(&s);
