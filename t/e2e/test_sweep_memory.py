@@ -105,8 +105,12 @@ parallel: 2
 
 
 def test_oom_retry_with_fit_takes_the_largest_value_predicted_to_fit(lp):
+    # Each trial holds its memory a second after its step: a peak is what
+    # the sampler saw, and a job that exits the moment it has allocated may
+    # be gone before a busy supervisor reads its step (the model is what is
+    # tested here, on peaks measured whole; docs/internals/memory-model.md).
     f = write(lp, "fit.yaml", f"""
-command: [{lp.py}, -c, "import leakproof; x = [bytearray(1 << 20) for _ in range({{batch_size}})]; leakproof.step(); leakproof.result(loss=1.0 / {{batch_size}})"]
+command: [{lp.py}, -c, "import time, leakproof; x = [bytearray(1 << 20) for _ in range({{batch_size}})]; leakproof.step(); time.sleep(1); leakproof.result(loss=1.0 / {{batch_size}})"]
 method: grid
 metric: {{name: loss}}
 parameters:
