@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +32,25 @@ void sv_signal_job(struct sv *sv, int sig)
 			if (sig == SIGKILL || getpgid(pm[i].pid) != sv->child)
 				kill(pm[i].pid, sig);
 	}
+}
+
+size_t sv_leftovers(struct sv *sv, char *list, size_t len)
+{
+	struct mem_sample s;
+	const struct proc_mem *pm;
+	list[0] = '\0';
+	if (sampler_sample(sv->sampler, mono_ns(), true, &s) <= 0)   /* true: a fresh look at who is in the tree */
+		return 0;
+	size_t n = sampler_procs(sv->sampler, &pm), at = 0;
+	for (size_t i = 0; i < n && i < 3; i++) {
+		int w = snprintf(list + at, len - at, "%spid %d (%s)", i ? ", " : "", (int)pm[i].pid, pm[i].name);
+		if (w < 0 || (size_t)w >= len - at)
+			break;
+		at += (size_t)w;
+	}
+	if (n > 3 && at + 6 < len)
+		snprintf(list + at, len - at, ", ...");
+	return n;
 }
 
 /* Reap every child that ended; true when none is left at all. On a

@@ -158,6 +158,9 @@ static inline double sv_now_t(const struct sv *sv, int64_t now_ns)
 /* job.c: signal the job's whole tree; reap every child that ended (true
  * when none is left at all). */
 void sv_signal_job(struct sv *sv, int sig);
+/* After the main process ended: how many of the job's processes still run,
+ * the first few of them into list ("pid 12 (sleep), pid 13 (sleep)"). */
+size_t sv_leftovers(struct sv *sv, char *list, size_t len);
 bool sv_reap(struct sv *sv);
 
 /* guard.c: start the job's guard (0, or -1 with errno: the job runs

@@ -79,13 +79,30 @@ void supervise_opts_init(struct supervise_opts *o)
 
 static void enter_state(struct sv *sv, enum sv_state st, int64_t now)
 {
+	/* processes the main process left running are named, and so is their end */
+	char list[200], d[300];
+	size_t n = sv->child_exited ? sv_leftovers(sv, list, sizeof(list)) : 0;
+	const char *s = n == 1 ? "" : "es";
 	sv->state = st;
 	if (st == SV_ENDING) {
 		sv_signal_job(sv, SIGTERM);
 		sv->state_deadline_ns = now + sv->o->leftover_grace_ns;
+		if (n) {
+			char grace[32];
+			fmt_duration(grace, sizeof(grace), (double)sv->o->leftover_grace_ns / 1e9);
+			snprintf(d, sizeof(d), "%zu process%s left running by the main process: %s: SIGTERM", n, s, list);
+			store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "leftover", d);
+			sv_say(sv, "the job's main process ended and left %zu process%s running (%s): SIGTERM, SIGKILL in %s",
+			       n, s, list, grace);
+		}
 	} else if (st == SV_KILLING) {
 		sv_signal_job(sv, SIGKILL);
 		sv->state_deadline_ns = now + NS_PER_S;
+		if (n) {
+			snprintf(d, sizeof(d), "%zu process%s still running after SIGTERM: %s: SIGKILL", n, s, list);
+			store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "leftover", d);
+			sv_say(sv, "%zu process%s still running (%s): SIGKILL", n, s, list);
+		}
 	}
 }
 

@@ -124,6 +124,12 @@ def test_no_orphans_remain(lp, options, worker_args, status):
         assert "up" in r.out
         left = lp.procs_with(marker)
         assert left == [], f"processes left behind after leakproof exited: {left}"
+        # the worker ignores SIGTERM: its end is told, on stderr and in the run
+        assert "left 1 process running" in r.err and "1 process still running" in r.err, r
+        events = [e for e in lp.report()["events"] if e["kind"] == "leftover"]
+        assert [e["detail"].split(":")[0] for e in events] == [
+            "1 process left running by the main process", "1 process still running after SIGTERM"], events
+        assert all(e["detail"].endswith(s) for e, s in zip(events, [": SIGTERM", ": SIGKILL"])), events
     finally:
         for pid in lp.procs_with(marker):
             os.kill(pid, signal.SIGKILL)
