@@ -154,15 +154,17 @@ int parse_size(const char *s, uint64_t percent_of_bytes, uint64_t *out_bytes)
 
 int parse_duration_ns(const char *s, int64_t *out_ns)
 {
-	char *end;
+	const char *end;
 	double v, mult = 1e9;
 
 	if (!s || !*s)
 		return error("invalid duration '': expected a number with a unit, such as 100ms or 2s");
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || errno || !isfinite(v) || v < 0)
+	end = scan_decimal(s, &v);
+	if (!end)
 		return error("invalid duration '%s': expected a number with a unit, such as 100ms or 2s", s);
+	if (*end == 'x' || *end == 'X' || ((*end == 'e' || *end == 'E') && strchr("0123456789+-", end[1] ? end[1] : 'q')))
+		return error("invalid duration '%s': write a plain decimal number, such as 100ms or 1.5s "
+		             "(no hexadecimal or exponent)", s);
 	if (!*end || !strcmp(end, "s"))
 		mult = 1e9;
 	else if (!strcmp(end, "ms"))

@@ -123,6 +123,20 @@ static void test_durations(void)
 	msg = capture_end();
 	CHECK_EQ_INT(rc, -1);
 	CHECK(strstr(msg, "'5 parsecs'") != NULL);
+	/* as with sizes: a plain decimal number, nothing strtod would also take */
+	static const char *const odd[] = { "0x10ms", "0x1p4ms", "1e2ms", "2E-1s", "-1s", "nan", "inf", " 1s", "+1s" };
+	bool refused = true;
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		ns = 7;
+		capture_begin();
+		rc = parse_duration_ns(odd[i], &ns);
+		msg = capture_end();
+		refused = refused && rc == -1 && ns == 7 && strstr(msg, odd[i]) != NULL;
+	}
+	CHECK(refused);
+	capture_begin();
+	parse_duration_ns("0x10ms", &ns);
+	CHECK(strstr(capture_end(), "no hexadecimal or exponent") != NULL);
 }
 
 static void test_json(void)
