@@ -365,13 +365,23 @@ int store_segment_end(struct store *st, int64_t run_id, int64_t seq, const struc
 #define RUN_COLUMNS "id, started_at, coalesce(ended_at, 0), command, cwd, hostname, status, verdict," \
 	" step_regex, cgroup_mode, limit_source, measure, step_source, interval_ns, steps, bad_lines," \
 	" long_lines, limit_bytes, mem_total_bytes, peak_bytes, coalesce(exit_code, -1)," \
-	" coalesce(exit_signal, 0), coalesce(growth_bytes_per_step, 0), %s, %s, %s"
+	" coalesce(exit_signal, 0), coalesce(growth_bytes_per_step, 0), %s, %s, %s, " SO_FAR_COLUMNS
 /* The placement's columns (schema 7; a LEFT JOIN, all NULL without a row). */
 #define PLACEMENT_COLUMNS "placements.run_id, slurm_job_id, slurm_array_job_id, slurm_array_task_id," \
 	" slurm_step_id, coalesce(alloc_mem_bytes, 0), gpus, launcher, job_key, coalesce(job_rank, -1)," \
 	" coalesce(local_rank, -1), coalesce(world_size, 0), coalesce(node_id, -1)"
 #define PLACEMENT_NONE "NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, -1, -1, 0, -1"
 #define PLACEMENT_JOIN "LEFT JOIN placements ON placements.run_id = runs.id"
+/* What a run still 'running' has stored so far, read from its rows (the
+ * runs row gets them only at its end): the time of its last sample, its
+ * steps, its peak under its measure. For a run whose supervisor is gone. */
+#define SO_FAR_LAST_T "(SELECT max(t) FROM samples WHERE samples.run_id = runs.id)"
+#define SO_FAR_STEPS "(SELECT count(*) FROM steps WHERE steps.run_id = runs.id)"
+#define SO_FAR_PEAK "(SELECT max(CASE runs.measure WHEN 'rss' THEN rss WHEN 'uss' THEN uss" \
+	" WHEN 'cgroup' THEN cgroup WHEN 'gpu' THEN gpu ELSE pss END) FROM samples WHERE samples.run_id = runs.id)"
+#define SO_FAR_COLUMNS "CASE WHEN status = 'running' THEN coalesce(" SO_FAR_LAST_T ", 0) ELSE 0 END," \
+	" CASE WHEN status = 'running' THEN " SO_FAR_STEPS " ELSE 0 END," \
+	" CASE WHEN status = 'running' THEN coalesce(" SO_FAR_PEAK ", 0) ELSE 0 END"
 /* The lost column, or NULL in a store older than it (read as it is). */
 #define LOST_VERSION 5
 /* The supervisor's pid and start time, or 0 in a store older than them. */
@@ -416,7 +426,8 @@ int store_mark_stale_runs(struct store *st)
 		int64_t id = ids[i];
 		/* it ended no earlier than its last sample */
 		if (run_once(st, "UPDATE runs SET status = 'interrupted', ended_at = started_at + coalesce("
-		             "(SELECT max(t) FROM samples WHERE run_id = ?1), 0) WHERE id = ?1 AND status = 'running'",
+		             SO_FAR_LAST_T ", 0), steps = " SO_FAR_STEPS ", peak_bytes = coalesce(" SO_FAR_PEAK
+		             ", peak_bytes) WHERE id = ?1 AND status = 'running'",
 		             "a run whose supervisor is gone", bind_run_id, &id) < 0)
 			return -1;
 		run_once(st, "UPDATE segments SET cause = 'interrupted' WHERE run_id = ?1 AND ended_at IS NULL",
@@ -491,8 +502,10 @@ static void read_run_row(struct db_stmt *s, struct run_row *r)
 	    supervisor_gone(r->hostname, db_column_int64(s, 24), db_column_int64(s, 25))) {
 		free(r->status);
 		r->status = xstrdup("interrupted");
-		if (r->ended_at <= 0)
-			r->ended_at = r->started_at;   /* when it ended is not known here */
+		if (r->ended_at <= 0)   /* no earlier than its last sample */
+			r->ended_at = r->started_at + db_column_double(s, 39);
+		r->steps = db_column_int64(s, 40);
+		r->peak_bytes = db_to_u64(db_column_int64(s, 41));
 	}
 }
 

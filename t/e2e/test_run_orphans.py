@@ -97,6 +97,42 @@ def test_kill_9_of_the_supervisor_ends_the_whole_job(lp):
     assert statuses[1] == "interrupted", statuses
 
 
+STEPPING = """
+import leakproof, time
+x = []
+for i in range(100000):
+    x.append(bytearray(1 << 20))
+    leakproof.step()
+    if i == 20:
+        print("twenty", flush=True)
+    time.sleep(0.02)
+"""
+
+
+def test_a_run_whose_supervisor_was_killed_shows_what_it_stored(lp):
+    # what ls and report tell of an interrupted run is what its rows hold:
+    # its steps, its peak, how long it ran, before and after a writer marks it
+    proc = lp.start([lp.py, "-c", STEPPING], "--no-status-line")
+    lp.read_until(proc.stdout, b"twenty")
+    time.sleep(1.5)                       # a flush of the store is due every second
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    with sqlite3.connect(lp.store) as db:
+        steps, last_t = db.execute("SELECT count(*), max(t) FROM steps").fetchone()
+    assert steps >= 20, steps
+
+    def check(run):
+        assert run["status"] == "interrupted", run
+        assert run["steps"] == steps, (run, steps)
+        assert run["peak_bytes"] >= 20 << 20, run
+        assert run["duration_seconds"] >= last_t - 0.5, (run, last_t)
+    check(lp.ls("json")[0])                   # a reader: as it reads it
+    report = lp.cmd(["report", "1", "--store", lp.store])
+    assert "interrupted after" in report.out and f"{steps} steps" in report.out, report
+    assert lp.run([lp.py, "-c", "pass"], "--no-status-line").rc == 0   # a writer marks it
+    check([r for r in lp.ls("json") if r["id"] == 1][0])
+
+
 def test_forwarded_sigterm_is_followed_by_sigkill_after_grace(lp):
     marker = "orphan_job_grace"
     proc = lp.start(write_job(lp, marker), "--no-status-line", "--grace", "1s")
