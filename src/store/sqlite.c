@@ -228,20 +228,30 @@ static void immutable_uri(const char *path, char *uri, size_t cap)
  * the write-ahead log is absent or empty (every commit checkpointed into
  * the file: the last writer closed it), the file is read as immutable,
  * as it is; otherwise the commits in the log cannot be read, and why says
- * so.
+ * so. Another user's store whose writers are all gone (no -wal, no -shm) is
+ * read so at once: the -wal and -shm SQLite would make beside it would be
+ * this user's, and its owner's next run could not write them (in a shared
+ * directory with the sticky bit, nor remove them).
  */
 static int open_reader(struct lite_db *d, const char *path, char *why, size_t whysz)
 {
-	int rc = sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READONLY, NULL);
-	if (rc == SQLITE_OK)
-		rc = probe(d->db);
-	int primary = d->db ? sqlite3_extended_errcode(d->db) & 0xff : rc;
-	if (rc == SQLITE_OK || strncmp(path, "file:", 5) == 0 ||
-	    (primary != SQLITE_CANTOPEN && primary != SQLITE_READONLY && primary != SQLITE_IOERR))
-		goto out;
-	char wal[PATH_MAX], uri[3 * PATH_MAX + 32];
+	char wal[PATH_MAX], shm[PATH_MAX], uri[3 * PATH_MAX + 32];
 	struct stat sb;
 	snprintf(wal, sizeof(wal), "%s-wal", path);
+	snprintf(shm, sizeof(shm), "%s-shm", path);
+	bool uri_path = strncmp(path, "file:", 5) == 0;
+	bool foreign = !uri_path && geteuid() != 0 && stat(path, &sb) == 0 && sb.st_uid != geteuid() &&
+	               stat(wal, &sb) != 0 && stat(shm, &sb) != 0;
+	int rc = SQLITE_CANTOPEN;
+	if (!foreign) {
+		rc = sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READONLY, NULL);
+		if (rc == SQLITE_OK)
+			rc = probe(d->db);
+	}
+	int primary = d->db ? sqlite3_extended_errcode(d->db) & 0xff : rc;
+	if (rc == SQLITE_OK || uri_path ||
+	    (primary != SQLITE_CANTOPEN && primary != SQLITE_READONLY && primary != SQLITE_IOERR))
+		goto out;
 	if (stat(wal, &sb) == 0 && sb.st_size > 0) {
 		snprintf(why, whysz, "%s; its write-ahead log '%s' holds commits that were not checkpointed"
 		         " and cannot be read without writing beside it", sqlite3_errmsg(d->db), wal);

@@ -21,6 +21,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import tempfile
 
 import pytest
 
@@ -114,6 +115,29 @@ def test_readonly_store_is_read_and_run_refuses(lp):
         assert any(reason in w.stderr for reason in ("Read-only file system", "Permission denied")), w.stderr
     finally:
         os.chmod(store_dir, 0o755)
+
+
+def test_a_reader_leaves_nothing_that_locks_out_the_stores_owner(lp):
+    # a store in a shared directory (sticky, as /tmp): another user's ls must
+    # not leave a -wal or -shm of its own beside it, which the owner's next
+    # run could neither write nor remove
+    if os.geteuid() != 0 or not shutil.which("runuser"):
+        pytest.skip("needs root, to act as two other users")
+    with tempfile.TemporaryDirectory(prefix="lp-shared-") as shared:   # the test's own is root's alone
+        os.chmod(shared, 0o1777)
+        store = os.path.join(shared, "lp.db")
+
+        def as_user(user, args):
+            return subprocess.run(["runuser", "-u", user, "--", lp.binary, *args], capture_output=True,
+                                  text=True, cwd="/", env=lp.env())
+        r = as_user("daemon", ["run", "--store", store, "--", "true"])
+        assert r.returncode == 0, r.stderr
+        assert sorted(os.listdir(shared)) == ["lp.db"], os.listdir(shared)
+        ls = as_user("nobody", ["ls", "--store", store, "--format", "json"])
+        assert ls.returncode == 0 and len(json.loads(ls.stdout)) == 1, ls.stderr
+        assert sorted(os.listdir(shared)) == ["lp.db"], os.listdir(shared)
+        r = as_user("daemon", ["run", "--store", store, "--", "true"])
+        assert r.returncode == 0, r.stderr
 
 
 # ---- item 11: the start, with a lock held -----------------------------------
