@@ -1010,7 +1010,7 @@ void analyze_series(const double *x, const double *y, size_t n,
 	const char *unit = unit_name(opts), *pts = points_name(opts);
 	size_t need = opts->min_points > 2 ? opts->min_points : 2;
 	if (n < need) {
-		set_reason(a, "only %zu %s; need %zu", n, pts, need);
+		set_reason(a, "only %zu %.*s; need %zu", n, (int)strlen(pts) - (n == 1), pts, need);   /* 1 point, 1 step */
 		if (n >= 2) {
 			/* the trend for information only */
 			struct trend t;
@@ -1057,7 +1057,7 @@ void analyze_series(const double *x, const double *y, size_t n,
 	}
 	const char *after = from ? " after warm-up" : "";
 	if (judged < need) {
-		set_reason(a, "only %zu %s after warm-up; need %zu", judged, pts, need);
+		set_reason(a, "only %zu %.*s after warm-up; need %zu", judged, (int)strlen(pts) - (judged == 1), pts, need);
 		goto out;
 	}
 	if (fit < 0 || !(span > 0)) {

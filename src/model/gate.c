@@ -56,7 +56,8 @@ static int check_max_growth(const struct gate *g, const struct run_summary *s, s
 		return 1;
 	}
 	if (s->a.points < 2 || !isfinite(s->a.slope)) {
-		strbuf_addf(out, "broken \xe2\x80\x94 cannot be judged: %zu steps after warm-up, too few\n", s->a.points);
+		strbuf_addf(out, "broken \xe2\x80\x94 cannot be judged: %zu step%s after warm-up, too few\n", s->a.points,
+		            s->a.points == 1 ? "" : "s");
 		return 1;
 	}
 	fmt_bytes(got, sizeof(got), s->a.slope);

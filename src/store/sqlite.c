@@ -71,6 +71,8 @@ static enum db_rc map_rc(int rc)
 static int make_parent_dirs(const char *path, char *why, size_t whysz)
 {
 	char dir[PATH_MAX];
+	if (strncmp(path, "file:", 5) == 0)
+		return 0;   /* an SQLite URI: its directory is not made (it was made as "file:" here) */
 	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
 		snprintf(why, whysz, "path too long");
 		return -1;

@@ -24,8 +24,8 @@
 
 const char *store_default_path(const char *from_option)
 {
-	if (from_option && *from_option)
-		return from_option;
+	if (from_option)
+		return from_option;   /* "" too: refused when opened, not read as "the default" */
 	const char *env = getenv("LEAKPROOF_STORE");
 	if (env && *env)
 		return env;

@@ -60,6 +60,21 @@ def test_in_memory_store_from_the_environment_is_refused(lp):
     assert r.rc == 124 and "cannot use store ':memory:'" in r.err, r
 
 
+def test_an_empty_store_path_is_refused_and_a_uri_makes_no_directory(lp):
+    # --store "" is not "the default store": a script whose variable is empty
+    # must not write into the current directory's
+    r = lp.cmd(["run", "--store", "", "--", "sh", "-c", "echo job-started"])
+    assert r.rc == 124 and "cannot use store ''" in r.err and "job-started" not in r.out, r
+    assert lp.cmd(["ls", "--store", ""]).rc == 1
+    assert not (lp.dir / ".leakproof").exists()
+    # an SQLite URI is SQLite's to open: no directory named "file:" beside it
+    store = lp.dir / "uri" / "lp.db"
+    store.parent.mkdir()
+    r = lp.cmd(["run", "--store", f"file:{store}", "--", "true"])
+    assert r.rc == 0, r
+    assert store.exists() and not (lp.dir / "file:").exists(), sorted(os.listdir(lp.dir))
+
+
 def test_sweep_refuses_an_in_memory_store(lp):
     spec = lp.dir / "s.yaml"
     spec.write_text("command: [true]\nparams:\n  x: [1]\n")

@@ -607,6 +607,12 @@ static void test_too_short(void)
 	o.x_unit = "s";
 	analyze_series(xs, ys, 10, &o, &a);
 	CHECK_STR(a.reason, "only 10 points; need 20");
+	analyze_series(xs, ys, 1, &o, &a);
+	CHECK_STR(a.reason, "only 1 point; need 20");
+	o.x_unit = NULL;
+	analyze_series(xs, ys, 1, &o, &a);
+	CHECK_STR(a.reason, "only 1 step; need 20");
+	o.x_unit = "s";
 
 	analyze_series(xs, ys, 0, &o, &a);
 	CHECK_STR(verdict_name(a.verdict), "inconclusive");

@@ -79,7 +79,7 @@ static void test_max_growth(void)
 	strbuf_reset(&out);
 	summary(&s, VERDICT_INCONCLUSIVE, NAN, 100 * MiB);
 	s.a.points = 1;
-	CHECK(gate_check(&g, &s, &out) == 1 && strstr(out.buf, "cannot be judged: 1 steps")); /* one point */
+	CHECK(gate_check(&g, &s, &out) == 1 && strstr(out.buf, "cannot be judged: 1 step after")); /* one point */
 	strbuf_release(&out);
 }
 

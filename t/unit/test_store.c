@@ -73,7 +73,9 @@ static void test_default_path(void)
 {
 	unsetenv("LEAKPROOF_STORE");
 	CHECK_STR(store_default_path(NULL), ".leakproof/leakproof.db");
-	CHECK_STR(store_default_path(""), ".leakproof/leakproof.db");
+	CHECK_STR(store_default_path(""), "");   /* said, and refused when opened */
+	setenv("LEAKPROOF_STORE", "", 1);         /* an empty variable is unset */
+	CHECK_STR(store_default_path(NULL), ".leakproof/leakproof.db");
 	setenv("LEAKPROOF_STORE", "/x/env.db", 1);
 	CHECK_STR(store_default_path(NULL), "/x/env.db");
 	CHECK_STR(store_default_path("opt.db"), "opt.db");
