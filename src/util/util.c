@@ -103,6 +103,13 @@ const char *scan_decimal(const char *s, double *out)
 	return isfinite(*out) ? p : NULL;
 }
 
+/* After scan_decimal()'s number: what strtod would also have taken, a
+ * hexadecimal number ("0x10") or an exponent ("1e3"), and we refuse. */
+static bool hex_or_exponent(const char *end)
+{
+	return *end == 'x' || *end == 'X' || ((*end == 'e' || *end == 'E') && end[1] && strchr("0123456789+-", end[1]));
+}
+
 int parse_size(const char *s, uint64_t percent_of_bytes, uint64_t *out_bytes)
 {
 	const char *end;
@@ -113,7 +120,7 @@ int parse_size(const char *s, uint64_t percent_of_bytes, uint64_t *out_bytes)
 	end = scan_decimal(s, &v);
 	if (!end)
 		return error("invalid size '%s': expected a number with an optional unit, such as 512M, 12G or 80%%", s);
-	if (*end == 'x' || *end == 'X' || ((*end == 'e' || *end == 'E') && strchr("0123456789+-", end[1] ? end[1] : 'q')))
+	if (hex_or_exponent(end))
 		return error("invalid size '%s': write a plain decimal number, such as 512M or 1.5G "
 		             "(no hexadecimal or exponent)", s);
 	while (*end == ' ')
@@ -162,7 +169,7 @@ int parse_duration_ns(const char *s, int64_t *out_ns)
 	end = scan_decimal(s, &v);
 	if (!end)
 		return error("invalid duration '%s': expected a number with a unit, such as 100ms or 2s", s);
-	if (*end == 'x' || *end == 'X' || ((*end == 'e' || *end == 'E') && strchr("0123456789+-", end[1] ? end[1] : 'q')))
+	if (hex_or_exponent(end))
 		return error("invalid duration '%s': write a plain decimal number, such as 100ms or 1.5s "
 		             "(no hexadecimal or exponent)", s);
 	if (!*end || !strcmp(end, "s"))
