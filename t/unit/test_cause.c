@@ -491,6 +491,15 @@ static void test_truncation(void)
 	free(line);
 }
 
+/* cause_scan_skip() of 300 bytes of bg with key written at offset at. */
+static size_t skip_with_key(const char *bg, const char *key, size_t at)
+{
+	char line[300];
+	memcpy(line, bg, sizeof(line));
+	memcpy(line + at, key, strlen(key));
+	return cause_scan_skip(line, sizeof(line));
+}
+
 /* cause_scan_skip: never past the first key, at any offset and alignment,
  * and n when there is none; every message of a line is found after it. */
 static void test_skip(void)
@@ -509,12 +518,7 @@ static void test_skip(void)
 	bool all = true;
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 		for (size_t at = 0; at + 12 < sizeof(buf); at += 7) {
-			char line[300];
-			memcpy(line, buf, sizeof(line));
-			size_t len = strlen(keys[k]);
-			memcpy(line + at, keys[k], len);
-			size_t got = cause_scan_skip(line, sizeof(line));
-			all = all && got < at + len;
+			all = all && skip_with_key(buf, keys[k], at) < at + strlen(keys[k]);
 		}
 	CHECK(all);
 	/* letters that pass the first filter but make no key ("a.s", "o y",
@@ -526,11 +530,7 @@ static void test_skip(void)
 	bool exact = true;
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 		for (size_t at = 0; at + 12 < sizeof(near); at += 5) {
-			char line[300];
-			memcpy(line, near, sizeof(line));
-			size_t len = strlen(keys[k]);
-			memcpy(line + at, keys[k], len);
-			exact = exact && cause_scan_skip(line, sizeof(line)) == at + triple_at[k];
+			exact = exact && skip_with_key(near, keys[k], at) == at + triple_at[k];
 		}
 	CHECK(exact);
 	CHECK_EQ_INT(cause_scan_skip(near, sizeof(near)), sizeof(near));
