@@ -292,11 +292,22 @@ def test_kill_9_of_leakproof_gives_the_terminal_back(lp, shell):
     leakproof runs under `sh -c`, as from a script or a scheduler's
     wrapper: bash restores the terminal after a job of its own that a
     signal killed, but here its job (sh) exits, and bash keeps the modes
-    it then finds."""
+    it then finds.
+
+    The modes are read in the same command line, after the wrapper: typed
+    as a command of their own, bash's line editor would read the next line
+    with the modes it found at its prompt and put those back before running
+    it, and whether it found them raw or restored depends on whether the
+    guard or the wrapper's exit was scheduled first (a race no program can
+    win against SIGKILL; terminal.md). The check waits up to 30 s for the
+    guard, and fails if the modes are never restored."""
     job = write(lp, "job.py", JOB)
     argv = [lp.binary, "run", "--store", lp.store, "--", lp.py, job, "1000"]
     inner = " ".join(shlex.quote(str(a)) for a in argv) + "; echo EXIT=$?"
-    shell.type("sh -c " + shlex.quote(inner))
+    modes = "stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e echo | tr '\\n' ' '"
+    shell.type("sh -c " + shlex.quote(inner)
+               + f"; for i in $(seq 300); do [ \"$({modes})\" = 'icanon echo ' ] && break; sleep 0.1; done"
+               + f"; {modes}; echo MODES-END")
     s = shell.wait("a few steps", lambda s: "Epoch 2" in s)
     pid = job_pid(s)
     assert pid, s
@@ -313,5 +324,4 @@ def test_kill_9_of_leakproof_gives_the_terminal_back(lp, shell):
     os.kill(sup, 9)
     s = shell.wait("the shell's word that it was killed", lambda s: re.search(r"^EXIT=137", s, re.M))
     wait_for("the job ended by the guard", lambda: proc_state(pid) in (None, "Z"))
-    shell.type("stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e echo | tr '\\n' ' '; echo MODES-END")
     shell.wait("the terminal's modes as before", lambda s: re.search(r"^icanon echo MODES-END", s, re.M))
