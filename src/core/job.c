@@ -60,7 +60,8 @@ bool sv_reap(struct sv *sv)
 {
 	for (;;) {
 		int status;
-		pid_t pid = waitpid(-1, &status, WNOHANG | (sv->pty ? WUNTRACED : 0));
+		struct rusage ru;
+		pid_t pid = wait4(-1, &status, WNOHANG | (sv->pty ? WUNTRACED : 0), &ru);
 		if (pid == 0)
 			return false;
 		if (pid < 0)
@@ -72,6 +73,7 @@ bool sv_reap(struct sv *sv)
 		}
 		if (pid == sv->child && !sv->child_exited) {
 			sv->child_exited = true;
+			sv->child_maxrss = (uint64_t)ru.ru_maxrss * 1024;   /* KiB */
 			if (WIFSIGNALED(status)) {
 				sv->exit_code = -1;
 				sv->exit_signal = WTERMSIG(status);

@@ -26,6 +26,7 @@
 #include "store/store.h"
 
 #define STEP_RESAMPLE_NS 200000LL          /* steps closer than this share a sample */
+#define PENDING_STEPS_MAX 65536            /* steps held for the first sample */
 #define READ_CHUNK (256 * 1024)   /* one read of output; the pipes hold 1 MiB */
 
 /* The per-process rows of the latest sample. */
@@ -62,6 +63,28 @@ static void store_kind_rows(struct sv *sv, int64_t now_ns, double t)
 	sv->last_kinds_ns = now_ns;
 }
 
+static void store_step(struct sv *sv, const struct step_rec *rec);
+
+/* s is the latest sample: stored, and given to the steps that waited for it. */
+static void keep_sample(struct sv *sv, const struct mem_sample *s, int64_t now_ns)
+{
+	sv->last = *s;
+	sv->have_last = true;
+	sv->last_sample_ns = now_ns;
+	double v = mem_sample_value(s, sv->o->measure);
+	if (v > sv->peak)
+		sv->peak = v;
+	store_add_sample(sv->st, sv->run_id, s);
+	for (size_t i = 0; i < sv->npending; i++) {
+		struct step_rec rec = sv->pending[i];
+		double t = rec.mem.t;
+		rec.mem = *s;
+		rec.mem.t = t;
+		store_step(sv, &rec);
+	}
+	sv->npending = 0;
+}
+
 /* Sample the tree now: store it, check the budgets, and the per-process
  * rows when due; commit the store once a second. */
 void sv_take_sample(struct sv *sv, int64_t now_ns)
@@ -71,14 +94,9 @@ void sv_take_sample(struct sv *sv, int64_t now_ns)
 	if (sampler_sample(sv->sampler, now_ns, false, &s) <= 0)
 		return;  /* the tree is empty: between the exit and the reaping */
 	s.t = sv_now_t(sv, now_ns);
-	sv->last = s;
-	sv->have_last = true;
-	sv->last_sample_ns = now_ns;
-	double v = mem_sample_value(&s, sv->o->measure);
-	if (v > sv->peak)
-		sv->peak = v;
-	store_add_sample(sv->st, sv->run_id, &s);
+	keep_sample(sv, &s, now_ns);
 	sv_check_budgets(sv, &s, now_ns);
+	double v = mem_sample_value(&s, sv->o->measure);
 
 	/* per-process rows (and their kinds) once a second, and sooner while
 	 * memory climbs, so that "which process held the most" sees a job
@@ -100,7 +118,39 @@ void sv_take_sample(struct sv *sv, int64_t now_ns)
 	}
 }
 
-/* Store step `step`, ended now, with the memory just sampled. */
+/* Store a step with its memory, and keep it for the live projection. */
+static void store_step(struct sv *sv, const struct step_rec *rec)
+{
+	store_add_step(sv->st, sv->run_id, rec);
+	if (sv->ring_n == LIVE_RING) {
+		memmove(sv->ring_x, sv->ring_x + 1, (LIVE_RING - 1) * sizeof(double));
+		memmove(sv->ring_y, sv->ring_y + 1, (LIVE_RING - 1) * sizeof(double));
+		sv->ring_n--;
+	}
+	sv->ring_x[sv->ring_n] = (double)rec->step;
+	sv->ring_y[sv->ring_n] = mem_sample_value(&rec->mem, sv->o->measure);
+	sv->ring_n++;
+}
+
+/* Hold a step marked before any sample for the first one (keep_sample), or
+ * for the end (sv_store_pending_steps). */
+static void hold_step(struct sv *sv, const struct step_rec *rec)
+{
+	if (sv->npending == sv->pending_cap) {
+		size_t cap = sv->pending_cap ? sv->pending_cap * 2 : 64;
+		struct step_rec *p = cap <= PENDING_STEPS_MAX ? realloc(sv->pending, cap * sizeof(*p)) : NULL;
+		if (!p) {
+			sv->pending_dropped++;
+			return;
+		}
+		sv->pending = p;
+		sv->pending_cap = cap;
+	}
+	sv->pending[sv->npending++] = *rec;
+}
+
+/* Record step `step`, ended now, with the memory just sampled; before the
+ * first sample, with the first (or the end's figure). */
 static void record_step(struct sv *sv, int64_t step, int64_t now)
 {
 	struct step_rec rec;
@@ -108,22 +158,49 @@ static void record_step(struct sv *sv, int64_t step, int64_t now)
 	rec.epoch = sv->epoch;
 	rec.mem = sv->last;
 	rec.mem.t = sv_now_t(sv, now);
-	store_add_step(sv->st, sv->run_id, &rec);
+	if (sv->have_last)
+		store_step(sv, &rec);
+	else
+		hold_step(sv, &rec);
 	if (sv->steps == 0)
 		sv->first_step_t = rec.mem.t;
 	sv->steps++;
 	sv->last_step = rec.step;
 	if (sv->step_word)
 		__atomic_store_n(sv->step_word, (uint64_t)sv->steps, __ATOMIC_RELAXED);
+}
 
-	if (sv->ring_n == LIVE_RING) {
-		memmove(sv->ring_x, sv->ring_x + 1, (LIVE_RING - 1) * sizeof(double));
-		memmove(sv->ring_y, sv->ring_y + 1, (LIVE_RING - 1) * sizeof(double));
-		sv->ring_n--;
+/*
+ * The job's main process has ended and steps still wait for a first
+ * sample: the job ended before one could be taken (a job of a few
+ * milliseconds). Its only figure then is the peak resident size the kernel
+ * kept for it (wait4's ru_maxrss, its reaped descendants included): stored
+ * as the run's one sample, for every measure, not exact, and said in an
+ * event, so that the steps are kept with an honest upper bound rather than
+ * lost.
+ */
+void sv_store_pending_steps(struct sv *sv)
+{
+	int64_t now = mono_ns();
+	if (!sv->have_last && !sv->child_maxrss) {
+		sv->pending_dropped += (int64_t)sv->npending;   /* no figure at all */
+		sv->npending = 0;
 	}
-	sv->ring_x[sv->ring_n] = (double)rec.step;
-	sv->ring_y[sv->ring_n] = mem_sample_value(&rec.mem, sv->o->measure);
-	sv->ring_n++;
+	if (sv->pending_dropped) {
+		char detail[160];
+		snprintf(detail, sizeof(detail), "%lld step%s marked before the first sample could not be stored",
+		         (long long)sv->pending_dropped, sv->pending_dropped == 1 ? "" : "s");
+		store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "steps-dropped", detail);
+		sv->pending_dropped = 0;
+	}
+	if (!sv->npending || sv->have_last)
+		return;
+	struct mem_sample s = { .t = sv_now_t(sv, now), .nprocs = 1, .rss = sv->child_maxrss,
+	                        .pss = sv->child_maxrss, .uss = sv->child_maxrss };
+	store_add_event(sv->st, sv->run_id, s.t, "peak-rss",
+	                "the job ended before its memory was first sampled: its steps carry the peak"
+	                " resident size the kernel recorded for it (an upper bound for every measure)");
+	keep_sample(sv, &s, now);
 }
 
 /* A line of the channel that is not understood: counted, the first few
@@ -157,8 +234,6 @@ static void on_step(struct sv *sv, bool has_n, int64_t n, enum step_source src)
 	sampler_mark_step(sv->sampler);     /* the dear sources, at the boundary */
 	if (!sv->have_last || now - sv->last_sample_ns >= STEP_RESAMPLE_NS)
 		sv_take_sample(sv, now);
-	if (!sv->have_last)
-		return;
 
 	/* A step announced again with the number it had (a restarted job
 	 * printing "Epoch 3/10" once more as it resumes) is not a new step. */

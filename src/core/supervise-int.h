@@ -124,6 +124,10 @@ struct sv {
 
 	struct mem_sample last;
 	bool have_last;
+	struct step_rec *pending;              /* steps marked before the first sample */
+	size_t npending, pending_cap;
+	int64_t pending_dropped;               /* past PENDING_STEPS_MAX */
+	uint64_t child_maxrss;                 /* the main process's peak RSS (wait4), bytes */
 	int64_t last_sample_ns;
 	double peak;
 
@@ -196,6 +200,7 @@ void sv_say(struct sv *sv, const char *fmt, ...) __attribute__((format(printf, 2
 
 /* observe.c */
 void sv_take_sample(struct sv *sv, int64_t now_ns);
+void sv_store_pending_steps(struct sv *sv);
 void sv_on_channel_line(void *ctx, const char *line, size_t len, bool truncated);
 void sv_on_output_line(void *ctx, const char *line, size_t len, bool truncated);
 bool sv_pump(struct sv *sv, int *fdp, int out_fd, bool *broken, struct linebuf *lb, line_fn fn);

@@ -836,6 +836,7 @@ static void release(struct sv *sv)
 	sv_term_leave(sv);
 	sv_term_close_pty(sv);
 	sampler_free(sv->sampler);
+	free(sv->pending);
 	sv_trace_release(sv);
 	nvml_close(sv->nvml);
 	int fds[] = { sv->sigfd, sv->timerfd, sv->outfd, sv->errfd, sv->chanfd, sv->tracefd,

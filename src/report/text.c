@@ -157,6 +157,10 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 		strbuf_addch(sb, '\n');
 		add_limit(sb, s);
 	}
+	/* what the figures above lack: a run too short to sample */
+	for (size_t i = 0; i < s->nevents; i++)
+		if (!strcmp(s->events[i].kind, "peak-rss") || !strcmp(s->events[i].kind, "steps-dropped"))
+			strbuf_addf(sb, "  note      %s\n", s->events[i].detail ? s->events[i].detail : "");
 
 	struct strbuf where = STRBUF_INIT;
 	if (report_add_placement(&where, &s->run))

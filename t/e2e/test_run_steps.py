@@ -135,3 +135,22 @@ def test_regex_steps_in_any_output_cut_anyhow(lp, how):
         db.close()
     assert got == want, (len(got), len(want), next((i, g, w) for i, (g, w) in enumerate(zip(got, want)) if g != w)
                          if got[:len(want)] != want[:len(got)] else "lengths differ")
+
+
+def test_steps_of_a_job_that_ends_at_once_are_kept(lp):
+    """A job of a few milliseconds may end before the first sample. Its
+    steps were dropped; now they are stored with the first sample, or,
+    when none could be taken, with the peak resident size the kernel kept
+    for the job, which the report then names as such."""
+    job = ["bash", "-c", 'printf "step 1\\nstep 2\\nstep 3\\n" >&"$LEAKPROOF_FD"']
+    for run_id in range(1, 6):
+        r = lp.run(job, "--quiet")
+        assert r.rc == 0, r
+        rep = lp.report(run_id)
+        assert rep["steps"] == 3, lp.describe(rep)
+        rows = list(csv.DictReader(io.StringIO(lp.report(run_id, fmt="csv"))))
+        assert [int(row["step"]) for row in rows] == [1, 2, 3]
+        assert all(int(row["rss"]) > 0 for row in rows), rows
+        assert rep["peak_bytes"] > 0, lp.describe(rep)
+        if any(e["kind"] == "peak-rss" for e in rep["events"]):
+            assert "peak resident size the kernel recorded" in lp.report(run_id, fmt="text")
