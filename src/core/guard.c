@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -153,7 +154,11 @@ static void guard_main(void *data)
 	pid_t p = fork();
 	if (p != 0)
 		_exit(p < 0);
-	/* the guard: deaf to the signals meant for the supervisor and the job */
+	/* the guard: a name of its own, so that `killall -9 leakproof` (or
+	 * pkill -x) ends the supervisor and not what would clean up after it,
+	 * and `ps` tells the two apart */
+	prctl(PR_SET_NAME, "leakproof-guard", 0, 0, 0);
+	/* deaf to the signals meant for the supervisor and the job */
 	static const int deaf[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE };
 	for (size_t i = 0; i < sizeof(deaf) / sizeof(deaf[0]); i++)
 		signal(deaf[i], SIG_IGN);

@@ -12,6 +12,8 @@ import sqlite3
 import textwrap
 import time
 
+import pytest
+
 JOB = textwrap.dedent("""
     import os, signal, sys, time
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -71,14 +73,38 @@ def job_cgroup_dirs(pid):
     return dirs
 
 
-def test_kill_9_of_the_supervisor_ends_the_whole_job(lp):
+def named_leakproof(lp, marker):
+    """What `killall -9 leakproof` would kill of this test's run: the
+    processes whose name is exactly leakproof."""
+    out = []
+    for pid in lp.procs_with(marker):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == "leakproof":
+                    out.append(pid)
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize("killed", ["supervisor", "every process named leakproof"])
+def test_kill_9_of_the_supervisor_ends_the_whole_job(lp, killed):
+    """kill -9 of the supervisor, or `killall -9 leakproof`: the guard has a
+    name of its own (leakproof-guard), so it is not among those killed by
+    name, and ends the job."""
     marker = "orphan_job_kill9"
     proc = lp.start(write_job(lp, marker), "--no-status-line")
     lp.read_until(proc.stdout, b"ready")
     assert wait_for(lambda: len(job_procs(lp, marker)) == 3, 30), job_procs(lp, marker)
     main = min(job_procs(lp, marker))
     cgroups = job_cgroup_dirs(main)
-    os.kill(proc.pid, signal.SIGKILL)
+    if killed == "supervisor":
+        os.kill(proc.pid, signal.SIGKILL)
+    else:
+        victims = named_leakproof(lp, marker)
+        assert proc.pid in victims, (proc.pid, victims)
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
     proc.wait(timeout=30)
     try:
         assert wait_for(lambda: not lp.procs_with(marker), 30), \
