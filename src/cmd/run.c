@@ -381,6 +381,16 @@ static int take_option(struct run_args *a, int c, const char *arg)
 	return 0;
 }
 
+/* An option given "--" as its value ("--max-mem -- CMD"): getopt takes the
+ * end of the options for the value; the option is the word before it.
+ * NULL when the value is a value. */
+static const char *valueless_option(char **argv)
+{
+	if (!optarg || strcmp(optarg, "--") || optind < 2 || strcmp(argv[optind - 1], "--"))
+		return NULL;
+	return argv[optind - 2];
+}
+
 /* The options, up to the job's command (a->o.argv). 0 (with a->help set
  * at --help, the rest unread), or 124 after a usage error. */
 static int parse_options(int argc, char **argv, struct run_args *a)
@@ -400,6 +410,9 @@ static int parse_options(int argc, char **argv, struct run_args *a)
 			return usage_error("option '%s' needs a value", argv[optind - 1]);
 		if (c == '?')
 			return usage_error("unknown option '%s'", argv[optind - 1]);
+		const char *bare = valueless_option(argv);
+		if (bare)
+			return usage_error("option '%s' needs a value before '--'", bare);
 		int rc = take_option(a, c, optarg);
 		if (rc)
 			return rc;
@@ -494,6 +507,8 @@ int cmd_run_check_options(char *const *opts, size_t n, size_t first, size_t *bad
 			snprintf(why, whysz, "'%s' is not a `leakproof run` option", argv[at]);
 		else if (owned)
 			snprintf(why, whysz, "'%s' is not allowed here: %s", argv[at], owned);
+		else if (valueless_option(argv) && optind == argc - 1)
+			snprintf(why, whysz, "option '%s' needs a value", argv[at]);
 		else if (take_option(&a, c, optarg) != 0)
 			snprintf(why, whysz, "`leakproof run` refuses '%s' (said above)", argv[at]);
 		else {

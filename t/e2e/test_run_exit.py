@@ -55,6 +55,16 @@ def test_bad_option_value_is_a_usage_error(lp):
     assert "bogus" in r.err
 
 
+@pytest.mark.parametrize("opt", ["--max-mem", "-i"])
+def test_option_without_its_value_before_the_command(lp, opt):
+    # getopt takes the "--" for the value; said as the missing value it is,
+    # not as "invalid size '--'"
+    r = lp.cmd(["run", "--store", lp.store, opt, "--", "true"])
+    assert r.rc == 124, r
+    assert f"option '{opt}' needs a value before '--'" in r.err, r.err
+    assert not os.path.exists(lp.store)
+
+
 def test_command_not_found_gives_127(lp):
     r = lp.run(["no-such-command-lp4242", "arg"])
     assert r.rc == 127, r

@@ -254,6 +254,7 @@ def test_malformed_files_name_line_and_column(lp, text, where, what):
     ("[--bogus]", ":2:15:", "'--bogus' is not a `leakproof run` option"),
     ("[--interval, 50ms, python3]", ":2:33:", "'python3' is not an option"),
     ("[--max-mem, lots]", ":2:15:", "refuses"),
+    ("[--max-mem]", ":2:15:", "option '--max-mem' needs a value"),
     ("[--stop-signal, STOP]", ":2:15:", "refuses"),
 ])
 def test_bad_run_options_are_refused_with_their_place(lp, opts, where, what):
