@@ -36,6 +36,7 @@
 
 #include "core/analyze.h"
 #include "core/supervise-int.h"
+#include "platform/proc.h"
 #include "platform/spawn.h"
 #include "store/store.h"
 
@@ -160,18 +161,20 @@ static void restore_at_exit(void);
 static struct sv *raw_owner;   /* whose terminal is raw, for restore_at_exit */
 
 /* Decide: a pseudo-terminal for the job when our stdout or stderr is a
- * terminal (and --no-pty is not given). */
+ * terminal (and --no-pty is not given); else, when our stdin is one, the
+ * job reads it itself, its process group in the terminal's foreground
+ * while we are there (as a shell runs a job: sv_term_enter). */
 void sv_term_init(struct sv *sv)
 {
 	sv->pty_in = sv->infd = -1;
-	if (sv->o->no_pty)
-		return;
-	if (isatty(STDOUT_FILENO))
+	if (!sv->o->no_pty && isatty(STDOUT_FILENO))
 		sv->term_fd = STDOUT_FILENO;
-	else if (isatty(STDERR_FILENO))
+	else if (!sv->o->no_pty && isatty(STDERR_FILENO))
 		sv->term_fd = STDERR_FILENO;
-	else
+	else {
+		sv->fg_job = isatty(STDIN_FILENO);
 		return;
+	}
 	sv->pty = true;
 	static bool registered;
 	if (!registered)
@@ -206,9 +209,16 @@ void sv_term_close_pty(struct sv *sv)
 
 /* Raw mode on our terminal, to pass what is typed to the job's pty: when
  * stdin is a terminal and we are in its foreground (not after `bg`, not
- * started with `&`). Output processing stays on, for our own lines. */
+ * started with `&`). Output processing stays on, for our own lines.
+ * Without a pty, the terminal's foreground to the job, on the same
+ * condition. */
 void sv_term_enter(struct sv *sv)
 {
+	if (sv->fg_job) {
+		if (sv->state == SV_RUNNING && !sv->child_exited && sv->child > 0 && in_foreground(STDIN_FILENO))
+			spawn_give_terminal(sv->child);
+		return;
+	}
 	if (!sv->pty || sv->raw || sv->pty_in < 0 || !isatty(STDIN_FILENO) || !in_foreground(STDIN_FILENO))
 		return;
 	if (tcgetattr(STDIN_FILENO, &sv->saved_term) < 0)
@@ -225,10 +235,13 @@ void sv_term_enter(struct sv *sv)
 	sv_term_winch(sv);
 }
 
-/* Our terminal as it was; stdin no longer read. */
+/* Our terminal as it was; stdin no longer read. Without a pty, the
+ * terminal's foreground back from the job, if it has it. */
 void sv_term_leave(struct sv *sv)
 {
 	sv->infd = -1;
+	if (sv->fg_job && sv->child > 0 && tcgetpgrp(STDIN_FILENO) == sv->child)
+		spawn_give_terminal(getpgrp());
 	if (!sv->raw)
 		return;
 	tcsetattr(STDIN_FILENO, TCSADRAIN, &sv->saved_term);
@@ -363,6 +376,26 @@ void sv_term_suspend(struct sv *sv)
 		kill(-sv->child, SIGSTOP);
 }
 
+/* Is our process group orphaned, no member's parent in another group of
+ * our session? (Ancestors only: the walk ends at the first outside our
+ * group.) The kernel then discards SIGTSTP to us. */
+static bool group_orphaned(void)
+{
+	pid_t pg = getpgrp(), sid = getsid(0), p = getpid();
+	for (int hops = 0; hops < 64; hops++) {
+		struct proc_stat st;
+		if (read_proc_stat(NULL, p, &st) < 0 || st.ppid <= 0)
+			return true;
+		pid_t ppg = getpgid(st.ppid);
+		if (ppg < 0)
+			return true;
+		if (ppg != pg)
+			return getsid(st.ppid) != sid;
+		p = st.ppid;
+	}
+	return true;
+}
+
 /* The job's main process stopped (Ctrl-Z on its pty, SIGSTOP): stop with
  * it, our terminal restored, so the shell sees the job stopped; resume it
  * when we are resumed. In a process group no shell watches (orphaned),
@@ -373,6 +406,27 @@ void sv_term_follow_stop(struct sv *sv, int64_t now_ns)
 	sv->job_stop_sig = 0;
 	if (sv->state != SV_RUNNING)
 		return;
+	if (sv->fg_job && (sig == SIGTTIN || sig == SIGTTOU) &&
+	    (in_foreground(STDIN_FILENO) || tcgetpgrp(STDIN_FILENO) == sv->child)) {
+		/* it used the terminal before we gave it (after its start, which
+		 * the guard is told of first: a guard must know whose the
+		 * terminal is) */
+		spawn_give_terminal(sv->child);
+		sv_signal_job(sv, SIGCONT);
+		return;
+	}
+	if (sv->fg_job && (sig == SIGTTIN || sig == SIGTTOU) && group_orphaned()) {
+		/* resumed, it would only stop again: it waits for a SIGCONT */
+		if (!sv->said_tty_stop) {
+			sv->said_tty_stop = true;
+			sv_say(sv, "the job stopped (SIG%s) to use the terminal, which no shell can give it here "
+			       "(leakproof is in its background, in an orphaned process group): it stays stopped "
+			       "until it gets SIGCONT", sigabbrev_np(sig));
+			store_add_event(sv->st, sv->run_id, sv_now_t(sv, now_ns), "signal",
+			                sig == SIGTTIN ? "stopped by SIGTTIN" : "stopped by SIGTTOU");
+		}
+		return;
+	}
 	char d[64];
 	snprintf(d, sizeof(d), "stopped by SIG%s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
 	store_add_event(sv->st, sv->run_id, sv_now_t(sv, now_ns), "signal", d);

@@ -16,9 +16,11 @@
  * followed by a struct termios says the terminal on stdin is raw now and
  * was so before, -3 that it is restored (console.c). End of file without
  * -1 means the supervisor is gone: the guard gives a raw terminal its
- * modes back (first, before the shell reads its next command), SIGKILLs
- * the job's process group and everything in its cgroup (again until it is
- * empty, for processes forked meanwhile), removes the cgroup, and exits.
+ * modes back (first, before the shell reads its next command) and the
+ * terminal's foreground to the supervisor's process group if the job had
+ * it, SIGKILLs the job's process group and everything in its cgroup (again
+ * until it is empty, for processes forked meanwhile), removes the cgroup,
+ * and exits.
  *
  * After fork the guard uses raw system calls only: the supervisor may have
  * had threads (NVML's), so nothing that takes a lock (malloc, stdio) runs
@@ -151,6 +153,7 @@ static bool read_full(int fd, void *buf, size_t n)
 static void guard_main(void *data)
 {
 	const struct guard_args *g = data;
+	pid_t home = getpgid(getppid());   /* the supervisor's process group */
 	pid_t p = fork();
 	if (p != 0)
 		_exit(p < 0);
@@ -189,6 +192,11 @@ static void guard_main(void *data)
 	}
 	if (raw)   /* SIGTTOU is ignored: this works from the background */
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+	/* a job without a pty may hold the terminal's foreground (console.c):
+	 * it goes back to the group the supervisor was in, for whoever started
+	 * it and is not a shell that takes it back itself */
+	if (pgid > 0 && home > 0 && tcgetpgrp(STDIN_FILENO) == pgid)
+		tcsetpgrp(STDIN_FILENO, home);
 	guard_end_job(g, pgid);
 	_exit(0);
 }

@@ -61,7 +61,7 @@ bool sv_reap(struct sv *sv)
 	for (;;) {
 		int status;
 		struct rusage ru;
-		pid_t pid = wait4(-1, &status, WNOHANG | (sv->pty ? WUNTRACED : 0), &ru);
+		pid_t pid = wait4(-1, &status, WNOHANG | (sv->pty || sv->fg_job ? WUNTRACED : 0), &ru);
 		if (pid == 0)
 			return false;
 		if (pid < 0)

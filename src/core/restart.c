@@ -76,7 +76,6 @@ static const char *restart_policy(const struct sv *sv, enum end_cause c)
  * segment's end, say it. Returns why to start the job again, or NULL. */
 const char *sv_end_segment(struct sv *sv)
 {
-	sv_store_pending_steps(sv);
 	struct cause_input in = {
 		.exited = !sv->exit_signal,
 		.exit_code = sv->exit_code,

@@ -141,6 +141,9 @@ struct sv {
 	/* the terminal (console.c): when leakproof runs in one, the job gets a
 	 * pseudo-terminal of its own (docs/internals/terminal.md) */
 	bool pty;                              /* the job runs on one */
+	bool fg_job;                           /* no pty, and our stdin is a terminal: the job
+	                                          reads it itself, in its foreground */
+	bool said_tty_stop;                    /* ... and was told it cannot (console.c) */
 	int term_fd;                           /* where its output goes: 1 or 2 */
 	int pty_in;                            /* its master, for what is typed; -1: none */
 	int infd;                              /* our stdin while it is read (raw, in the foreground); -1 */

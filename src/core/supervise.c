@@ -777,6 +777,7 @@ static int run_segments(struct sv *sv, sigset_t *oldmask)
 		sv_status_clear(sv);
 		sv_term_leave(sv);
 		sv_term_close_pty(sv);
+		sv_store_pending_steps(sv);   /* before the end records the last memory */
 		if (!sv_end_segment(sv))
 			return 0;
 		if (sv_wait_before_restart(sv) < 0)

@@ -132,6 +132,16 @@ static int prepare_stdio(struct spawn_fd *s, int target, int *child_fd, int *par
 	return 0;
 }
 
+void spawn_give_terminal(pid_t pgrp)
+{
+	sigset_t ttou, old;
+	sigemptyset(&ttou);
+	sigaddset(&ttou, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &ttou, &old);
+	tcsetpgrp(STDIN_FILENO, pgrp);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 /* ---- the child --------------------------------------------------------- */
 
 static _Noreturn void child_fail(int report_fd, enum stage st)

@@ -100,6 +100,11 @@ int spawn_start(struct spawn *sp);
  * start: SPAWN_NOT_FOUND for ENOENT, else SPAWN_CANNOT_EXEC. */
 int spawn_exec_status(int err);
 
+/* The terminal on our stdin to process group pgrp (tcsetpgrp), from its
+ * foreground or its background (SIGTTOU blocked meanwhile); whether it
+ * took is not told. Async-signal-safe. */
+void spawn_give_terminal(pid_t pgrp);
+
 /* What spawn_capture() is asked for and what it saw. */
 struct spawn_capture {
 	int timeout_ms;            /* in: > 0; after it the child is killed */

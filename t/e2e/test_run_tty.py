@@ -7,7 +7,8 @@ true on its descriptors, input() and breakpoint() read what is typed, the
 status line leaves its prompt alone, the window's size follows the
 terminal's, stdout and stderr keep the order they were written in, Ctrl-Z
 stops the job and leakproof and `fg` resumes both (steps keep their own
-times), Ctrl-C ends the whole job. Without a terminal, and with --no-pty, the job has pipes as before.
+times), Ctrl-C ends the whole job. Without a terminal, and with --no-pty, the job has pipes as before;
+with --no-pty its stdin stays the terminal, which it reads in the foreground.
 
 Every wait is bounded (generously: the machine may be busy); the tmux
 server and whatever the jobs started are ended whatever happens.
@@ -284,6 +285,93 @@ def test_no_pty_and_no_terminal_give_pipes(lp, shell):
     r = lp.run([lp.py, job, "1"])
     assert r.rc == 0, r
     assert "ISATTY False False False" in r.out, r
+
+
+@pytest.mark.parametrize("how", [["--no-pty"], ["--no-pty", "--status-line"]], ids=["quiet", "status-line"])
+def test_no_pty_job_reads_the_terminal_and_follows_ctrl_z(lp, shell, how):
+    """With --no-pty the job has pipes for its output, but its stdin is still
+    the terminal: it reads it in the terminal's foreground, as a shell's
+    job does (before, its process group was in the background, and input()
+    stopped it with SIGTTIN for good); Ctrl-Z stops it and leakproof, fg
+    resumes both."""
+    job = write(lp, "job.py", JOB)
+    shell.leakproof([lp.py, job, "12", "ask"], *how, "--step-regex", r"^Epoch (\d+)")
+    s = shell.wait("the job's prompt", lambda s: "Name: " in s)
+    assert "ISATTY True False False" in s, s
+    pid = job_pid(s)
+    assert pid, s
+    shell.pids.append(pid)
+    shell.type("bob")
+    s = shell.wait("the answer and a few steps", lambda s: "HELLO bob" in s and "Epoch 2" in s)
+    shell.keys("C-z")
+    s = shell.wait("the shell's word that the job stopped", lambda s: "Stopped" in s)
+    wait_for("the job stopped", lambda: proc_state(pid) == "T")
+    epochs = len(re.findall(r"^Epoch \d+", s, re.M))
+    time.sleep(1)
+    assert proc_state(pid) == "T"
+    assert len(re.findall(r"^Epoch \d+", shell.screen(), re.M)) == epochs
+    shell.type("fg; echo FG=$?")
+    s = shell.wait("the job's end", lambda s: re.search(r"^FG=\d+", s, re.M))
+    assert "DONE" in s and re.search(r"^FG=0$", s, re.M), s
+    steps, _ = steps_and_events(lp)
+    assert [n for n, _ in steps] == list(range(12)), steps
+    # the terminal is the shell's again: it reads what is typed next
+    shell.type("echo TYPED-$((6*7))")
+    shell.wait("the shell reading the terminal", lambda s: re.search(r"^TYPED-42$", s, re.M))
+
+
+def test_no_pty_job_that_reads_at_once(lp, shell):
+    """A job that reads before leakproof has given it the terminal stops
+    on SIGTTIN; leakproof gives it the terminal and resumes it, and stays
+    in the foreground itself (it once stopped with the job)."""
+    for i in range(4):
+        shell.leakproof(["sh", "-c", "read x; echo GOT $x"], "--no-pty", "--quiet")
+        shell.type(f"typed{i}")
+        s = shell.wait("the job's answer", lambda s: re.search(rf"^GOT typed{i}$", s, re.M) and
+                       len(re.findall(r"^EXIT=\d+", s, re.M)) == i + 1)
+        assert "Stopped" not in s and set(re.findall(r"^EXIT=(\d+)", s, re.M)) == {"0"}, s
+
+
+def test_no_pty_ctrl_c_ends_the_job(lp, shell):
+    tree = write(lp, "tree.py", TREE)
+    shell.leakproof([lp.py, tree], "--no-pty")
+    s = shell.wait("the job's workers", lambda s: re.search(r"^KIDS \d+ \d+", s, re.M))
+    kids = [int(p) for p in re.search(r"^KIDS (\d+) (\d+)", s, re.M).groups()]
+    shell.pids.extend(kids)
+    shell.keys("C-c")
+    s = shell.wait("the job's end", lambda s: exit_status(s) is not None)
+    assert exit_status(s) == 130, s
+    wait_for("the workers gone", lambda: all(proc_state(k) in (None, "Z") for k in kids))
+
+
+PARENT = r'''
+import os, subprocess, sys, time
+argv = sys.argv[1:]
+# stdin the terminal, output to a pipe: the job gets the terminal's foreground
+p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+end = time.monotonic() + 60
+while os.tcgetpgrp(0) == os.getpgrp() and time.monotonic() < end:
+    time.sleep(0.05)
+print("JOB-HAS-IT", os.tcgetpgrp(0) != os.getpgrp(), flush=True)
+os.kill(p.pid, 9)
+p.wait()
+end = time.monotonic() + 30
+while os.tcgetpgrp(0) != os.getpgrp() and time.monotonic() < end:
+    time.sleep(0.05)
+print("BACK", os.tcgetpgrp(0) == os.getpgrp(), flush=True)
+'''
+
+
+def test_kill_9_of_leakproof_gives_the_foreground_back(lp, shell):
+    """Without a pty the job holds the terminal's foreground; when leakproof
+    is killed, its guard gives it back to the process group leakproof was
+    in, for a parent that is not a shell (a shell takes it back itself)."""
+    job = write(lp, "job.py", JOB)
+    parent = write(lp, "parent.py", PARENT)
+    argv = [lp.py, parent, lp.binary, "run", "--store", lp.store, "--", lp.py, job, "1000"]
+    shell.type(" ".join(shlex.quote(str(a)) for a in argv))
+    s = shell.wait("the parent's word", lambda s: re.search(r"^BACK \w+", s, re.M), timeout=150)
+    assert re.search(r"^JOB-HAS-IT True$", s, re.M) and re.search(r"^BACK True$", s, re.M), s
 
 
 def test_kill_9_of_leakproof_gives_the_terminal_back(lp, shell):
