@@ -326,6 +326,13 @@ static void job_child_setup(void *data)
 		setrlimit(RLIMIT_NOFILE, &sv->nofile);   /* the job gets the limit it had */
 }
 
+/* Are descriptors a and b the same file (or pipe, or terminal)? */
+static bool same_file(int a, int b)
+{
+	struct stat sa, sb;
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /*
  * Start the job (platform/spawn.h): its own process group and cgroup,
  * SIGTERM when we die, stdout and stderr through pipes, the channel and
@@ -371,11 +378,20 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 		if (isatty(STDERR_FILENO))
 			sp.err = (struct spawn_fd){ SPAWN_FD, slave };
 	}
+	/* stdout and stderr one file (`> log 2>&1`, a SLURM output file,
+	 * `2>&1 | tee`): one pipe for both, so that what the job writes stays
+	 * in the order it wrote it, as it would without leakproof */
+	int shared[2] = { -1, -1 };
+	if (sp.out.how == SPAWN_PIPE && sp.err.how == SPAWN_PIPE && same_file(STDOUT_FILENO, STDERR_FILENO) &&
+	    pipe2(shared, O_CLOEXEC) == 0)
+		sp.out = sp.err = (struct spawn_fd){ SPAWN_FD, shared[1] };
 	int rc = spawn_start(&sp);
 	int e = errno;
 	free_env(env);
 	if (slave >= 0)
 		close(slave);   /* the job's now: its end closes the master */
+	if (shared[1] >= 0)
+		close(shared[1]);
 	close(chanp[1]);
 	if (tracep[1] >= 0)
 		close(tracep[1]);
@@ -385,6 +401,8 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 			close(tracep[0]);
 		if (master >= 0)
 			close(master);
+		if (shared[0] >= 0)
+			close(shared[0]);
 		sv_term_close_pty(sv);
 		errno = e;
 		if (rc == SPAWN_NOT_FOUND) {
@@ -400,7 +418,7 @@ static int start_job(struct sv *sv, sigset_t *oldmask)
 	sv->child = sp.pid;
 	sv_guard_tell(sv, (int32_t)sp.pid);   /* its process group */
 	/* the pty's output comes where the first descriptor on it would go */
-	sv->outfd = sp.out.how == SPAWN_PIPE ? sp.out.fd : master;
+	sv->outfd = shared[0] >= 0 ? shared[0] : sp.out.how == SPAWN_PIPE ? sp.out.fd : master;
 	sv->errfd = sp.err.how == SPAWN_PIPE ? sp.err.fd : sp.out.how == SPAWN_PIPE ? master : -1;
 	sv->chanfd = chanp[0];
 	for (int i = 0; i < 2; i++) {
