@@ -41,12 +41,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/sampler.h"
 #include "core/supervise-int.h"
+#include "platform/proc.h"
 #include "platform/spawn.h"
 
 #define GUARD_KILL_NS (10 * NS_PER_S)   /* how long the guard tries to empty the cgroup */
 
-enum { GUARD_STAND_DOWN = -1, GUARD_TERM_RAW = -2, GUARD_TERM_RESTORED = -3 };
+enum { GUARD_STAND_DOWN = -1, GUARD_TERM_RAW = -2, GUARD_TERM_RESTORED = -3, GUARD_ALSO = -4 };
+
+/* a process of the job outside its process group (setsid), as told */
+struct guard_also {
+	int32_t pid;
+	uint64_t start;   /* its start time, /proc/PID/stat field 22 */
+};
 
 struct guard_args {
 	int rfd;                            /* the supervisor's messages */
@@ -134,6 +142,58 @@ static void guard_end_job(const struct guard_args *g, pid_t pgid)
 		nap_ms(20);   /* the kernel is still reaping */
 }
 
+/* The start time of pid (/proc/PID/stat field 22, clock ticks since
+ * boot); 0 when it is gone. Raw calls only. */
+static uint64_t guard_start_time(pid_t pid)
+{
+	char path[40], buf[1024];
+	int k = 0;
+	char digits[16];
+	unsigned v = (unsigned)pid;
+	do
+		digits[k++] = (char)('0' + v % 10);
+	while ((v /= 10) && k < (int)sizeof(digits));
+	memcpy(path, "/proc/", 6);
+	int at = 6;
+	while (k)
+		path[at++] = digits[--k];
+	memcpy(path + at, "/stat", 6);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');   /* the name may hold anything; the fields follow the last ')' */
+	if (!p)
+		return 0;
+	for (int field = 2; field < 22; field++) {   /* p is at the end of field 2 */
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return 0;
+	}
+	uint64_t t = 0;
+	for (p++; *p >= '0' && *p <= '9'; p++)
+		t = t * 10 + (uint64_t)(*p - '0');
+	return t;
+}
+
+/* SIGKILL each process told of that is still the one told of, and its
+ * process group if it leads one. */
+static void guard_kill_also(const struct guard_also *also, int n)
+{
+	for (int i = 0; i < n; i++) {
+		pid_t pid = also[i].pid;
+		if (pid > 0 && guard_start_time(pid) == also[i].start) {
+			if (getpgid(pid) == pid)
+				kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+		}
+	}
+}
+
 /* Read exactly n bytes; false at end of file or on an error. */
 static bool read_full(int fd, void *buf, size_t n)
 {
@@ -177,6 +237,8 @@ static void guard_main(void *data)
 	pid_t pgid = 0;
 	struct termios saved;
 	bool raw = false;
+	struct guard_also also[GUARD_ALSO_MAX];
+	int nalso = 0, next_also = 0;
 	for (;;) {
 		int32_t msg;
 		if (!read_full(g->rfd, &msg, sizeof(msg)))
@@ -187,7 +249,15 @@ static void guard_main(void *data)
 			raw = read_full(g->rfd, &saved, sizeof(saved));
 		else if (msg == GUARD_TERM_RESTORED)
 			raw = false;
-		else if (msg >= 0)
+		else if (msg == GUARD_ALSO) {
+			struct guard_also a;
+			if (!read_full(g->rfd, &a, sizeof(a)))
+				break;
+			also[next_also] = a;   /* the oldest gives way */
+			next_also = (next_also + 1) % GUARD_ALSO_MAX;
+			if (nalso < GUARD_ALSO_MAX)
+				nalso++;
+		} else if (msg >= 0)
 			pgid = (pid_t)msg;
 	}
 	if (raw)   /* SIGTTOU is ignored: this works from the background */
@@ -197,6 +267,7 @@ static void guard_main(void *data)
 	 * it and is not a shell that takes it back itself */
 	if (pgid > 0 && home > 0 && tcgetpgrp(STDIN_FILENO) == pgid)
 		tcsetpgrp(STDIN_FILENO, home);
+	guard_kill_also(also, nalso);
 	guard_end_job(g, pgid);
 	_exit(0);
 }
@@ -247,6 +318,50 @@ void sv_guard_tell(struct sv *sv, int32_t msg)
 		close(sv->guard_ack);
 		sv->guard_ack = -1;
 	}
+}
+
+/*
+ * Processes of the job outside its process group (a worker that called
+ * setsid) escape kill(-pgid); with a cgroup the guard ends them through
+ * it, without one it must know them. After each sample, the members of
+ * the tree that are neither in the job's group nor told of before are
+ * told of, with their start times (so that a pid used again is left
+ * alone). The guard keeps the last GUARD_ALSO_MAX.
+ */
+void sv_guard_also(struct sv *sv)
+{
+	if (sv->guard_fd < 0 || sv->have_cg || sv->child <= 0)
+		return;
+	const struct proc_mem *pm;
+	size_t n = sampler_procs(sv->sampler, &pm);
+	pid_t now[GUARD_ALSO_MAX];
+	size_t nnow = 0;
+	for (size_t i = 0; i < n && nnow < GUARD_ALSO_MAX; i++) {
+		pid_t pid = pm[i].pid;
+		if (pid == sv->child || getpgid(pid) == sv->child)
+			continue;
+		now[nnow++] = pid;
+		bool told = false;
+		for (size_t j = 0; j < sv->nalso && !told; j++)
+			told = sv->also[j] == pid;
+		struct proc_stat st;
+		if (told || read_proc_stat(NULL, pid, &st) < 0)
+			continue;
+		/* the message and its payload back to back, as the guard reads
+		 * them (a struct of the two would pad between), in one write */
+		int32_t msg = GUARD_ALSO;
+		struct guard_also a;
+		memset(&a, 0, sizeof(a));   /* its padding too: it is written out */
+		a.pid = pid;
+		a.start = st.starttime_ticks;
+		char m[sizeof(msg) + sizeof(a)];
+		memcpy(m, &msg, sizeof(msg));
+		memcpy(m + sizeof(msg), &a, sizeof(a));
+		ssize_t w = write(sv->guard_fd, m, sizeof(m));
+		(void)w;
+	}
+	memcpy(sv->also, now, nnow * sizeof(now[0]));
+	sv->nalso = nnow;
 }
 
 void sv_guard_term(struct sv *sv, const struct termios *saved)

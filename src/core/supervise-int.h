@@ -50,6 +50,7 @@
                                             * (the OOM flight recorder's last steps) */
 #define STATUS_EVERY_NS (NS_PER_S / 4)     /* live status line redraws */
 #define LIVE_RING 64                       /* steps kept for the live growth estimate */
+#define GUARD_ALSO_MAX 64                  /* processes outside the job's group the guard knows */
 
 struct store;
 struct sampler;
@@ -98,6 +99,8 @@ struct sv {
 	bool forwarded_stop;                   /* a stop signal was forwarded: a second kills */
 	int guard_fd;                          /* the pipe to the job's guard (guard.c); -1: none */
 	int guard_ack;                         /* its end of file: the guard is gone */
+	pid_t also[GUARD_ALSO_MAX];            /* told it of these (outside the job's group) */
+	size_t nalso;
 	bool kernel_budget;                    /* --max-mem is the cgroup's limit */
 	uint64_t soft_bytes, soft_gpu_bytes;
 
@@ -178,6 +181,9 @@ void sv_guard_tell(struct sv *sv, int32_t msg);
 /* The terminal on stdin is raw now, and was *saved before; NULL: restored.
  * A guard whose supervisor dies while it is raw restores it. */
 void sv_guard_term(struct sv *sv, const struct termios *saved);
+/* After a sample, without a cgroup: the job's processes outside its
+ * process group to the guard. */
+void sv_guard_also(struct sv *sv);
 
 /* locate.c: a file that ships with leakproof, beside the binary or where
  * it was installed (see its definition). */

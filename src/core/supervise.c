@@ -547,6 +547,7 @@ static void loop(struct sv *sv)
 				note_reaped(sv, now);
 				if (!sv->child_exited) {
 					sv_take_sample(sv, now);
+					sv_guard_also(sv);
 					sv_status_draw(sv, now);
 					sleep_until_due(sv, now);
 				}

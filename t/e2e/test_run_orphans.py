@@ -28,9 +28,25 @@ JOB = textwrap.dedent("""
 """)
 
 
-def write_job(lp, marker):
+SETSID_JOB = textwrap.dedent("""
+    import os, signal, sys, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if os.fork() == 0:
+        os.setsid()          # out of the job's process group: kill(-pgid) misses it
+        if os.fork() == 0:   # and a child in its own new group
+            while True:
+                time.sleep(0.1)
+        while True:
+            time.sleep(0.1)
+    print("ready", flush=True)
+    while True:
+        time.sleep(0.1)
+""")
+
+
+def write_job(lp, marker, text=JOB):
     path = lp.dir / f"{marker}.py"
-    path.write_text(JOB)
+    path.write_text(text)
     return [lp.py, str(path)]
 
 
@@ -133,6 +149,34 @@ for i in range(100000):
         print("twenty", flush=True)
     time.sleep(0.02)
 """
+
+
+def test_kill_9_without_a_cgroup_ends_what_left_the_process_group(lp):
+    """Without a cgroup the guard ends the job's process group, and the
+    processes of the job outside it (a worker that called setsid, and
+    its child) that the supervisor told it of. They outlived the kill."""
+    marker = "orphan_job_setsid"
+    proc = lp.start(write_job(lp, marker, SETSID_JOB), "--no-status-line", "--no-cgroup")
+    lp.read_until(proc.stdout, b"ready")
+    assert wait_for(lambda: len(job_procs(lp, marker)) == 3, 30), job_procs(lp, marker)
+
+    def sampled_all():
+        # a timer sample that counted the three tells the guard of the two
+        # outside the group right after it (and is in the store a second later)
+        try:
+            with sqlite3.connect(lp.store) as db:
+                return (db.execute("SELECT max(nprocs) FROM samples").fetchone()[0] or 0) >= 3
+        except sqlite3.OperationalError:
+            return False
+    assert wait_for(sampled_all, 60), "no sample counted the job's three processes"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    try:
+        assert wait_for(lambda: not job_procs(lp, marker), 30), \
+            f"processes of the job outlived its supervisor: {job_procs(lp, marker)}"
+    finally:
+        for pid in job_procs(lp, marker):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_a_run_whose_supervisor_was_killed_shows_what_it_stored(lp):
