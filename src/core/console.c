@@ -354,6 +354,7 @@ void sv_term_input(struct sv *sv)
 		if ((t.c_lflag & ECHO) && (t.c_lflag & ECHOCTL))
 			sv_pass_output(sv, sv->term_fd, "^Z", 2, &dropped);
 		kill(-sv->child, SIGSTOP);
+		sv->ctrl_z = true;
 	} else {
 		to_pty(sv, susp, 1);   /* SIGTSTP to a job that catches it; ignored, nothing */
 	}
@@ -372,8 +373,10 @@ void sv_term_suspend(struct sv *sv)
 	char how = disposition(sv->child, SIGTSTP);
 	if (how == 'c')
 		kill(-sv->child, SIGTSTP);
-	else if (how == 'd')
+	else if (how == 'd') {
 		kill(-sv->child, SIGSTOP);
+		sv->ctrl_z = true;
+	}
 }
 
 /* Is our process group orphaned, no member's parent in another group of
@@ -428,7 +431,11 @@ void sv_term_follow_stop(struct sv *sv, int64_t now_ns)
 		return;
 	}
 	char d[64];
-	snprintf(d, sizeof(d), "stopped by SIG%s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+	if (sig == SIGSTOP && sv->ctrl_z)   /* ours, for a Ctrl-Z: say what the user did */
+		snprintf(d, sizeof(d), "stopped by Ctrl-Z (SIGSTOP to the job)");
+	else
+		snprintf(d, sizeof(d), "stopped by SIG%s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+	sv->ctrl_z = false;
 	store_add_event(sv->st, sv->run_id, sv_now_t(sv, now_ns), "signal", d);
 	store_flush(sv->st);
 	sv_status_clear(sv);

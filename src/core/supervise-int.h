@@ -154,6 +154,7 @@ struct sv {
 	struct termios saved_term;
 	bool line_open;                        /* the job's last byte on the terminal ended no line */
 	int job_stop_sig;                      /* the job's main process stopped by this; 0: not */
+	bool ctrl_z;                           /* we sent it SIGSTOP for a Ctrl-Z */
 	double ring_x[LIVE_RING], ring_y[LIVE_RING];
 	size_t ring_n;
 	double first_step_t;

@@ -237,7 +237,7 @@ def test_ctrl_z_stops_job_and_leakproof_and_fg_resumes_both(lp, shell):
     steps, events = steps_and_events(lp)
     kinds = [(k, d) for k, d, _ in events]
     assert ("signal", "continued") in kinds, kinds
-    stopped = [t for k, d, t in events if k == "signal" and d.startswith("stopped by")]
+    stopped = [t for k, d, t in events if k == "signal" and d == "stopped by Ctrl-Z (SIGSTOP to the job)"]
     resumed = [t for k, d, t in events if k == "signal" and d == "continued"]
     assert stopped and resumed and resumed[0] - stopped[0] >= 1.5, events
     # every step recorded, each at its own time: none while stopped, and
