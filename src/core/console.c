@@ -192,6 +192,11 @@ int sv_term_open_pty(struct sv *sv, int *master, int *slave)
 		t = sv->saved_term, tp = &t;
 	else if (tcgetattr(from, &t) == 0)
 		tp = &t;
+	/* our terminal processes what we copy to it (its modes are kept, raw
+	 * or not): the pty must not as well, or each "\n" of the job reaches
+	 * it as "\r\r\n" */
+	if (tp)
+		t.c_oflag &= ~(tcflag_t)OPOST;
 	if (ioctl(sv->term_fd, TIOCGWINSZ, &ws) == 0)
 		wp = &ws;
 	if (spawn_openpty(master, slave, tp, wp) < 0)

@@ -14,6 +14,7 @@ Every wait is bounded (generously: the machine may be busy); the tmux
 server and whatever the jobs started are ended whatever happens.
 """
 import os
+import pty
 import re
 import shlex
 import shutil
@@ -372,6 +373,31 @@ def test_kill_9_of_leakproof_gives_the_foreground_back(lp, shell):
     shell.type(" ".join(shlex.quote(str(a)) for a in argv))
     s = shell.wait("the parent's word", lambda s: re.search(r"^BACK \w+", s, re.M), timeout=150)
     assert re.search(r"^JOB-HAS-IT True$", s, re.M) and re.search(r"^BACK True$", s, re.M), s
+
+
+def test_job_lines_reach_the_terminal_as_without_leakproof(lp):
+    """The bytes the terminal gets: "\n" becomes "\r\n" once, by the
+    terminal's own output processing; the pty processed them too, and each
+    line arrived as "\r\r\n"."""
+    argv = [lp.binary, "run", "-q", "--no-status-line", "--store", str(lp.store), "--",
+            "printf", "one\\ntwo\\n"]
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(argv[0], argv, lp.env())
+    out = b""
+    end = time.monotonic() + WAIT_S
+    while time.monotonic() < end:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:   # EIO: the other side is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, out
+    assert out.replace(b"\r\n", b"\n") == b"one\ntwo\n" and b"\r\r" not in out, out
 
 
 def test_kill_9_of_leakproof_gives_the_terminal_back(lp, shell):
