@@ -637,11 +637,25 @@ static void sv_init(struct sv *sv, struct store *st, const struct supervise_opts
 	sv_term_init(sv);
 }
 
+void supervise_end_interrupted(struct store *st)
+{
+	const int64_t *gone;
+	size_t ngone = store_stale_supervisors(st, &gone);
+	for (size_t i = 0; i < ngone; i++) {
+		int n = cgroup_reap_left((pid_t)gone[i]);
+		if (n > 0)
+			warning("ended %d process%s left running by an interrupted run (its supervisor, pid %lld, "
+			        "was killed with its guard) and removed its cgroup", n, n == 1 ? "" : "es",
+			        (long long)gone[i]);
+	}
+}
+
 /* Where the job will run: its own cgroup (or why not), NVML, and what
  * each means for the measure asked for. */
 static void find_resources(struct sv *sv)
 {
 	const struct supervise_opts *o = sv->o;
+	supervise_end_interrupted(sv->st);
 	if (o->use_cgroup) {
 		if (cgroup_create_job(&sv->cg, sv->no_cg_why, sizeof(sv->no_cg_why)) == 0)
 			sv->have_cg = true;

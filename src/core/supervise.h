@@ -66,6 +66,13 @@ void supervise_opts_init(struct supervise_opts *o);
  * opening the store. */
 void supervise_std_fds(void);
 
+/* The runs store_open() found interrupted on this host: if a guard was
+ * killed with its supervisor, the job may still run in the cgroups that
+ * supervisor made below ours; end it and remove them, saying so
+ * (platform/cgroup.h cgroup_reap_left). supervise() does it; a writer
+ * that opens the store without supervising (a sweep) calls it. */
+void supervise_end_interrupted(struct store *st);
+
 enum supervise_outcome {
 	SUPERVISE_FAILED,          /* leakproof failed (a message was printed); the
 	                            * run, if one was recorded, did not end */

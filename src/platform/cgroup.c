@@ -1091,6 +1091,47 @@ int cgroup_remove(const struct job_cgroup *cg)
 	return 0;
 }
 
+/* Is name "leakproof-PID-N" (N digits) or "leakproof-supervisor-PID"? */
+static bool left_by(const char *name, pid_t pid)
+{
+	char job[64], leaf[64];
+	int jn = snprintf(job, sizeof(job), "leakproof-%ld-", (long)pid);
+	snprintf(leaf, sizeof(leaf), "leakproof-supervisor-%ld", (long)pid);
+	if (!strcmp(name, leaf))
+		return true;
+	const char *n = name + jn;
+	return !strncmp(name, job, (size_t)jn) && *n && strspn(n, "0123456789") == strlen(n);
+}
+
+int cgroup_reap_left(pid_t pid)
+{
+	if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
+		return 0;   /* alive, or another process has the pid now */
+	struct strbuf why = STRBUF_INIT;
+	struct cg_paths *p = load_paths(&why);
+	strbuf_release(&why);
+	const char *bases[2] = { p->v2_dir, p->v1_dir };
+	int killed = 0;
+	for (int i = 0; i < 2; i++) {
+		DIR *d = bases[i][0] ? opendir(bases[i]) : NULL;
+		if (!d)
+			continue;
+		struct dirent *e;
+		while ((e = readdir(d)) != NULL) {
+			struct job_cgroup cg = { .version = i == 0 ? 2 : 1 };
+			if (!left_by(e->d_name, pid) || !join_path(cg.dir, sizeof(cg.dir), bases[i], e->d_name))
+				continue;
+			int n = cgroup_signal_all(&cg, SIGKILL, 0);
+			if (n > 0)
+				killed += n;
+			cgroup_remove(&cg);
+		}
+		closedir(d);
+	}
+	free(p);
+	return killed;
+}
+
 int cgroup_set_limit(const struct job_cgroup *cg, uint64_t max_bytes, uint64_t high_bytes)
 {
 	char val[32];

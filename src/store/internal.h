@@ -53,6 +53,10 @@ struct store {
 	int64_t trace_run;
 	unsigned char *trace_written;
 	size_t trace_written_bytes;
+	/* runs.c: the supervisors (pids, this host) of the runs this writer
+	 * marked interrupted when it opened the store */
+	int64_t stale_pids[64];
+	size_t nstale;
 };
 
 static inline int64_t u64_to_db(uint64_t v)

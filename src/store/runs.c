@@ -416,12 +416,16 @@ int store_mark_stale_runs(struct store *st)
 	if (db_prepare(st->db, "SELECT id, hostname, " SUPERVISOR_COLUMNS " FROM runs WHERE status = 'running'"
 	               " AND supervisor_pid IS NOT NULL", false, &s) != DB_OK)
 		return -1;
-	int64_t ids[64];
+	int64_t ids[64], pids[64];
 	size_t n = 0;
 	while (n < sizeof(ids) / sizeof(ids[0]) && db_step(s) == DB_ROW)
-		if (supervisor_gone(db_column_text(s, 1), db_column_int64(s, 2), db_column_int64(s, 3)))
+		if (supervisor_gone(db_column_text(s, 1), db_column_int64(s, 2), db_column_int64(s, 3))) {
+			pids[n] = db_column_int64(s, 2);
 			ids[n++] = db_column_int64(s, 0);
+		}
 	db_finalize(s);
+	memcpy(st->stale_pids, pids, n * sizeof(pids[0]));
+	st->nstale = n;
 	for (size_t i = 0; i < n; i++) {
 		int64_t id = ids[i];
 		/* it ended no earlier than its last sample */
@@ -434,6 +438,12 @@ int store_mark_stale_runs(struct store *st)
 		         "a run whose supervisor is gone", bind_run_id, &id);
 	}
 	return store_flush(st);
+}
+
+size_t store_stale_supervisors(const struct store *st, const int64_t **pids)
+{
+	*pids = st->stale_pids;
+	return st->nstale;
 }
 
 /* "SELECT RUN_COLUMNS FROM runs rest" for this store, into sql. */

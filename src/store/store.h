@@ -85,6 +85,9 @@ struct run_begin {
  * store read-only see such runs as interrupted (struct run_row). 0, or -1
  * after a message. */
 int store_mark_stale_runs(struct store *st);
+/* The supervisor pids (this host's) of the runs store_open() marked
+ * interrupted: whatever they left behind may want ending. */
+size_t store_stale_supervisors(const struct store *st, const int64_t **pids);
 /* Returns the new run's id (> 0), or -1 after "leakproof: cannot record a
  * new run in store 'PATH': REASON; the job is not started" (a full disk,
  * another writer holding the lock for over 5 s). Also records segment 0

@@ -41,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/supervise.h"
 #include "platform/cgroup.h"
 #include "platform/nvml.h"
 #include "platform/spawn.h"
@@ -1580,6 +1581,8 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 
 	if (o->worker_id > 0) {
 		r.st = store_open(o->store_path);
+		if (r.st)
+			supervise_end_interrupted(r.st);
 		status = r.st ? run_worker(&r, out) : LP_EXIT_FAILURE;
 		runner_release(&r);
 		return status;
@@ -1636,6 +1639,7 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 	r.st = store_open(o->store_path);
 	if (!r.st)
 		goto out;
+	supervise_end_interrupted(r.st);
 	if (open_sweep(&r, text) < 0)
 		goto out;
 	if (make_logdir(&r) < 0)

@@ -179,6 +179,42 @@ def test_kill_9_without_a_cgroup_ends_what_left_the_process_group(lp):
             os.kill(pid, signal.SIGKILL)
 
 
+def test_a_job_whose_supervisor_and_guard_were_killed_is_ended_by_the_next_run(lp):
+    """Both killed (the guard first, so it cannot act): the job runs on in
+    its cgroup. The next leakproof that opens the store marks the run
+    interrupted, ends what is in the cgroups its dead supervisor made below
+    its own, removes them, and says so."""
+    marker = "orphan_job_both"
+    proc = lp.start(write_job(lp, marker), "--no-status-line")
+    lp.read_until(proc.stdout, b"ready")
+    assert wait_for(lambda: len(job_procs(lp, marker)) == 3, 30), job_procs(lp, marker)
+    cgroups = job_cgroup_dirs(min(job_procs(lp, marker)))
+    if not cgroups:
+        proc.kill()
+        pytest.skip("no cgroup of its own for the job on this machine")
+    guards = [p for p in lp.procs_with(marker) if p not in job_procs(lp, marker) and p != proc.pid]
+    assert len(guards) == 1, guards
+    try:
+        os.kill(guards[0], signal.SIGKILL)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        r = lp.run([lp.py, "-c", "pass"], "--no-status-line")   # the next writer
+        assert r.rc == 0, r
+        assert "left running by an interrupted run" in r.err, r.err
+        assert wait_for(lambda: not job_procs(lp, marker), 30), \
+            f"processes of the job outlived the next run: {job_procs(lp, marker)}"
+        assert not any(os.path.exists(d) for d in cgroups), cgroups
+    finally:
+        for pid in job_procs(lp, marker):
+            os.kill(pid, signal.SIGKILL)
+        for d in cgroups:   # a failed test leaves no cgroup either
+            if os.path.exists(d):
+                wait_for(lambda: not job_procs(lp, marker), 10)
+                os.rmdir(d)
+    with sqlite3.connect(lp.store) as db:
+        assert dict(db.execute("SELECT id, status FROM runs"))[1] == "interrupted"
+
+
 def test_a_run_whose_supervisor_was_killed_shows_what_it_stored(lp):
     # what ls and report tell of an interrupted run is what its rows hold:
     # its steps, its peak, how long it ran, before and after a writer marks it
