@@ -171,6 +171,23 @@ def job_pid(screen):
     return int(m.group(1)) if m else None
 
 
+def ctrl_z_then_fg(shell, pid):
+    """Ctrl-Z: the shell says the job stopped, the job's main process is
+    stopped and stays so for 2 s, printing nothing; `fg` then runs it to
+    its end (DONE), and fg's status is 0."""
+    shell.keys("C-z")
+    s = shell.wait("the shell's word that the job stopped", lambda s: "Stopped" in s)
+    wait_for("the job stopped", lambda: proc_state(pid) == "T")
+    epochs = len(re.findall(r"^Epoch \d+", s, re.M))
+    time.sleep(2)   # stopped for a while: nothing may happen meanwhile
+    assert proc_state(pid) == "T"
+    assert len(re.findall(r"^Epoch \d+", shell.screen(), re.M)) == epochs
+    # (the command line's `echo EXIT=$?` ran at the stop: 148, 128+SIGTSTP)
+    shell.type("fg; echo FG=$?")
+    s = shell.wait("the job's end", lambda s: re.search(r"^FG=\d+", s, re.M))
+    assert "DONE" in s and re.search(r"^FG=0$", s, re.M), s
+
+
 def steps_and_events(lp):
     db = sqlite3.connect(lp.store)
     try:
@@ -223,17 +240,7 @@ def test_ctrl_z_stops_job_and_leakproof_and_fg_resumes_both(lp, shell):
     pid = job_pid(s)
     assert pid, s
     shell.pids.append(pid)
-    shell.keys("C-z")
-    s = shell.wait("the shell's word that the job stopped", lambda s: "Stopped" in s)
-    wait_for("the job stopped", lambda: proc_state(pid) == "T")
-    epochs = len(re.findall(r"^Epoch \d+", s, re.M))
-    time.sleep(2)   # stopped for a while: nothing may happen meanwhile
-    assert proc_state(pid) == "T"
-    assert len(re.findall(r"^Epoch \d+", shell.screen(), re.M)) == epochs
-    # (the command line's `echo EXIT=$?` ran at the stop: 148, 128+SIGTSTP)
-    shell.type("fg; echo FG=$?")
-    s = shell.wait("the job's end", lambda s: re.search(r"^FG=\d+", s, re.M))
-    assert "DONE" in s and re.search(r"^FG=0$", s, re.M), s
+    ctrl_z_then_fg(shell, pid)
 
     steps, events = steps_and_events(lp)
     kinds = [(k, d) for k, d, _ in events]
@@ -249,9 +256,13 @@ def test_ctrl_z_stops_job_and_leakproof_and_fg_resumes_both(lp, shell):
     assert max(sum(1 for u in times if abs(u - t) < 0.01) for t in times) <= 4, steps
 
 
-def test_ctrl_c_ends_the_whole_job(lp, shell):
+@pytest.mark.parametrize("how", [[], ["--no-pty"]], ids=["pty", "no-pty"])
+def test_ctrl_c_ends_the_whole_job(lp, shell, how):
+    """On the job's pty, Ctrl-C is a byte leakproof reads and turns into
+    SIGINT to the job (an event says so); without one, the terminal sends
+    it to the job's process group, which has the foreground."""
     tree = write(lp, "tree.py", TREE)
-    shell.leakproof([lp.py, tree])
+    shell.leakproof([lp.py, tree], *how)
     s = shell.wait("the job's workers", lambda s: re.search(r"^KIDS \d+ \d+", s, re.M))
     kids = [int(p) for p in re.search(r"^KIDS (\d+) (\d+)", s, re.M).groups()]
     shell.pids.extend(kids)
@@ -259,8 +270,9 @@ def test_ctrl_c_ends_the_whole_job(lp, shell):
     s = shell.wait("the job's end", lambda s: exit_status(s) is not None)
     assert exit_status(s) == 130, s
     wait_for("the workers gone", lambda: all(proc_state(k) in (None, "Z") for k in kids))
-    _, events = steps_and_events(lp)
-    assert ("signal", "SIGINT from the terminal (Ctrl-C)") in [(k, d) for k, d, _ in events], events
+    if not how:
+        _, events = steps_and_events(lp)
+        assert ("signal", "SIGINT from the terminal (Ctrl-C)") in [(k, d) for k, d, _ in events], events
 
 
 def test_window_size_and_the_order_of_stdout_and_stderr(lp, shell):
@@ -304,16 +316,7 @@ def test_no_pty_job_reads_the_terminal_and_follows_ctrl_z(lp, shell, how):
     shell.pids.append(pid)
     shell.type("bob")
     s = shell.wait("the answer and a few steps", lambda s: "HELLO bob" in s and "Epoch 2" in s)
-    shell.keys("C-z")
-    s = shell.wait("the shell's word that the job stopped", lambda s: "Stopped" in s)
-    wait_for("the job stopped", lambda: proc_state(pid) == "T")
-    epochs = len(re.findall(r"^Epoch \d+", s, re.M))
-    time.sleep(1)
-    assert proc_state(pid) == "T"
-    assert len(re.findall(r"^Epoch \d+", shell.screen(), re.M)) == epochs
-    shell.type("fg; echo FG=$?")
-    s = shell.wait("the job's end", lambda s: re.search(r"^FG=\d+", s, re.M))
-    assert "DONE" in s and re.search(r"^FG=0$", s, re.M), s
+    ctrl_z_then_fg(shell, pid)
     steps, _ = steps_and_events(lp)
     assert [n for n, _ in steps] == list(range(12)), steps
     # the terminal is the shell's again: it reads what is typed next
@@ -331,18 +334,6 @@ def test_no_pty_job_that_reads_at_once(lp, shell):
         s = shell.wait("the job's answer", lambda s: re.search(rf"^GOT typed{i}$", s, re.M) and
                        len(re.findall(r"^EXIT=\d+", s, re.M)) == i + 1)
         assert "Stopped" not in s and set(re.findall(r"^EXIT=(\d+)", s, re.M)) == {"0"}, s
-
-
-def test_no_pty_ctrl_c_ends_the_job(lp, shell):
-    tree = write(lp, "tree.py", TREE)
-    shell.leakproof([lp.py, tree], "--no-pty")
-    s = shell.wait("the job's workers", lambda s: re.search(r"^KIDS \d+ \d+", s, re.M))
-    kids = [int(p) for p in re.search(r"^KIDS (\d+) (\d+)", s, re.M).groups()]
-    shell.pids.extend(kids)
-    shell.keys("C-c")
-    s = shell.wait("the job's end", lambda s: exit_status(s) is not None)
-    assert exit_status(s) == 130, s
-    wait_for("the workers gone", lambda: all(proc_state(k) in (None, "Z") for k in kids))
 
 
 PARENT = r'''
