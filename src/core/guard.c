@@ -143,41 +143,27 @@ static void guard_end_job(const struct guard_args *g, pid_t pgid)
 }
 
 /* The start time of pid (/proc/PID/stat field 22, clock ticks since
- * boot); 0 when it is gone. Raw calls only. */
+ * boot); 0 when it is gone. No allocation, no lock: the path is built by
+ * hand, pread_proc_stat() reads into its stack and parses by hand. */
 static uint64_t guard_start_time(pid_t pid)
 {
-	char path[40], buf[1024];
-	int k = 0;
-	char digits[16];
+	char path[40], digits[16];
+	int k = 0, at = 6;
 	unsigned v = (unsigned)pid;
 	do
 		digits[k++] = (char)('0' + v % 10);
 	while ((v /= 10) && k < (int)sizeof(digits));
 	memcpy(path, "/proc/", 6);
-	int at = 6;
 	while (k)
 		path[at++] = digits[--k];
 	memcpy(path + at, "/stat", 6);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	struct proc_stat st;
+	int rc = pread_proc_stat(fd, &st);
 	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');   /* the name may hold anything; the fields follow the last ')' */
-	if (!p)
-		return 0;
-	for (int field = 2; field < 22; field++) {   /* p is at the end of field 2 */
-		p = strchr(p + 1, ' ');
-		if (!p)
-			return 0;
-	}
-	uint64_t t = 0;
-	for (p++; *p >= '0' && *p <= '9'; p++)
-		t = t * 10 + (uint64_t)(*p - '0');
-	return t;
+	return rc < 0 ? 0 : st.starttime_ticks;
 }
 
 /* SIGKILL each process told of that is still the one told of, and its
