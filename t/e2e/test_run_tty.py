@@ -92,6 +92,9 @@ def proc_state(pid):
 class Shell:
     """An interactive bash in a tmux server of its own."""
 
+    COLS = 100
+    PROMPT = "$ "
+
     def __init__(self, lp):
         self.lp = lp
         self.tmux = shutil.which("tmux")
@@ -99,8 +102,8 @@ class Shell:
             pytest.fail("tmux is not installed (scripts/install-deps installs it)", pytrace=False)
         self.sock = f"lp-tty-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         env = lp.env({"TERM": "xterm-256color", "LANG": "C.UTF-8", "LC_ALL": None, "TMUX": None,
-                      "PS1": "$ ", "PROMPT_COMMAND": None})
-        self.run("-f", "/dev/null", "new-session", "-d", "-x", "100", "-y", "30", "-c", str(lp.dir),
+                      "PS1": self.PROMPT, "PROMPT_COMMAND": None})
+        self.run("-f", "/dev/null", "new-session", "-d", "-x", str(self.COLS), "-y", "30", "-c", str(lp.dir),
                  "bash", "--norc", "--noprofile", "-i", env=env)
         self.wait("the shell's prompt", lambda s: "$" in s)
 
@@ -118,6 +121,13 @@ class Shell:
         self.run("send-keys", *keys)
 
     def type(self, line):
+        # A line that ends in the last column leaves the terminal's wrap
+        # pending: the newline after it is taken as that wrap, the line is
+        # marked wrapped, and capture-pane -J joins the command's first
+        # line of output to it (it happened when a temporary path's length
+        # made the line exactly 300 columns). A trailing blank moves the end.
+        if (len(self.PROMPT) + len(line)) % self.COLS == 0:
+            line += " "
         self.run("send-keys", "-l", line)
         self.run("send-keys", "Enter")
 
