@@ -13,11 +13,15 @@ growth kinds (docs/internals/growth-kinds.md).
                    nothing, the workers copy nothing: flat
   --keep-kib K     each worker also keeps K KiB per batch it makes (a leak
                    in the workers; the parent stays flat)
+  --pause-ms M     the parent sleeps M ms after each batch, so that the
+                   workers' copying spreads over a longer epoch (they run
+                   only a few batches ahead of it)
 
 Marks a step per batch received (leakproof.step(), when run under
 leakproof) and an epoch per epoch. Units: items, KiB where named.
 """
 import argparse
+import time
 import types
 
 import numpy as np
@@ -53,6 +57,7 @@ def main():
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--keep-kib", type=int, default=0)
+    ap.add_argument("--pause-ms", type=float, default=0)
     a = ap.parse_args()
 
     if a.data == "objects":
@@ -66,6 +71,8 @@ def main():
     for epoch in range(a.epochs):
         for batch in loader:
             total += float(batch[0])
+            if a.pause_ms:
+                time.sleep(a.pause_ms / 1000)
             leakproof.step()
         leakproof.epoch()
     print(f"done {total:.1f}", flush=True)
