@@ -612,7 +612,10 @@ static int begin_segment(struct sv *sv, sigset_t *oldmask)
 	if (rc)
 		return rc;
 	sv_term_enter(sv);
-	store_segment_set_pid(sv->st, sv->run_id, sv->seg, sv->child);
+	struct proc_stat leader;   /* recorded for the next writer, should guard and supervisor die */
+	bool known = read_proc_stat(NULL, sv->child, &leader) == 0;
+	store_segment_set_pid(sv->st, sv->run_id, sv->seg, sv->child, known ? leader.starttime_ticks : 0,
+	                      sv->have_cg ? sv->cg.dir : NULL);
 	sv_take_sample(sv, mono_ns());
 	return 0;
 }
@@ -637,16 +640,40 @@ static void sv_init(struct sv *sv, struct store *st, const struct supervise_opts
 	sv_term_init(sv);
 }
 
+/* The process group a stale run's job leads, if its leader is still that
+ * process (its start time) and one of that run's (LEAKPROOF_RUN in the
+ * environment it was started with; a store's word alone does not name a
+ * process to kill): SIGKILLed. Whether it was. */
+static bool end_left_group(const struct stale_run *r)
+{
+	struct proc_stat ps;
+	char entry[48];
+	pid_t pid = (pid_t)r->job_pid;
+	snprintf(entry, sizeof(entry), "LEAKPROOF_RUN=%lld", (long long)r->run_id);
+	if (pid <= 0 || (int64_t)pid != r->job_pid || !r->job_start || read_proc_stat(NULL, pid, &ps) < 0 ||
+	    ps.starttime_ticks != r->job_start || ps.state == 'Z' || !proc_environ_has(NULL, pid, entry))
+		return false;
+	if (getpgid(pid) == pid)
+		kill(-pid, SIGKILL);
+	return kill(pid, SIGKILL) == 0;
+}
+
 void supervise_end_interrupted(struct store *st)
 {
-	const int64_t *gone;
-	size_t ngone = store_stale_supervisors(st, &gone);
-	for (size_t i = 0; i < ngone; i++) {
-		int n = cgroup_reap_left((pid_t)gone[i]);
-		if (n > 0)
-			warning("ended %d process%s left running by an interrupted run (its supervisor, pid %lld, "
-			        "was killed with its guard) and removed its cgroup", n, n == 1 ? "" : "es",
-			        (long long)gone[i]);
+	const struct stale_run *stale;
+	size_t n = store_stale_runs(st, &stale);
+	for (size_t i = 0; i < n; i++) {
+		const struct stale_run *r = &stale[i];
+		bool group = end_left_group(r);
+		int killed = cgroup_reap_left((pid_t)r->supervisor_pid, r->cgroup);
+		if (killed > 0)
+			warning("ended %d process%s left running by interrupted run %lld (its supervisor, pid %lld, "
+			        "was killed with its guard) and removed its cgroup", killed, killed == 1 ? "" : "es",
+			        (long long)r->run_id, (long long)r->supervisor_pid);
+		else if (group)
+			warning("ended the job left running by interrupted run %lld (process group %lld; its supervisor, "
+			        "pid %lld, was killed with its guard)", (long long)r->run_id, (long long)r->job_pid,
+			        (long long)r->supervisor_pid);
 	}
 }
 

@@ -17,6 +17,7 @@
 #include "util/util.h"
 
 #include <dirent.h>
+#include <linux/magic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1103,7 +1105,15 @@ static bool left_by(const char *name, pid_t pid)
 	return !strncmp(name, job, (size_t)jn) && *n && strspn(n, "0123456789") == strlen(n);
 }
 
-int cgroup_reap_left(pid_t pid)
+/* SIGKILL what is in cg, remove it; how many were killed. */
+static int reap(const struct job_cgroup *cg)
+{
+	int n = cgroup_signal_all(cg, SIGKILL, 0);
+	cgroup_remove(cg);
+	return n > 0 ? n : 0;
+}
+
+int cgroup_reap_left(pid_t pid, const char *recorded)
 {
 	if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
 		return 0;   /* alive, or another process has the pid now */
@@ -1119,16 +1129,25 @@ int cgroup_reap_left(pid_t pid)
 		struct dirent *e;
 		while ((e = readdir(d)) != NULL) {
 			struct job_cgroup cg = { .version = i == 0 ? 2 : 1 };
-			if (!left_by(e->d_name, pid) || !join_path(cg.dir, sizeof(cg.dir), bases[i], e->d_name))
-				continue;
-			int n = cgroup_signal_all(&cg, SIGKILL, 0);
-			if (n > 0)
-				killed += n;
-			cgroup_remove(&cg);
+			if (left_by(e->d_name, pid) && join_path(cg.dir, sizeof(cg.dir), bases[i], e->d_name))
+				killed += reap(&cg);
 		}
 		closedir(d);
 	}
 	free(p);
+	/* Where the run said its job's cgroup was (it may have started from
+	 * another cgroup than the caller's): only a directory of a cgroup file
+	 * system that this supervisor would have named, as a store's word is
+	 * not enough to kill what runs somewhere. */
+	struct statfs fs;
+	const char *base = recorded ? strrchr(recorded, '/') : NULL;
+	struct job_cgroup cg = { 0 };
+	if (base && left_by(base + 1, pid) && statfs(recorded, &fs) == 0 &&
+	    (fs.f_type == CGROUP2_SUPER_MAGIC || fs.f_type == CGROUP_SUPER_MAGIC) &&
+	    snprintf(cg.dir, sizeof(cg.dir), "%s", recorded) < (int)sizeof(cg.dir)) {
+		cg.version = fs.f_type == CGROUP2_SUPER_MAGIC ? 2 : 1;
+		killed += reap(&cg);
+	}
 	return killed;
 }
 

@@ -32,11 +32,13 @@ struct job_cgroup {
 
 /* What a supervisor that is gone (pid) left below the caller's cgroup,
  * where it ran too: its job cgroups ("leakproof-PID-N") and its v2 leaf
- * ("leakproof-supervisor-PID"). Every process in them SIGKILLed, the
- * directories removed. Nothing is done while any process has that pid (a
- * pid used again may be another leakproof's, and these its cgroups).
- * Returns how many processes were killed. */
-int cgroup_reap_left(pid_t pid);
+ * ("leakproof-supervisor-PID"); and recorded, its job's cgroup as its run
+ * recorded it (NULL: none), wherever it is, if it is a cgroup directory so
+ * named. Every process in them SIGKILLed, the directories removed. Nothing
+ * is done while any process has that pid (a pid used again may be another
+ * leakproof's, and these its cgroups). Returns how many processes were
+ * killed. */
+int cgroup_reap_left(pid_t pid, const char *recorded);
 /* Create a fresh cgroup for a job (named "leakproof-PID-N") below the
  * caller's own memory cgroup. quiet: on failure *why holds the reason;
  * on success without a memory controller (has_memory false) *why says

@@ -436,6 +436,32 @@ int pread_proc_stat(int fd, struct proc_stat *out)
 	return parse_proc_stat_buf(buf, out);
 }
 
+bool proc_environ_has(const char *root, pid_t pid, const char *entry)
+{
+	char path[4096], buf[4096];
+	if (proc_path(path, sizeof(path), root, pid, "environ") < 0)
+		return false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	/* entries end in NUL; at: how much of entry the current one matches
+	 * so far, len + 1 once it cannot */
+	size_t len = strlen(entry), at = 0;
+	bool found = false;
+	ssize_t n;
+	while (!found && ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)))
+		for (ssize_t i = 0; i < n && !found; i++) {
+			if (!buf[i]) {
+				found = at == len;
+				at = 0;
+			} else {
+				at = at < len && buf[i] == entry[at] ? at + 1 : len + 1;
+			}
+		}
+	close(fd);
+	return found;
+}
+
 int read_meminfo(const char *root, struct meminfo *out)
 {
 	char buf[16384];

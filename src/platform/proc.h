@@ -126,6 +126,10 @@ int read_proc_statm(const char *root, pid_t pid, struct proc_statm *out);
 int read_proc_smaps(const char *root, pid_t pid, struct proc_smaps *out);
 int read_meminfo(const char *root, struct meminfo *out);
 
+/* Whether /proc/PID/environ (the environment pid was exec'd with) holds
+ * entry ("NAME=VALUE") whole; false when it cannot be read. */
+bool proc_environ_has(const char *root, pid_t pid, const char *entry);
+
 /* pread() /proc/PID/statm through a descriptor kept open:
  * seq files restart at offset 0, so every call returns fresh values. Fails
  * with ESRCH once the process has been reaped. */

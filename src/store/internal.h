@@ -23,6 +23,7 @@
 /* The schema version that added placements and runs.gpu_peak_bytes
  * (schema.c): older stores are read without them. */
 #define PLACEMENT_VERSION 10
+#define JOB_LEFT_VERSION 12   /* segments.pid_start, segments.cgroup */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -53,9 +54,9 @@ struct store {
 	int64_t trace_run;
 	unsigned char *trace_written;
 	size_t trace_written_bytes;
-	/* runs.c: the supervisors (pids, this host) of the runs this writer
-	 * marked interrupted when it opened the store */
-	int64_t stale_pids[64];
+	/* runs.c: the runs (this host's) this writer marked interrupted when
+	 * it opened the store, with what their jobs left */
+	struct stale_run *stale;
 	size_t nstale;
 };
 

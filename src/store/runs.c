@@ -314,7 +314,7 @@ int64_t store_segment_begin(struct store *st, int64_t run_id, double started_at,
 	return seq;
 }
 
-struct segment_pid_args { int64_t run_id, seq; int pid; };
+struct segment_pid_args { int64_t run_id, seq; int pid; uint64_t pid_start; const char *cgroup; };
 
 static void bind_segment_pid(struct db_stmt *s, const void *arg)
 {
@@ -322,12 +322,18 @@ static void bind_segment_pid(struct db_stmt *s, const void *arg)
 	db_bind_int64(s, 1, a->run_id);
 	db_bind_int64(s, 2, a->seq);
 	db_bind_int64(s, 3, a->pid);
+	if (a->pid_start)
+		db_bind_int64(s, 4, u64_to_db(a->pid_start));
+	else
+		db_bind_null(s, 4);
+	db_bind_text(s, 5, a->cgroup);
 }
 
-int store_segment_set_pid(struct store *st, int64_t run_id, int64_t seq, int pid)
+int store_segment_set_pid(struct store *st, int64_t run_id, int64_t seq, int pid, uint64_t pid_start,
+                          const char *cgroup)
 {
-	struct segment_pid_args a = { run_id, seq, pid };
-	return run_once(st, "UPDATE segments SET pid = ?3 WHERE run_id = ?1 AND seq = ?2",
+	struct segment_pid_args a = { run_id, seq, pid, pid_start, cgroup };
+	return run_once(st, "UPDATE segments SET pid = ?3, pid_start = ?4, cgroup = ?5 WHERE run_id = ?1 AND seq = ?2",
 	                "a segment", bind_segment_pid, &a);
 }
 
@@ -408,26 +414,42 @@ static void bind_run_id(struct db_stmt *s, const void *arg)
 	db_bind_int64(s, 1, *(const int64_t *)arg);
 }
 
+/* A stale run's last open segment: its job's leader and cgroup. */
+static void read_job_left(struct store *st, struct stale_run *r)
+{
+	struct db_stmt *s;
+	if (db_prepare(st->db, "SELECT coalesce(pid, 0), coalesce(pid_start, 0), cgroup FROM segments"
+	               " WHERE run_id = ?1 AND ended_at IS NULL ORDER BY seq DESC LIMIT 1", false, &s) != DB_OK)
+		return;
+	db_bind_int64(s, 1, r->run_id);
+	if (db_step(s) == DB_ROW) {
+		r->job_pid = db_column_int64(s, 0);
+		r->job_start = db_to_u64(db_column_int64(s, 1));
+		const char *cg = db_column_text(s, 2);
+		r->cgroup = cg && *cg ? xstrdup(cg) : NULL;
+	}
+	db_finalize(s);
+}
+
 int store_mark_stale_runs(struct store *st)
 {
 	struct db_stmt *s;
+	enum { MAX_STALE = 64 };
 	if (st->version < SUPERVISOR_VERSION)
 		return 0;
 	if (db_prepare(st->db, "SELECT id, hostname, " SUPERVISOR_COLUMNS " FROM runs WHERE status = 'running'"
 	               " AND supervisor_pid IS NOT NULL", false, &s) != DB_OK)
 		return -1;
-	int64_t ids[64], pids[64];
-	size_t n = 0;
-	while (n < sizeof(ids) / sizeof(ids[0]) && db_step(s) == DB_ROW)
-		if (supervisor_gone(db_column_text(s, 1), db_column_int64(s, 2), db_column_int64(s, 3))) {
-			pids[n] = db_column_int64(s, 2);
-			ids[n++] = db_column_int64(s, 0);
-		}
+	st->stale = xcalloc(MAX_STALE, sizeof(*st->stale));
+	while (st->nstale < MAX_STALE && db_step(s) == DB_ROW)
+		if (supervisor_gone(db_column_text(s, 1), db_column_int64(s, 2), db_column_int64(s, 3)))
+			st->stale[st->nstale++] = (struct stale_run){ .run_id = db_column_int64(s, 0),
+			                                              .supervisor_pid = db_column_int64(s, 2) };
 	db_finalize(s);
-	memcpy(st->stale_pids, pids, n * sizeof(pids[0]));
-	st->nstale = n;
-	for (size_t i = 0; i < n; i++) {
-		int64_t id = ids[i];
+	for (size_t i = 0; i < st->nstale; i++) {
+		int64_t id = st->stale[i].run_id;
+		if (st->version >= JOB_LEFT_VERSION)
+			read_job_left(st, &st->stale[i]);
 		/* it ended no earlier than its last sample */
 		if (run_once(st, "UPDATE runs SET status = 'interrupted', ended_at = started_at + coalesce("
 		             SO_FAR_LAST_T ", 0), steps = " SO_FAR_STEPS ", peak_bytes = coalesce(" SO_FAR_PEAK
@@ -440,9 +462,9 @@ int store_mark_stale_runs(struct store *st)
 	return store_flush(st);
 }
 
-size_t store_stale_supervisors(const struct store *st, const int64_t **pids)
+size_t store_stale_runs(const struct store *st, const struct stale_run **runs)
 {
-	*pids = st->stale_pids;
+	*runs = st->stale;
 	return st->nstale;
 }
 

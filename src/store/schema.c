@@ -242,6 +242,11 @@ static const char *const migrations[] = {
 	"  growth REAL,"                             /* bytes per step */
 	"  PRIMARY KEY (sweep_id, idx, attempt)"
 	");",
+	/* 12: what a start of the job left, so that the next writer can end a
+	 * job whose supervisor and guard were both killed (core/supervise.c):
+	 * the leader's start time and the job's cgroup */
+	"ALTER TABLE segments ADD COLUMN pid_start INTEGER;"   /* /proc starttime of pid, ticks */
+	"ALTER TABLE segments ADD COLUMN cgroup TEXT;",        /* its directory; NULL: none */
 };
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 

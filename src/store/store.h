@@ -85,9 +85,16 @@ struct run_begin {
  * store read-only see such runs as interrupted (struct run_row). 0, or -1
  * after a message. */
 int store_mark_stale_runs(struct store *st);
-/* The supervisor pids (this host's) of the runs store_open() marked
- * interrupted: whatever they left behind may want ending. */
-size_t store_stale_supervisors(const struct store *st, const int64_t **pids);
+/* A run store_open() marked interrupted (this host's), with what its last
+ * start of the job recorded: whatever it left behind may want ending. */
+struct stale_run {
+	int64_t run_id;
+	int64_t supervisor_pid;
+	int64_t job_pid;        /* the job's main process, leader of its process group; 0: unknown */
+	uint64_t job_start;     /* its /proc starttime, ticks; 0: unknown */
+	char *cgroup;           /* the job's cgroup directory; NULL: none recorded */
+};
+size_t store_stale_runs(const struct store *st, const struct stale_run **runs);
 /* Returns the new run's id (> 0), or -1 after "leakproof: cannot record a
  * new run in store 'PATH': REASON; the job is not started" (a full disk,
  * another writer holding the lock for over 5 s). Also records segment 0
@@ -118,7 +125,11 @@ int store_run_end(struct store *st, int64_t run_id, const struct run_end *re);
  */
 /* Start the next segment; returns its seq (>= 1 after segment 0), or -1. */
 int64_t store_segment_begin(struct store *st, int64_t run_id, double started_at, int pid);
-int store_segment_set_pid(struct store *st, int64_t run_id, int64_t seq, int pid);
+/* The job's main process of segment seq, once started: its pid, its start
+ * time (/proc starttime, ticks; 0 unknown) and its cgroup's directory
+ * (NULL: none), for the next writer should supervisor and guard be killed. */
+int store_segment_set_pid(struct store *st, int64_t run_id, int64_t seq, int pid, uint64_t pid_start,
+                          const char *cgroup);
 struct segment_end {
 	double ended_at;
 	int exit_code;              /* -1 when killed by a signal */

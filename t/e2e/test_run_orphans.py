@@ -7,12 +7,15 @@ after --grace, and a second one kills at once. Every wait is bounded; no
 sleep is an assertion.
 """
 import os
+import shlex
 import signal
 import sqlite3
+import subprocess
 import textwrap
 import time
 
 import pytest
+from conftest import WRAPPER
 
 JOB = textwrap.dedent("""
     import os, signal, sys, time
@@ -200,7 +203,7 @@ def test_a_job_whose_supervisor_and_guard_were_killed_is_ended_by_the_next_run(l
         proc.wait(timeout=30)
         r = lp.run([lp.py, "-c", "pass"], "--no-status-line")   # the next writer
         assert r.rc == 0, r
-        assert "left running by an interrupted run" in r.err, r.err
+        assert "left running by interrupted run 1" in r.err, r.err
         assert wait_for(lambda: not job_procs(lp, marker), 30), \
             f"processes of the job outlived the next run: {job_procs(lp, marker)}"
         assert not any(os.path.exists(d) for d in cgroups), cgroups
@@ -213,6 +216,110 @@ def test_a_job_whose_supervisor_and_guard_were_killed_is_ended_by_the_next_run(l
                 os.rmdir(d)
     with sqlite3.connect(lp.store) as db:
         assert dict(db.execute("SELECT id, status FROM runs"))[1] == "interrupted"
+
+
+def kill_guard_then_supervisor(lp, proc, marker):
+    """Both killed, the guard first so that it cannot act."""
+    guards = [p for p in lp.procs_with(marker) if p not in job_procs(lp, marker) and p != proc.pid]
+    assert len(guards) == 1, guards
+    os.kill(guards[0], signal.SIGKILL)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def test_a_job_without_a_cgroup_whose_supervisor_and_guard_were_killed_is_ended_by_the_next_run(lp):
+    """No cgroup to find it by: the run recorded its job's main process
+    (pid and start time), which leads the job's process group; the next
+    writer ends that group, since the process is still that one and has
+    the run's LEAKPROOF_RUN in its environment."""
+    marker = "orphan_job_both_nocg"
+    proc = lp.start(write_job(lp, marker), "--no-status-line", "--no-cgroup")
+    lp.read_until(proc.stdout, b"ready")
+    assert wait_for(lambda: len(job_procs(lp, marker)) == 3, 30), job_procs(lp, marker)
+    try:
+        kill_guard_then_supervisor(lp, proc, marker)
+        assert len(job_procs(lp, marker)) == 3   # what this test is about: they ran on
+        r = lp.run([lp.py, "-c", "pass"], "--no-status-line")   # the next writer
+        assert r.rc == 0, r
+        assert "ended the job left running by interrupted run 1" in r.err, r.err
+        assert wait_for(lambda: not job_procs(lp, marker), 30), \
+            f"processes of the job outlived the next run: {job_procs(lp, marker)}"
+    finally:
+        for pid in job_procs(lp, marker):
+            os.kill(pid, signal.SIGKILL)
+    with sqlite3.connect(lp.store) as db:
+        assert dict(db.execute("SELECT id, status FROM runs"))[1] == "interrupted"
+
+
+def test_the_next_run_from_another_cgroup_ends_what_is_in_the_recorded_one(lp):
+    """The next writer runs in another cgroup than the dead supervisor did
+    (another shell, another batch job), so nothing of that supervisor is
+    below its own: the run's recorded cgroup is where it looks. The job's
+    setsid'd worker and its child are outside the job's process group, so
+    only the cgroup ends them."""
+    marker = "orphan_job_elsewhere"
+    proc = lp.start(write_job(lp, marker, SETSID_JOB), "--no-status-line")
+    lp.read_until(proc.stdout, b"ready")
+    assert wait_for(lambda: len(job_procs(lp, marker)) == 3, 30), job_procs(lp, marker)
+    cgroups = job_cgroup_dirs(min(job_procs(lp, marker)))
+    if not cgroups:
+        proc.kill()
+        pytest.skip("no cgroup of its own for the job on this machine")
+    elsewhere = [os.path.join(os.path.dirname(d), f"lp-test-elsewhere-{os.getpid()}") for d in cgroups]
+    try:
+        kill_guard_then_supervisor(lp, proc, marker)
+        for d in elsewhere:
+            os.mkdir(d)
+        # the next writer, moved first into a cgroup of its own beside the dead one's
+        move = 'for d in "$@"; do echo $$ > "$d/cgroup.procs" || exit 9; done; exec ' + " ".join(
+            shlex.quote(a) for a in [*WRAPPER, lp.binary, "run", "--store", lp.store, "--no-status-line",
+                                     "--", lp.py, "-c", "pass"])
+        r = subprocess.run(["sh", "-c", move, "sh", *elsewhere], env=lp.env(), cwd=lp.dir,
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+        err = r.stderr.decode(errors="replace")
+        assert r.returncode == 0, (r.returncode, err)
+        assert "left running by interrupted run 1" in err, err
+        assert wait_for(lambda: not job_procs(lp, marker), 30), \
+            f"processes of the job outlived the next run: {job_procs(lp, marker)}"
+        assert not any(os.path.exists(d) for d in cgroups), cgroups
+    finally:
+        for pid in job_procs(lp, marker):
+            os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not job_procs(lp, marker), 10)
+        for d in cgroups + elsewhere:   # a failed test leaves no cgroup either
+            if os.path.exists(d):
+                wait_for(lambda: not open(os.path.join(d, "cgroup.procs")).read(), 10)
+                os.rmdir(d)
+
+
+def test_a_store_does_not_name_a_process_to_kill(lp):
+    """A run row (crafted, or from a store shared with others) that says its
+    dead supervisor's job was a process of this host that no leakproof
+    started: the next writer marks the run interrupted and leaves the
+    process alone, though its pid and start time match."""
+    assert lp.run([lp.py, "-c", "pass"], "--no-status-line").rc == 0
+    bystander = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    gone = os.fork()   # a pid nobody has once reaped
+    if gone == 0:
+        os._exit(0)
+    os.waitpid(gone, 0)
+    try:
+        with open(f"/proc/{bystander.pid}/stat") as f:
+            start = int(f.read().rsplit(")", 1)[1].split()[19])
+        with sqlite3.connect(lp.store) as db:
+            db.execute("UPDATE runs SET status = 'running', ended_at = NULL, supervisor_pid = ?,"
+                       " supervisor_start = 1 WHERE id = 1", (gone,))
+            db.execute("UPDATE segments SET ended_at = NULL, pid = ?, pid_start = ? WHERE run_id = 1",
+                       (bystander.pid, start))
+        r = lp.run([lp.py, "-c", "pass"], "--no-status-line")
+        assert r.rc == 0, r
+        assert "left running" not in r.err, r.err
+        with sqlite3.connect(lp.store) as db:
+            assert dict(db.execute("SELECT id, status FROM runs"))[1] == "interrupted"
+        assert bystander.poll() is None, "a process named by the store was killed"
+    finally:
+        bystander.kill()
+        bystander.wait()
 
 
 def test_a_run_whose_supervisor_was_killed_shows_what_it_stored(lp):

@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -415,6 +416,38 @@ static void test_real_statm_pread(void)
 	close(fd);
 }
 
+/* A real process's environment: whole entries only, wherever the reads
+ * cut them (one entry is longer than the reader's buffer). */
+static void test_real_environ(void)
+{
+	static char big[10000];
+	memset(big, 'x', sizeof(big) - 1);
+	memcpy(big, "BIG=", 4);
+	char *env[] = { "A=1", big, "LEAKPROOF_RUN=7", "LEAKPROOF_RUN=8x", NULL };
+	int ready[2];
+	CHECK_EQ_INT(pipe2(ready, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execle("/bin/sleep", "sleep", "60", (char *)NULL, env);
+		_exit(127);
+	}
+	close(ready[1]);
+	char c;
+	CHECK_EQ_INT(read(ready[0], &c, 1), 0);   /* end of file: exec'd (or failed) */
+	close(ready[0]);
+	CHECK(proc_environ_has(NULL, pid, "A=1"));
+	CHECK(proc_environ_has(NULL, pid, big));
+	CHECK(proc_environ_has(NULL, pid, "LEAKPROOF_RUN=7"));
+	CHECK(!proc_environ_has(NULL, pid, "LEAKPROOF_RUN=70"));
+	CHECK(!proc_environ_has(NULL, pid, "LEAKPROOF_RUN="));
+	CHECK(!proc_environ_has(NULL, pid, "LEAKPROOF_RUN=8"));
+	CHECK(!proc_environ_has(NULL, pid, "A=1x"));
+	CHECK(!proc_environ_has(NULL, pid, "BIG=xx"));
+	kill(pid, SIGKILL);
+	CHECK_EQ_INT(waitpid(pid, NULL, 0), pid);
+	CHECK(!proc_environ_has(NULL, pid, "A=1"));   /* gone */
+}
+
 static void test_real_readers(void)
 {
 	struct proc_stat st;
@@ -446,4 +479,5 @@ TEST_MAIN("proc",
 	TEST(test_readers_fixture),
 	TEST(test_scan_fixture),
 	TEST(test_real_statm_pread),
-	TEST(test_real_readers))
+	TEST(test_real_readers),
+	TEST(test_real_environ))

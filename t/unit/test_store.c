@@ -18,7 +18,7 @@
 #include "store/sweeps.h"
 #include "store/trace.h"
 
-#define CURRENT_SCHEMA 11   /* the schema version this leakproof writes (store/schema.c) */
+#define CURRENT_SCHEMA 12   /* the schema version this leakproof writes (store/schema.c) */
 #include "util/util.h"
 #include "tap.h"
 
@@ -121,7 +121,7 @@ static void test_round_trip(void)
 
 	int64_t seq = store_segment_begin(st, id, 1700000001.0, 0);
 	CHECK_EQ_INT(seq, 1);
-	CHECK_EQ_INT(store_segment_set_pid(st, id, seq, 5151), 0);
+	CHECK_EQ_INT(store_segment_set_pid(st, id, seq, 5151, 0, NULL), 0);
 	struct segment_end se = { .ended_at = 1700000002.0, .exit_code = -1, .exit_signal = 9,
 	                          .cause = "oom", .evidence = "memory.events oom_kill 1" };
 	CHECK_EQ_INT(store_segment_end(st, id, 0, &se), 0);
@@ -264,6 +264,64 @@ static void test_round_trip(void)
 	const char *msg = capture_end();
 	CHECK_EQ_INT(rc, -1);
 	CHECK(strstr(msg, "read-only") != NULL);
+	store_close(st);
+}
+
+/* A run whose supervisor is gone is marked interrupted by the next writer,
+ * which is told what its job's last start recorded (to end what is left);
+ * a reader marks nothing, and a run of another host is left alone. */
+static void test_stale_runs(void)
+{
+	const char *path = tmp_path("stale.db");
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	pid_t gone = fork();   /* a pid no process has once reaped */
+	if (gone == 0)
+		_exit(0);
+	CHECK_EQ_INT(waitpid(gone, NULL, 0), gone);
+
+	struct store *st = store_open(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	struct run_begin rb;
+	fill_begin(&rb);
+	rb.hostname = host;
+	rb.supervisor_pid = gone;
+	rb.supervisor_start = 12345;
+	int64_t here = store_run_begin(st, &rb);
+	CHECK_EQ_INT(store_segment_set_pid(st, here, 0, 4242, 777, "/sys/fs/cgroup/x/leakproof-1-0"), 0);
+	int64_t seq = store_segment_begin(st, here, 1700000001.0, 0);   /* a restart: the last start counts */
+	CHECK_EQ_INT(store_segment_set_pid(st, here, seq, 4343, 888, NULL), 0);
+	rb.hostname = "another-host";
+	int64_t there = store_run_begin(st, &rb);
+	CHECK(here > 0 && there > here);
+	CHECK_EQ_INT(store_flush(st), 0);
+	const struct stale_run *stale;
+	CHECK_EQ_INT(store_stale_runs(st, &stale), 0);   /* both were running when it opened */
+	store_close(st);
+
+	st = store_open_readonly(path);
+	CHECK(st && store_stale_runs(st, &stale) == 0);
+	store_close(st);
+
+	st = store_open(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	CHECK_EQ_INT(store_stale_runs(st, &stale), 1);
+	CHECK_EQ_INT(stale[0].run_id, here);
+	CHECK_EQ_INT(stale[0].supervisor_pid, gone);
+	CHECK_EQ_INT(stale[0].job_pid, 4343);
+	CHECK_EQ_INT(stale[0].job_start, 888);
+	CHECK(stale[0].cgroup == NULL);
+	struct run_row *rows = NULL;
+	size_t n = 0;
+	CHECK_EQ_INT(store_list_runs(st, &rows, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		CHECK_STR(rows[i].status, rows[i].id == here ? "interrupted" : "running");
+	CHECK_EQ_INT(n, 2);
+	run_rows_free(rows, n);
 	store_close(st);
 }
 
@@ -893,6 +951,7 @@ static void cleanup(void)
 TEST_MAIN("store",
 	TEST(test_default_path),
 	TEST(test_round_trip),
+	TEST(test_stale_runs),
 	TEST(test_list_runs),
 	TEST(test_batching),
 	TEST(test_migrate_empty_file),
