@@ -321,18 +321,26 @@ void sv_guard_also(struct sv *sv)
 	const struct proc_mem *pm;
 	size_t n = sampler_procs(sv->sampler, &pm);
 	pid_t now[GUARD_ALSO_MAX];
+	uint64_t now_start[GUARD_ALSO_MAX];
 	size_t nnow = 0;
+	bool any_new = false;
 	for (size_t i = 0; i < n && nnow < GUARD_ALSO_MAX; i++) {
 		pid_t pid = pm[i].pid;
 		if (pid == sv->child || getpgid(pid) == sv->child)
 			continue;
-		now[nnow++] = pid;
 		bool told = false;
 		for (size_t j = 0; j < sv->nalso && !told; j++)
-			told = sv->also[j] == pid;
+			if (sv->also[j] == pid) {
+				told = true;
+				now[nnow] = pid;
+				now_start[nnow++] = sv->also_start[j];
+			}
 		struct proc_stat st;
 		if (told || read_proc_stat(NULL, pid, &st) < 0)
 			continue;
+		now[nnow] = pid;
+		now_start[nnow++] = st.starttime_ticks;
+		any_new = true;
 		/* the message and its payload back to back, as the guard reads
 		 * them (a struct of the two would pad between), in one write */
 		int32_t msg = GUARD_ALSO;
@@ -347,7 +355,16 @@ void sv_guard_also(struct sv *sv)
 		(void)w;
 	}
 	memcpy(sv->also, now, nnow * sizeof(now[0]));
+	memcpy(sv->also_start, now_start, nnow * sizeof(now_start[0]));
 	sv->nalso = nnow;
+	if (!any_new)
+		return;
+	/* and to the store, for the next writer should the guard die too */
+	struct strbuf sb = STRBUF_INIT;
+	for (size_t i = 0; i < nnow; i++)
+		strbuf_addf(&sb, "%s%ld:%llu", i ? " " : "", (long)now[i], (unsigned long long)now_start[i]);
+	store_segment_set_also(sv->st, sv->run_id, sv->seg, strbuf_str(&sb));
+	strbuf_release(&sb);
 }
 
 void sv_guard_term(struct sv *sv, const struct termios *saved)

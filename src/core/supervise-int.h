@@ -100,6 +100,7 @@ struct sv {
 	int guard_fd;                          /* the pipe to the job's guard (guard.c); -1: none */
 	int guard_ack;                         /* its end of file: the guard is gone */
 	pid_t also[GUARD_ALSO_MAX];            /* told it of these (outside the job's group) */
+	uint64_t also_start[GUARD_ALSO_MAX];   /* their start times, as also recorded in the store */
 	size_t nalso;
 	bool kernel_budget;                    /* --max-mem is the cgroup's limit */
 	uint64_t soft_bytes, soft_gpu_bytes;

@@ -640,22 +640,43 @@ static void sv_init(struct sv *sv, struct store *st, const struct supervise_opts
 	sv_term_init(sv);
 }
 
-/* The process group a stale run's job leads, if its leader is still that
- * process (its start time) and one of that run's (LEAKPROOF_RUN in the
- * environment it was started with; a store's word alone does not name a
- * process to kill): SIGKILLed. Whether it was. */
-static bool end_left_group(const struct stale_run *r)
+/* A process a stale run recorded (pid, its start time), and the process
+ * group it leads, SIGKILLed if it is still that process and one of that
+ * run's: entry ("LEAKPROOF_RUN=ID") in the environment it was started
+ * with, since a store's word alone does not name a process to kill.
+ * Whether it was. */
+static bool end_recorded(long long pid, unsigned long long start, const char *entry)
 {
 	struct proc_stat ps;
-	char entry[48];
-	pid_t pid = (pid_t)r->job_pid;
-	snprintf(entry, sizeof(entry), "LEAKPROOF_RUN=%lld", (long long)r->run_id);
-	if (pid <= 0 || (int64_t)pid != r->job_pid || !r->job_start || read_proc_stat(NULL, pid, &ps) < 0 ||
-	    ps.starttime_ticks != r->job_start || ps.state == 'Z' || !proc_environ_has(NULL, pid, entry))
+	if (pid <= 0 || pid > INT_MAX || !start || read_proc_stat(NULL, (pid_t)pid, &ps) < 0 ||
+	    ps.starttime_ticks != start || ps.state == 'Z' || !proc_environ_has(NULL, (pid_t)pid, entry))
 		return false;
-	if (getpgid(pid) == pid)
-		kill(-pid, SIGKILL);
-	return kill(pid, SIGKILL) == 0;
+	if (getpgid((pid_t)pid) == (pid_t)pid)
+		kill(-(pid_t)pid, SIGKILL);
+	return kill((pid_t)pid, SIGKILL) == 0;
+}
+
+/* What a stale run's job left that its cgroup may not hold: its process
+ * group, and the processes outside it that the guard was told of ("PID:START
+ * ..."). How many of those were ended. */
+static int end_left_processes(const struct stale_run *r)
+{
+	char entry[48];
+	snprintf(entry, sizeof(entry), "LEAKPROOF_RUN=%lld", (long long)r->run_id);
+	int n = end_recorded(r->job_pid, r->job_start, entry);
+	for (const char *p = r->also; p && *p;) {
+		char *end;
+		long long pid = strtoll(p, &end, 10);
+		if (end == p || *end != ':')
+			break;
+		p = end + 1;
+		unsigned long long start = strtoull(p, &end, 10);
+		if (end == p)
+			break;
+		n += end_recorded(pid, start, entry);
+		p = end + strspn(end, " ");
+	}
+	return n;
 }
 
 void supervise_end_interrupted(struct store *st)
@@ -664,15 +685,16 @@ void supervise_end_interrupted(struct store *st)
 	size_t n = store_stale_runs(st, &stale);
 	for (size_t i = 0; i < n; i++) {
 		const struct stale_run *r = &stale[i];
-		bool group = end_left_group(r);
+		int procs = end_left_processes(r);
 		int killed = cgroup_reap_left((pid_t)r->supervisor_pid, r->cgroup);
 		if (killed > 0)
 			warning("ended %d process%s left running by interrupted run %lld (its supervisor, pid %lld, "
 			        "was killed with its guard) and removed its cgroup", killed, killed == 1 ? "" : "es",
 			        (long long)r->run_id, (long long)r->supervisor_pid);
-		else if (group)
-			warning("ended the job left running by interrupted run %lld (process group %lld; its supervisor, "
-			        "pid %lld, was killed with its guard)", (long long)r->run_id, (long long)r->job_pid,
+		else if (procs > 0)
+			warning("ended the job left running by interrupted run %lld (%d process%s and the groups they "
+			        "lead; its supervisor, pid %lld, was killed with its guard)", (long long)r->run_id, procs,
+			        procs == 1 ? "" : "es",
 			        (long long)r->supervisor_pid);
 	}
 }

@@ -337,6 +337,23 @@ int store_segment_set_pid(struct store *st, int64_t run_id, int64_t seq, int pid
 	                "a segment", bind_segment_pid, &a);
 }
 
+struct segment_also_args { int64_t run_id, seq; const char *also; };
+
+static void bind_segment_also(struct db_stmt *s, const void *arg)
+{
+	const struct segment_also_args *a = arg;
+	db_bind_int64(s, 1, a->run_id);
+	db_bind_int64(s, 2, a->seq);
+	db_bind_text(s, 3, a->also);
+}
+
+int store_segment_set_also(struct store *st, int64_t run_id, int64_t seq, const char *also)
+{
+	struct segment_also_args a = { run_id, seq, also };
+	return run_once(st, "UPDATE segments SET also = ?3 WHERE run_id = ?1 AND seq = ?2",
+	                "a segment", bind_segment_also, &a);
+}
+
 struct segment_end_args { int64_t run_id, seq; const struct segment_end *se; };
 
 static void bind_segment_end(struct db_stmt *s, const void *arg)
@@ -418,7 +435,7 @@ static void bind_run_id(struct db_stmt *s, const void *arg)
 static void read_job_left(struct store *st, struct stale_run *r)
 {
 	struct db_stmt *s;
-	if (db_prepare(st->db, "SELECT coalesce(pid, 0), coalesce(pid_start, 0), cgroup FROM segments"
+	if (db_prepare(st->db, "SELECT coalesce(pid, 0), coalesce(pid_start, 0), cgroup, also FROM segments"
 	               " WHERE run_id = ?1 AND ended_at IS NULL ORDER BY seq DESC LIMIT 1", false, &s) != DB_OK)
 		return;
 	db_bind_int64(s, 1, r->run_id);
@@ -427,6 +444,8 @@ static void read_job_left(struct store *st, struct stale_run *r)
 		r->job_start = db_to_u64(db_column_int64(s, 1));
 		const char *cg = db_column_text(s, 2);
 		r->cgroup = cg && *cg ? xstrdup(cg) : NULL;
+		const char *also = db_column_text(s, 3);
+		r->also = also && *also ? xstrdup(also) : NULL;
 	}
 	db_finalize(s);
 }

@@ -246,7 +246,8 @@ static const char *const migrations[] = {
 	 * job whose supervisor and guard were both killed (core/supervise.c):
 	 * the leader's start time and the job's cgroup */
 	"ALTER TABLE segments ADD COLUMN pid_start INTEGER;"   /* /proc starttime of pid, ticks */
-	"ALTER TABLE segments ADD COLUMN cgroup TEXT;",        /* its directory; NULL: none */
+	"ALTER TABLE segments ADD COLUMN cgroup TEXT;"         /* its directory; NULL: none */
+	"ALTER TABLE segments ADD COLUMN also TEXT;",          /* "PID:START ...": outside its group */
 };
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -40,7 +40,7 @@ static void store_free(struct store *st)
 	db_close(st->db);
 	free(st->trace_written);
 	for (size_t i = 0; i < st->nstale; i++)
-		free(st->stale[i].cgroup);
+		free(st->stale[i].cgroup), free(st->stale[i].also);
 	free(st->stale);
 	free(st->path);
 	free(st);

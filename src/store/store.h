@@ -93,6 +93,7 @@ struct stale_run {
 	int64_t job_pid;        /* the job's main process, leader of its process group; 0: unknown */
 	uint64_t job_start;     /* its /proc starttime, ticks; 0: unknown */
 	char *cgroup;           /* the job's cgroup directory; NULL: none recorded */
+	char *also;             /* its processes outside its group, as store_segment_set_also(); NULL: none */
 };
 size_t store_stale_runs(const struct store *st, const struct stale_run **runs);
 /* Returns the new run's id (> 0), or -1 after "leakproof: cannot record a
@@ -130,6 +131,9 @@ int64_t store_segment_begin(struct store *st, int64_t run_id, double started_at,
  * (NULL: none), for the next writer should supervisor and guard be killed. */
 int store_segment_set_pid(struct store *st, int64_t run_id, int64_t seq, int pid, uint64_t pid_start,
                           const char *cgroup);
+/* The job's processes outside its process group (setsid) that its guard
+ * was told of, "PID:START PID:START ..." (START: /proc starttime, ticks). */
+int store_segment_set_also(struct store *st, int64_t run_id, int64_t seq, const char *also);
 struct segment_end {
 	double ended_at;
 	int exit_code;              /* -1 when killed by a signal */

@@ -229,19 +229,31 @@ def kill_guard_then_supervisor(lp, proc, marker):
 
 def test_a_job_without_a_cgroup_whose_supervisor_and_guard_were_killed_is_ended_by_the_next_run(lp):
     """No cgroup to find it by: the run recorded its job's main process
-    (pid and start time), which leads the job's process group; the next
-    writer ends that group, since the process is still that one and has
-    the run's LEAKPROOF_RUN in its environment."""
+    (pid and start time), which leads the job's process group, and the
+    processes outside that group its guard was told of (a worker that
+    called setsid, and its child). The next writer ends each that is still
+    the same process and has the run's LEAKPROOF_RUN in its environment."""
     marker = "orphan_job_both_nocg"
-    proc = lp.start(write_job(lp, marker), "--no-status-line", "--no-cgroup")
+    proc = lp.start(write_job(lp, marker, SETSID_JOB), "--no-status-line", "--no-cgroup")
     lp.read_until(proc.stdout, b"ready")
     assert wait_for(lambda: len(job_procs(lp, marker)) == 3, 30), job_procs(lp, marker)
+
+    def recorded_both():
+        # a timer sample that counted the three tells the guard, and the
+        # store, of the two outside the group
+        try:
+            with sqlite3.connect(lp.store) as db:
+                also = db.execute("SELECT also FROM segments WHERE run_id = 1").fetchone()[0] or ""
+                return len(also.split()) >= 2
+        except sqlite3.OperationalError:
+            return False
     try:
+        assert wait_for(recorded_both, 60), "the store never recorded the two outside the job's group"
         kill_guard_then_supervisor(lp, proc, marker)
         assert len(job_procs(lp, marker)) == 3   # what this test is about: they ran on
         r = lp.run([lp.py, "-c", "pass"], "--no-status-line")   # the next writer
         assert r.rc == 0, r
-        assert "ended the job left running by interrupted run 1" in r.err, r.err
+        assert "ended the job left running by interrupted run 1 (3 processes" in r.err, r.err
         assert wait_for(lambda: not job_procs(lp, marker), 30), \
             f"processes of the job outlived the next run: {job_procs(lp, marker)}"
     finally:
@@ -309,8 +321,8 @@ def test_a_store_does_not_name_a_process_to_kill(lp):
         with sqlite3.connect(lp.store) as db:
             db.execute("UPDATE runs SET status = 'running', ended_at = NULL, supervisor_pid = ?,"
                        " supervisor_start = 1 WHERE id = 1", (gone,))
-            db.execute("UPDATE segments SET ended_at = NULL, pid = ?, pid_start = ? WHERE run_id = 1",
-                       (bystander.pid, start))
+            db.execute("UPDATE segments SET ended_at = NULL, pid = ?, pid_start = ?, also = ?"
+                       " WHERE run_id = 1", (bystander.pid, start, f"{bystander.pid}:{start} junk 1:"))
         r = lp.run([lp.py, "-c", "pass"], "--no-status-line")
         assert r.rc == 0, r
         assert "left running" not in r.err, r.err

@@ -293,6 +293,7 @@ static void test_stale_runs(void)
 	CHECK_EQ_INT(store_segment_set_pid(st, here, 0, 4242, 777, "/sys/fs/cgroup/x/leakproof-1-0"), 0);
 	int64_t seq = store_segment_begin(st, here, 1700000001.0, 0);   /* a restart: the last start counts */
 	CHECK_EQ_INT(store_segment_set_pid(st, here, seq, 4343, 888, NULL), 0);
+	CHECK_EQ_INT(store_segment_set_also(st, here, seq, "4444:999 4545:1000"), 0);
 	rb.hostname = "another-host";
 	int64_t there = store_run_begin(st, &rb);
 	CHECK(here > 0 && there > here);
@@ -315,6 +316,7 @@ static void test_stale_runs(void)
 	CHECK_EQ_INT(stale[0].job_pid, 4343);
 	CHECK_EQ_INT(stale[0].job_start, 888);
 	CHECK(stale[0].cgroup == NULL);
+	CHECK_STR(stale[0].also, "4444:999 4545:1000");
 	struct run_row *rows = NULL;
 	size_t n = 0;
 	CHECK_EQ_INT(store_list_runs(st, &rows, &n), 0);
