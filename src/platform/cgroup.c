@@ -17,10 +17,10 @@
 #include "util/util.h"
 
 #include <dirent.h>
-#include <linux/magic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -23,7 +23,7 @@
 /* The schema version that added placements and runs.gpu_peak_bytes
  * (schema.c): older stores are read without them. */
 #define PLACEMENT_VERSION 10
-#define JOB_LEFT_VERSION 12   /* segments.pid_start, segments.cgroup */
+#define JOB_LEFT_VERSION 12   /* segments.pid_start, cgroup, also */
 
 #include <stdbool.h>
 #include <stddef.h>
