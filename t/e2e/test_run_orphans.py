@@ -3,8 +3,11 @@
 Real processes: a job whose main process and two workers ignore SIGTERM.
 `kill -9` of the supervisor must leave no process of the job and no cgroup
 of it (the guard ends them); a forwarded stop signal is followed by SIGKILL
-after --grace, and a second one kills at once. Every wait is bounded; no
-sleep is an assertion.
+after --grace, and a second one kills at once. With the guard killed too,
+the next leakproof that opens the store ends what the run recorded (its
+cgroup, its process group, the processes that left the group), but never
+a process a store names that no leakproof started. Every wait is bounded;
+no sleep is an assertion.
 """
 import os
 import shlex
