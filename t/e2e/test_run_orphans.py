@@ -256,7 +256,9 @@ def test_a_job_without_a_cgroup_whose_supervisor_and_guard_were_killed_is_ended_
         assert len(job_procs(lp, marker)) == 3   # what this test is about: they ran on
         r = lp.run([lp.py, "-c", "pass"], "--no-status-line")   # the next writer
         assert r.rc == 0, r
-        assert "ended the job left running by interrupted run 1 (3 processes" in r.err, r.err
+        # how many it counts depends on the order: a group ended first may
+        # take a recorded member with it; all must be gone all the same
+        assert "ended the job left running by interrupted run 1 (" in r.err, r.err
         assert wait_for(lambda: not job_procs(lp, marker), 30), \
             f"processes of the job outlived the next run: {job_procs(lp, marker)}"
     finally:
