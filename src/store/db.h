@@ -103,6 +103,11 @@ struct db_driver {
 	 * unreachable past the driver's buffer), and why into why. The store
 	 * marks its run partial when the count grows. NULL: never drops. */
 	uint64_t (*dropped)(struct db *db, char *why, size_t whysz);
+	/* Optional: after a call failed because the server went away (a
+	 * restart), wait for it to be back, bounded as a writer's open is;
+	 * true when it is, so that what failed may be tried again. false at
+	 * once after any other failure. NULL: a store is never away. */
+	bool (*wait_back)(struct db *db);
 };
 
 /* The backends, by the store string: db.c's table. */
@@ -197,6 +202,7 @@ static inline enum db_rc db_get_version(struct db *db, int64_t *version, bool *f
 }
 static inline enum db_rc db_set_version(struct db *db, int64_t version) { return db->drv->set_version(db, version); }
 static inline bool db_make_room(struct db *db) { return db->drv->make_room && db->drv->make_room(db); }
+static inline bool db_wait_back(struct db *db) { return db->drv->wait_back && db->drv->wait_back(db); }
 static inline uint64_t db_dropped(struct db *db, char *why, size_t whysz)
 {
 	return db->drv->dropped ? db->drv->dropped(db, why, whysz) : 0;

@@ -290,6 +290,10 @@ struct pg_db {
 	unsigned next_stmt;   /* statement names */
 	int64_t retry_at_ns, backoff_ns;
 	bool lost;            /* unreachable since the last success: said once */
+	bool tx;              /* the caller's transaction: from a BEGIN that
+	                       * succeeded to its COMMIT or ROLLBACK, even when
+	                       * the server dropped it on the way */
+	char lost_why[400];   /* libpq's first line when it was lost */
 	int64_t changes;
 	enum db_rc err;
 	char errmsg[512];
@@ -362,6 +366,7 @@ static enum db_rc unreachable(struct pg_db *d, const char *reason)
 	char msg[400];   /* libpq's first line: the rest is advice */
 	snprintf(msg, sizeof(msg), "%.*s", (int)strcspn(reason && *reason ? reason : "no connection", "\n"),
 	         reason && *reason ? reason : "no connection");
+	snprintf(d->lost_why, sizeof(d->lost_why), "%s", msg);
 	conn_finish(d);
 	stages_end_tx(d, false);   /* the server dropped the transaction */
 	drop_deferred(d);
@@ -980,35 +985,71 @@ static bool transient_failure(const char *msg)
 	return false;
 }
 
-/* A writer (a run, a worker) opening the store while the server restarts
- * waits for it with a backoff, up to $LEAKPROOF_PG_CONNECT_WAIT seconds
- * (default 30; 0: not at all), saying so once, rather than refusing the job. */
-static void wait_for_server(struct pg_db *d, const char *const *vals)
+/* How long a writer waits for a server that is away when it opens the
+ * store or begins a run: $LEAKPROOF_PG_CONNECT_WAIT seconds (default 30;
+ * 0: not at all). */
+static double connect_wait_s(void)
 {
 	const char *env = getenv("LEAKPROOF_PG_CONNECT_WAIT");
-	double wait_s = 30;
 	if (env && *env) {
 		char *end;
 		double v = strtod(env, &end);
 		if (!*end && v >= 0 && v <= 86400)
-			wait_s = v;
+			return v;
 	}
+	return 30;
+}
+
+static void say_waiting(struct pg_db *d, const char *reason, double wait_s)
+{
+	warning("the PostgreSQL server of %s cannot be reached (%.*s): trying again for up to %.0f s",
+	        d->shown, (int)strcspn(reason, "\n"), reason, wait_s);
+}
+
+/* A writer (a run, a worker) opening the store while the server restarts
+ * waits for it with a backoff, saying so once, rather than refusing the
+ * job. */
+static void wait_for_server(struct pg_db *d, const char *const *vals)
+{
+	double wait_s = connect_wait_s();
 	int64_t deadline = mono_ns() + (int64_t)(wait_s * 1e9), backoff = BACKOFF_MIN_NS;
 	bool said = false;
 	while (d->conn && pq.PQstatus(d->conn) != CONNECTION_OK && transient_failure(pq.PQerrorMessage(d->conn)) &&
 	       mono_ns() + backoff < deadline) {
-		if (!said) {
-			char line[200];
-			snprintf(line, sizeof(line), "%s", pq.PQerrorMessage(d->conn));
-			line[strcspn(line, "\n")] = '\0';
-			warning("the PostgreSQL server of %s cannot be reached (%s): trying again for up to %.0f s",
-			        d->shown, line, wait_s);
-			said = true;
-		}
+		if (!said)
+			say_waiting(d, pq.PQerrorMessage(d->conn), wait_s);
+		said = true;
 		poll(NULL, 0, (int)(backoff / 1000000));
 		backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
 		pq.PQfinish(d->conn);
 		d->conn = pq.PQconnectdbParams(conn_keys, vals, 1);
+	}
+}
+
+/* The server went away under a call of the open or of a run's beginning
+ * (it stopped between two statements): connect again, with the backoff
+ * of the lost connection, for as long as an open waits. */
+static bool pg_wait_back(struct db *db)
+{
+	struct pg_db *d = pgdb(db);
+	if (!d->lost || d->readonly)
+		return false;
+	double wait_s = connect_wait_s();
+	int64_t deadline = mono_ns() + (int64_t)(wait_s * 1e9);
+	bool said = false;
+	for (;;) {
+		enum db_rc rc = ensure_connected(d, RECONNECT_SLICE_MS);
+		if (rc == DB_OK)
+			return true;
+		int64_t now = mono_ns();
+		if (rc != DB_BUSY || !d->lost || now >= deadline)
+			return false;
+		if (!said)
+			say_waiting(d, d->lost_why, wait_s);
+		said = true;
+		int64_t until = d->connecting || d->retry_at_ns < now ? now + RECONNECT_SLICE_MS * 1000000LL
+		                                                     : d->retry_at_ns;
+		poll(NULL, 0, (int)(((until < deadline ? until : deadline) - now) / 1000000) + 1);
 	}
 }
 
@@ -1273,8 +1314,10 @@ static enum db_rc pg_step(struct db_stmt *st)
 		}
 	}
 	bool away = !d->conn || d->connecting;
-	if (rc == DB_BUSY && away && s->is_write && !in_tx(d)) {
-		/* A write on its own while the server is away: later, in order. */
+	if (rc == DB_BUSY && away && s->is_write && !d->tx) {
+		/* A write on its own while the server is away: later, in order.
+		 * One of a transaction the server dropped fails, as the
+		 * transaction does. */
 		queue_write(d, s);
 		s->row = 0;
 		d->changes = 1;
@@ -1355,12 +1398,16 @@ static enum db_rc pg_begin(struct db *db, bool immediate)
 	struct pg_db *d = pgdb(db);
 	(void)immediate;
 	enum db_rc rc = ensure_connected(d, RECONNECT_SLICE_MS);
-	return rc == DB_OK ? run_sql(d, "BEGIN") : rc;
+	if (rc == DB_OK)
+		rc = run_sql(d, "BEGIN");
+	d->tx = rc == DB_OK;
+	return rc;
 }
 
 static enum db_rc pg_commit(struct db *db)
 {
 	struct pg_db *d = pgdb(db);
+	d->tx = false;
 	if (!d->conn || d->connecting)
 		return unreachable(d, "lost during the transaction");
 	if (before_next(d) != DB_OK)
@@ -1378,6 +1425,7 @@ static enum db_rc pg_commit(struct db *db)
 static enum db_rc pg_rollback(struct db *db)
 {
 	struct pg_db *d = pgdb(db);
+	d->tx = false;
 	stages_end_tx(d, false);
 	drop_deferred(d);
 	if (!d->conn || d->connecting)
@@ -1395,7 +1443,8 @@ static enum db_rc pg_rollback(struct db *db)
 
 static bool pg_in_transaction(struct db *db)
 {
-	return in_tx(pgdb(db));
+	struct pg_db *d = pgdb(db);
+	return d->tx || in_tx(d);   /* one the server dropped too: the caller ends it */
 }
 
 static enum db_rc pg_errcode(struct db *db)
@@ -1495,4 +1544,5 @@ const struct db_driver db_postgresql_driver = {
 	.get_version = pg_get_version,
 	.set_version = pg_set_version,
 	.dropped = pg_dropped,
+	.wait_back = pg_wait_back,
 };

@@ -136,13 +136,11 @@ static void bind_placement(struct db_stmt *s, int64_t run_id, const struct place
 
 #define SEGMENT_INSERT_SQL "INSERT INTO segments (run_id, seq, pid, started_at) VALUES (?1, ?2, ?3, ?4)"
 
-/* Why the run could not begin, said so that nobody takes it for a run
- * that started: the job is not started. -1. */
-static int64_t begin_failed(struct store *st, struct db_stmt *s)
+/* A try that failed: its reason into why (before finalize, which may
+ * clear it), rolled back. */
+static int64_t begin_failed(struct store *st, struct db_stmt *s, char *why, size_t whysz)
 {
-	char reason[600];
-	error("cannot record a new run in store '%s': %s; the job is not started", st->path,
-	      store_failure_reason(st, reason, sizeof(reason)));
+	store_failure_reason(st, why, whysz);
 	if (s)
 		db_finalize(s);
 	if (db_in_transaction(st->db))
@@ -152,40 +150,59 @@ static int64_t begin_failed(struct store *st, struct db_stmt *s)
 
 /* The run, its segment 0 and its placement in one transaction: a run
  * begins whole or not at all. */
-int64_t store_run_begin(struct store *st, const struct run_begin *rb)
+static int64_t try_run_begin(struct store *st, const struct run_begin *rb, char *why, size_t whysz)
 {
 	struct db_stmt *s;
-	if (store_check_writable(st) < 0)
-		return -1;
 	if (db_begin(st->db, true) != DB_OK)
-		return begin_failed(st, NULL);
+		return begin_failed(st, NULL, why, whysz);
 	if (db_prepare(st->db, "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
 	               " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex, supervisor_pid,"
 	               " supervisor_start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)", false, &s) != DB_OK)
-		return begin_failed(st, NULL);
+		return begin_failed(st, NULL, why, whysz);
 	bind_run_begin(s, rb);
 	if (db_step(s) != DB_DONE)
-		return begin_failed(st, s);   /* the reason before finalize, which may clear it */
+		return begin_failed(st, s, why, whysz);
 	db_finalize(s);
 	int64_t id = db_last_insert_id(st->db);
 	struct segment_begin_args sa = { id, 0, rb->started_at, rb->pid };
 	if (db_prepare(st->db, SEGMENT_INSERT_SQL, false, &s) != DB_OK)
-		return begin_failed(st, NULL);
+		return begin_failed(st, NULL, why, whysz);
 	bind_segment_begin(s, &sa);
 	if (db_step(s) != DB_DONE)
-		return begin_failed(st, s);
+		return begin_failed(st, s, why, whysz);
 	db_finalize(s);
 	if (rb->placement) {
 		if (db_prepare(st->db, PLACEMENT_INSERT_SQL, false, &s) != DB_OK)
-			return begin_failed(st, NULL);
+			return begin_failed(st, NULL, why, whysz);
 		bind_placement(s, id, rb->placement);
 		if (db_step(s) != DB_DONE)
-			return begin_failed(st, s);
+			return begin_failed(st, s, why, whysz);
 		db_finalize(s);
 	}
 	if (db_commit(st->db) != DB_OK)
-		return begin_failed(st, NULL);
+		return begin_failed(st, NULL, why, whysz);
 	return id;
+}
+
+/* How many times a run is begun again after its store's server went away
+ * under it (each time waiting for it to be back). */
+#define BEGIN_TRIES 3
+
+int64_t store_run_begin(struct store *st, const struct run_begin *rb)
+{
+	if (store_check_writable(st) < 0)
+		return -1;
+	char reason[600];
+	for (int i = 1;; i++) {
+		int64_t id = try_run_begin(st, rb, reason, sizeof(reason));
+		if (id >= 0)
+			return id;
+		if (i == BEGIN_TRIES || !db_wait_back(st->db))
+			break;
+	}
+	/* said, so that nobody takes it for a run that started */
+	error("cannot record a new run in store '%s': %s; the job is not started", st->path, reason);
+	return -1;
 }
 
 static void bind_run_id(struct db_stmt *s, const void *arg);

@@ -50,11 +50,15 @@ static void store_free(struct store *st)
  * store it cannot write to): runs then read as whole (no `lost`). */
 #define OLDEST_READABLE_VERSION 4
 
-/* Open the store at path; NULL with the reason in why and *unwritable set
- * when the writer cannot write to it. Prints nothing. */
-static struct store *open_store(const char *path, bool readonly, char *why, size_t whysz, bool *unwritable)
+/* Open the store at path; NULL with the reason in why, *unwritable set
+ * when the writer cannot write to it, and *again when its server went away
+ * during the open and is back (the open may be made again from the start).
+ * Prints nothing but the wait for the server. */
+static struct store *open_store(const char *path, bool readonly, char *why, size_t whysz, bool *unwritable,
+                                bool *again)
 {
 	*unwritable = false;
+	*again = false;
 	if (!path || !*path) {
 		snprintf(why, whysz, "empty path");
 		return NULL;
@@ -89,12 +93,12 @@ static struct store *open_store(const char *path, bool readonly, char *why, size
 		 * one that cannot be written to is read as it is, when this
 		 * build can. */
 		char why2[PATH_MAX + 256];
-		bool unwritable2;
-		struct store *w = open_store(path, false, why2, sizeof(why2), &unwritable2);
+		bool unwritable2, again2;
+		struct store *w = open_store(path, false, why2, sizeof(why2), &unwritable2, &again2);
 		if (w) {
 			store_free(w);
 			store_free(st);
-			return open_store(path, true, why, whysz, unwritable);
+			return open_store(path, true, why, whysz, unwritable, again);
 		}
 		if (!unwritable2 || st->version < OLDEST_READABLE_VERSION) {
 			snprintf(why, whysz, "made by an older leakproof (schema version %lld) and cannot be"
@@ -105,15 +109,22 @@ static struct store *open_store(const char *path, bool readonly, char *why, size
 	}
 	return st;
 fail:
+	*again = st->db && db_wait_back(st->db);
 	store_free(st);
 	return NULL;
 }
 
+/* How many times a writer opens again a store whose server went away in
+ * the middle of an open (each time waiting for it to be back). */
+#define OPEN_TRIES 3
+
 static struct store *open_common(const char *path, bool readonly)
 {
 	char why[PATH_MAX + 512] = "";
-	bool unwritable;
-	struct store *st = open_store(path, readonly, why, sizeof(why), &unwritable);
+	bool unwritable, again = true;
+	struct store *st = NULL;
+	for (int i = 0; !st && again && i < OPEN_TRIES; i++)
+		st = open_store(path, readonly, why, sizeof(why), &unwritable, &again);
 	if (st)
 		return st;
 	char *shown = db_redact(path ? path : "");   /* a URI's password as *** */

@@ -12,8 +12,10 @@ a run with nothing missing once it is back.
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -86,6 +88,63 @@ def pg(lp, pg_server):
     lp.db = db
     lp.server = pg_server
     return lp
+
+
+class CuttingProxy:
+    """A TCP proxy in front of the real server. It cuts the first
+    connection whose client sends cut_at, then refuses connections for
+    down_s seconds: what a client sees of a server that restarts between
+    two of its statements."""
+
+    def __init__(self, port, cut_at, down_s):
+        self.target = ("127.0.0.1", int(port))
+        self.cut_at, self.down_s = cut_at, down_s
+        self.cut = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.closed = False
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                if self.closed:
+                    return
+                # cut: the port refuses connections for a while, then listens again
+                time.sleep(self.down_s)
+                self.listener = socket.create_server(("127.0.0.1", self.port))
+                continue
+            server = socket.create_connection(self.target)
+            threading.Thread(target=self.pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self.pump, args=(server, client, False), daemon=True).start()
+
+    def pump(self, src, dst, from_client):
+        seen = b""
+        try:
+            while data := src.recv(65536):
+                seen = (seen + data)[-4096:]
+                if from_client and not self.cut.is_set() and self.cut_at in seen:
+                    self.cut.set()
+                    self.listener.close()
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.closed = True
+        self.listener.close()
 
 
 def shape(value):
@@ -275,6 +334,22 @@ def test_a_run_started_while_the_server_is_down_waits_for_it(pg):
         assert r.rc == 125 and "job ran" not in r.out, r
     finally:
         pg.server.pg_ctl("start")
+
+
+@pytest.mark.parametrize("cut_at", [b"leakproof_schema", b"INSERT INTO runs"],
+                         ids=["in-the-open", "as-the-run-begins"])
+def test_a_server_lost_between_two_statements_of_a_runs_start_is_waited_for(pg, cut_at):
+    """The server goes away after the run connected, in the middle of its
+    opening the store or of recording the new run (a sweep's trial that
+    starts as the server restarts): the run waits for it as when it cannot
+    connect, and the job runs, instead of being refused."""
+    with CuttingProxy(pg.server.env["PGPORT"], cut_at, down_s=3) as proxy:
+        store = f"postgresql://leakproof:s3cret-pw@127.0.0.1:{proxy.port}/{pg.db}"
+        r = pg.cmd(["run", "--store", store, "-q", "--", "sh", "-c", "echo job ran"], timeout=120)
+    assert proxy.cut.is_set()
+    assert r.rc == 0 and "job ran" in r.out, r
+    assert "cannot be reached" in r.err and "trying again" in r.err and "s3cret" not in r.err, r
+    assert pg.server.psql("SELECT count(*), min(status) FROM runs", db=pg.db) == "1|done"
 
 
 @pytest.mark.slow
