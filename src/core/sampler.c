@@ -27,7 +27,8 @@
  * estimate) or, at most every 10 s, it took that many page faults (copy on
  * write moves PSS, not RSS); and only while the CPU budget has credit.
  * Between reads, PSS and USS are estimated as exact + (RSS now - RSS at the
- * read), clamped at 0.
+ * read), clamped at 0. The reads that follow a fork or an exit are shown
+ * together, once all are in (settle()).
  *
  * At a step boundary (sampler_mark_step()), the dear sources are read
  * sooner, so that the growth kinds are measured per step: the rollup of a
@@ -126,6 +127,12 @@ struct member {
 	uint64_t rss, anon;         /* statm, this tick: resident, resident - shared */
 	uint64_t rss_at_exact, pss_exact, uss_exact, swap, minflt_at_exact, minflt;
 	uint64_t pss, uss;          /* this tick: exact or estimated */
+	/* What samples show: the base of the estimate, from a rollup or, for
+	 * a fork not yet settled, from the fork itself (see settle()) */
+	bool shown;                 /* shown_* hold a base; else PSS is RSS */
+	bool shown_read;            /* ... taken from a rollup of its own */
+	bool shown_now;             /* ... taken this tick */
+	uint64_t shown_pss, shown_uss, shown_rss;
 	uint64_t gpu;
 	/* growth kinds (docs/internals/growth-kinds.md) */
 	bool statm_seen;            /* its first statm was read */
@@ -219,6 +226,7 @@ struct sampler {
 	int64_t rest_until_ns;
 	bool rollup_waiting;        /* a rollup is wanted, but there is no credit */
 	bool step_due;              /* a step ended since the last sample (sampler_mark_step) */
+	int64_t unsettled_ns;       /* since when a change of sharing is being read; 0: none */
 	struct mem_sample last;
 };
 
@@ -228,6 +236,7 @@ void sampler_config_init(struct sampler_config *cfg)
 	cfg->pss_cpu_budget = 0.02;
 	cfg->pss_refresh_fraction = 0.02;
 	cfg->tree_scan_interval_ns = 200000000;
+	cfg->settle_max_ns = 5000000000LL;
 	cfg->gpu_interval_ns = 500000000;
 }
 
@@ -658,13 +667,6 @@ static uint64_t shift(uint64_t v, uint64_t from, uint64_t to)
 	return from - to > v ? 0 : v - (from - to);
 }
 
-/* exact + (RSS now - RSS at the read), clamped at 0: what a process gains
- * or gives back is taken to be its own (private, anonymous) memory. */
-static uint64_t estimate_pss(uint64_t exact, const struct member *m)
-{
-	return shift(exact, m->rss_at_exact, m->rss);
-}
-
 /* How much m wants a fresh rollup: 0 not at all, else larger is sooner. */
 static double want_rollup(const struct sampler *s, const struct member *m, int64_t now_ns, bool step)
 {
@@ -725,12 +727,52 @@ static void refresh_rollups(struct sampler *s, int64_t now_ns, bool force, bool 
 			uint64_t d = best->pss_exact > estimate ? best->pss_exact - estimate : estimate - best->pss_exact;
 			if (d > threshold(s, best->rss))
 				for (size_t i = 0; i < s->n; i++)
-					if (&s->m[i] != best && s->m[i].have_exact && shares(s, &s->m[i]))
-						s->m[i].stale = true;
+					if (&s->m[i] != best && s->m[i].have_exact && !s->m[i].exact_now &&
+					    shares(s, &s->m[i]))
+						s->m[i].stale = true;   /* (one read this tick saw it) */
 		}
 	}
 	for (size_t i = 0; s->credit_ns <= 0 && i < s->n && !s->rollup_waiting; i++)
 		s->rollup_waiting = want_rollup(s, &s->m[i], now_ns, false) > 0;
+}
+
+/*
+ * What the samples show of the rollups read. A change of sharing (a fork,
+ * an exit) moves the PSS of several members at once, and the budget reads
+ * their rollups one at a time, maybe a second or more apart: a parent
+ * still shown as before a fork next to its children read after it counts
+ * what they share twice (a 256 MiB buffer shared with four workers showed
+ * as 460 MiB). So while a member is stale, or is a fork not yet read, the
+ * rollups read are kept and the samples go on showing the bases from before
+ * the change (a fork's child: nothing but what it gained since), until the
+ * last of them is read; then all switch at once. A tree whose sharing never
+ * settles (a job that forks all the time) switches every settle_max_ns.
+ * A first read of a process that shares nothing with its parent (it ran
+ * exec, or is none's fork) is shown at once: it moves no one else.
+ */
+static void settle(struct sampler *s, int64_t now_ns)
+{
+	bool unsettled = false;
+	for (size_t i = 0; i < s->n && !unsettled; i++) {
+		const struct member *m = &s->m[i];
+		unsettled = m->live && !m->rollup_denied && (m->stale || (m->shown && !m->shown_read && !m->have_exact));
+	}
+	if (unsettled && !s->unsettled_ns)
+		s->unsettled_ns = now_ns;
+	bool all = !unsettled || now_ns - s->unsettled_ns >= s->cfg.settle_max_ns;
+	if (all)
+		s->unsettled_ns = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		struct member *m = &s->m[i];
+		m->shown_now = false;
+		if (!m->have_exact || (!all && (m->shown_read || m->cow_candidate)))
+			continue;
+		m->shown = m->shown_read = true;
+		m->shown_now = m->exact_now;
+		m->shown_pss = m->pss_exact;
+		m->shown_uss = m->uss_exact;
+		m->shown_rss = m->rss_at_exact;
+	}
 }
 
 /* ---- GPU ------------------------------------------------------------------ */
@@ -783,7 +825,7 @@ struct sampler *sampler_new(const struct sampler_config *cfg)
 	}
 	if (!(cfg->pss_cpu_budget >= 0 && cfg->pss_cpu_budget <= 1) ||
 	    !(cfg->pss_refresh_fraction >= 0) || cfg->tree_scan_interval_ns <= 0 ||
-	    cfg->gpu_interval_ns <= 0) {
+	    cfg->gpu_interval_ns <= 0 || cfg->settle_max_ns < 0) {
 		error("sampler: invalid configuration");
 		return NULL;
 	}
@@ -900,6 +942,8 @@ static int64_t rest_until(const struct sampler *s, int64_t now_ns)
 	for (size_t i = 0; i < s->n && due > now_ns; i++)
 		if (src_due(&s->m[i].src, now_ns) < due)
 			due = src_due(&s->m[i].src, now_ns);
+	if (s->unsettled_ns && s->unsettled_ns + s->cfg.settle_max_ns < due)
+		due = s->unsettled_ns + s->cfg.settle_max_ns;
 	if (s->rollup_waiting && s->cfg.pss_cpu_budget > 0) {
 		int64_t credit_at = now_ns + (int64_t)(-s->credit_ns / s->cfg.pss_cpu_budget) + 1;
 		if (credit_at < due)
@@ -1045,6 +1089,14 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 			if (parent && parent->pid != m->pid) {
 				m->cow_candidate = true;
 				m->cow_base = m->anon;
+				/* A fork adds no memory: what the child shares is
+				 * still in its parent's shown PSS, and the child's own
+				 * is what it gained since (see settle()). */
+				if (parent->shown) {
+					m->shown = true;
+					m->shown_pss = m->shown_uss = 0;
+					m->shown_rss = m->rss;
+				}
 			}
 		}
 		src_read(&m->src, now_ns, sm.resident_pages ^ sm.shared_pages << 32 ^ sm.size_pages << 48);
@@ -1056,6 +1108,7 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 				s->m[i].stale = true;
 
 	refresh_rollups(s, now_ns, force_exact, step);
+	settle(s, now_ns);
 
 	if (s->cfg.nvml && (!s->gpu_sampled || now_ns >= s->next_gpu_ns || force_exact)) {
 		sample_gpu(s);
@@ -1075,12 +1128,12 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 			m->pss = m->uss = 0;
 			continue;
 		}
-		if (m->exact_now) {
+		if (m->shown_now) {
 			m->pss = m->pss_exact;
 			m->uss = m->uss_exact;
-		} else if (m->have_exact) {
-			m->pss = estimate_pss(m->pss_exact, m);
-			m->uss = estimate_pss(m->uss_exact, m);
+		} else if (m->shown) {
+			m->pss = shift(m->shown_pss, m->shown_rss, m->rss);
+			m->uss = shift(m->shown_uss, m->shown_rss, m->rss);
 			all_exact = false;
 		} else {
 			/* Never read (no budget yet, or not allowed): RSS bounds PSS,

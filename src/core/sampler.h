@@ -19,7 +19,9 @@
  * pss_refresh_fraction since its last exact read, or it is new, and never
  * more often than pss_cpu_budget allows; between reads PSS and USS are
  * estimated as exact value + (RSS now - RSS at the read): memory a training
- * job gains is private anonymous memory. Swap comes with smaps_rollup.
+ * job gains is private anonymous memory. A fork (or exit) moves several
+ * members' PSS at once; their new values are shown together, once all are
+ * read (or after settle_max_ns). Swap comes with smaps_rollup.
  * GPU memory is read through NVML at most every gpu_interval_ns.
  */
 #ifndef LP_SAMPLER_H
@@ -44,6 +46,9 @@ struct sampler_config {
 	double pss_refresh_fraction;  /* default 0.02 (2% of the process's RSS) */
 	int64_t tree_scan_interval_ns;/* membership checks (a fork seen?); default 200 ms */
 	int64_t gpu_interval_ns;      /* default 500 ms */
+	int64_t settle_max_ns;        /* a change of sharing (a fork) is shown once
+	                               * every member it moved is read, or after
+	                               * this; default 5 s */
 	bool every_tick;              /* read every member's statm (and the cgroup's
 	                               * usage) at every tick, quiet or not: a memory
 	                               * budget or soft limit is enforced on what

@@ -86,8 +86,10 @@ static void put_statm(pid_t pid, uint64_t size_pages, uint64_t resident_pages, u
 	put(rel, text);
 }
 
-/* Sizes in kB, as the kernel writes them. */
-static void put_rollup(pid_t pid, unsigned rss_kb, unsigned pss_kb, unsigned priv_kb, unsigned swap_kb)
+/* Sizes in kB, as the kernel writes them; anon_kb: its anonymous memory
+ * (a fork child shares Anonymous - Private_Dirty of it with its parent). */
+static void put_rollup_anon(pid_t pid, unsigned rss_kb, unsigned pss_kb, unsigned priv_kb, unsigned swap_kb,
+                            unsigned anon_kb)
 {
 	char rel[64], text[1024];
 	snprintf(rel, sizeof(rel), "%d/smaps_rollup", (int)pid);
@@ -95,9 +97,14 @@ static void put_rollup(pid_t pid, unsigned rss_kb, unsigned pss_kb, unsigned pri
 	         "00400000-7fff0000 ---p 00000000 00:00 0 [rollup]\n"
 	         "Rss: %u kB\nPss: %u kB\nPss_Anon: %u kB\nPss_File: 0 kB\nPss_Shmem: 0 kB\n"
 	         "Shared_Clean: %u kB\nShared_Dirty: 0 kB\nPrivate_Clean: 0 kB\nPrivate_Dirty: %u kB\n"
-	         "Swap: %u kB\nSwapPss: %u kB\n",
-	         rss_kb, pss_kb, pss_kb, rss_kb - priv_kb, priv_kb, swap_kb, swap_kb);
+	         "Anonymous: %u kB\nSwap: %u kB\nSwapPss: %u kB\n",
+	         rss_kb, pss_kb, pss_kb, rss_kb - priv_kb, priv_kb, anon_kb, swap_kb, swap_kb);
 	put(rel, text);
+}
+
+static void put_rollup(pid_t pid, unsigned rss_kb, unsigned pss_kb, unsigned priv_kb, unsigned swap_kb)
+{
+	put_rollup_anon(pid, rss_kb, pss_kb, priv_kb, swap_kb, 0);
 }
 
 /* A process of the fake root: RSS rss_kb, of which priv_kb private. */
@@ -409,6 +416,85 @@ static void test_fake_refresh_triggers(void)
 	put_statm(15, 0, 0, 0);
 	CHECK_EQ_INT(sampler_sample(s, t += 100 * MS, false, &ms), 3);
 	CHECK(find_proc(s, 15) == NULL);
+	sampler_free(s);
+	fake_teardown();
+}
+
+/* The fake tree read whole at t, 11 holding 40000 kB (38000 of them
+ * anonymous, all its own); then 11 forks 15, and each holds half of it.
+ * Returns the tree's PSS before the fork. */
+static uint64_t read_then_fork(struct sampler *s, int64_t t)
+{
+	struct mem_sample ms;
+	put_statm(11, 10000, 40000 * 1024 / page, 2000 * 1024 / page);
+	put_rollup_anon(11, 40000, 40000, 38000, 0, 38000);
+	CHECK_EQ_INT(sampler_sample(s, t, true, &ms), 3);
+	CHECK(ms.pss_exact);
+	put_stat(15, "python", 11, 100);
+	put_statm(15, 10000, 40000 * 1024 / page, 2000 * 1024 / page);
+	put_rollup_anon(15, 40000, 20000, 0, 0, 38000);
+	put_rollup_anon(11, 40000, 20000, 0, 0, 38000);
+	return ms.pss;
+}
+
+/* A fork moves the PSS of the parent and of the child at once, but the
+ * budget reads them one at a time: until both are read, the samples show
+ * the tree as before the fork (a fork adds no memory), never the child's
+ * new share next to the parent's old whole (the buffer counted 1.5 times),
+ * and then both at once. */
+static void test_fake_fork_settles_whole(void)
+{
+	fake_setup();
+	struct sampler_config cfg;
+	fake_config(&cfg);
+	cfg.pss_cpu_budget = 1e-9;     /* one rollup read, then ~a day of debt */
+	cfg.settle_max_ns = INT64_MAX / 4;  /* far beyond the debts below */
+	struct sampler *s = sampler_new(&cfg);
+	struct mem_sample ms;
+	int64_t t = 5 * SEC;
+	const uint64_t before = read_then_fork(s, t);
+	CHECK_EQ_INT(before, (40000 + 8000 + 4000) * 1024);
+	int reads = 0;
+	for (int i = 0; i < 16 && !(find_proc(s, 15) && find_proc(s, 15)->pss); i++) {
+		int64_t spent = sampler_rollup_ns(s);
+		t += 10000000 * SEC;   /* the debt repaid: one more read */
+		CHECK_EQ_INT(sampler_sample(s, t, false, &ms), 4);
+		reads += sampler_rollup_ns(s) > spent;
+		CHECK_EQ_INT(ms.pss, before);
+		if (!find_proc(s, 15)->pss)      /* shown as its parent's, still */
+			CHECK_EQ_INT(find_proc(s, 11)->pss, 40000 * 1024);
+	}
+	/* both forked processes read (and the other sharers re-read, one at a
+	 * time), then shown at once */
+	CHECK(reads >= 2);
+	CHECK_EQ_INT(find_proc(s, 11)->pss, 20000 * 1024);
+	CHECK_EQ_INT(find_proc(s, 15)->pss, 20000 * 1024);
+	CHECK_EQ_INT(sampler_sample(s, t += 10 * MS, true, &ms), 4);
+	CHECK_EQ_INT(ms.pss, before);
+	sampler_free(s);
+	fake_teardown();
+}
+
+/* A tree whose sharing does not settle within settle_max_ns is shown as
+ * read. */
+static void test_fake_unsettled_is_shown_in_time(void)
+{
+	fake_setup();
+	struct sampler_config cfg;
+	fake_config(&cfg);
+	cfg.pss_cpu_budget = 1e-9;
+	struct sampler *s = sampler_new(&cfg);
+	struct mem_sample ms;
+	int64_t t = 5 * SEC;
+	read_then_fork(s, t);
+	t += 10000000 * SEC;           /* one read: the new child */
+	CHECK_EQ_INT(sampler_sample(s, t, false, &ms), 4);
+	CHECK_EQ_INT(find_proc(s, 15)->pss, 0);
+	/* the parent's read never comes (no credit), but by settle_max_ns the
+	 * child is shown as read */
+	sampler_sample(s, t += cfg.settle_max_ns, false, &ms);
+	CHECK_EQ_INT(find_proc(s, 15)->pss, 20000 * 1024);
+	CHECK_EQ_INT(find_proc(s, 11)->pss, 40000 * 1024);
 	sampler_free(s);
 	fake_teardown();
 }
@@ -1225,6 +1311,8 @@ TEST_MAIN("sampler",
 	TEST(test_fake_membership),
 	TEST(test_fake_fork_gate),
 	TEST(test_fake_estimate_budget),
+	TEST(test_fake_fork_settles_whole),
+	TEST(test_fake_unsettled_is_shown_in_time),
 	TEST(test_fake_refresh_triggers),
 	TEST(test_fake_step_boundary),
 	TEST(test_fake_cgroup),
