@@ -57,6 +57,17 @@ def trials(lp, sweep_id=1):
                            f"WHERE sweep_id = {sweep_id} ORDER BY idx, attempt", db=lp.db)
 
 
+def trial_logs(rows):
+    """The end of the log of each trial whose note names one: what its
+    `leakproof run` said."""
+    out = ""
+    for row in rows:
+        m = re.search(r"see (\S+)", row[4])
+        if m and Path(m.group(1)).exists():
+            out += f"\n--- {m.group(1)}\n{Path(m.group(1)).read_text(errors='replace')[-3000:]}"
+    return out
+
+
 def runs_per_trial(lp, sweep_id=1):
     return lp.cluster.psql(f"SELECT trial_idx, trial_attempt, count(*) FROM runs WHERE sweep_id = {sweep_id} "
                            "GROUP BY trial_idx, trial_attempt ORDER BY 1, 2", db=lp.db)
@@ -173,7 +184,8 @@ def test_store_stopped_for_8_s_while_workers_run_each_trial_still_once(sl):
     got = wait_for("every trial to end", lambda: (
         lambda t: t if len(t) >= 8 and not any(x[2] in ("pending", "running") for x in t) else None)(
             trials(sl)), timeout=240)
-    assert [(int(i), int(a), s) for (i, a, s, *_) in got] == [(i, 0, "ok") for i in range(8)], got
+    assert [(int(i), int(a), s) for (i, a, s, *_) in got] == [(i, 0, "ok") for i in range(8)], \
+        "\n".join(" | ".join(t) for t in got) + trial_logs(got)
     assert [tuple(map(int, x)) for x in runs_per_trial(sl)] == [(i, 0, 1) for i in range(8)]
 
 
