@@ -972,13 +972,16 @@ static void unreachable_why(const char *msg, bool reader, char *why, size_t whys
 }
 
 /* Whether a failed connection may succeed if tried again: the server is
- * restarting, starting, or not listening yet (not a wrong password or
- * database). */
+ * restarting, starting, or not listening yet, or it ended the connection
+ * while it was being made (a fast shutdown ends the backend that was
+ * answering it: "terminating connection due to administrator command");
+ * not a wrong password or database. */
 static bool transient_failure(const char *msg)
 {
-	static const char *const signs[] = { "shutting down", "starting up", "Connection refused",
-		"No such file or directory", "in recovery", "timeout expired", "could not connect",
-		"server closed the connection" };
+	static const char *const signs[] = { "shutting down", "starting up", "accepting connections",
+		"Connection refused", "No such file or directory", "in recovery", "timeout expired",
+		"could not connect", "server closed the connection", "terminating connection",
+		"Connection reset", "could not receive data", "could not send data", "no connection to the server" };
 	for (size_t i = 0; msg && i < sizeof(signs) / sizeof(signs[0]); i++)
 		if (strstr(msg, signs[i]))
 			return true;
@@ -1083,7 +1086,9 @@ static int pg_open(const char *target, bool readonly, struct db **out, char *why
 		pg_close(&d->base);
 		return -1;
 	}
-	if (conn_ready(d) != DB_OK) {
+	/* A server that goes away right after the handshake (a fast shutdown
+	 * ends the new backend) is waited for as one that was not there. */
+	if (conn_ready(d) != DB_OK && !pg_wait_back(&d->base)) {
 		snprintf(why, whysz, "%s", d->errmsg);
 		pg_close(&d->base);
 		return -1;

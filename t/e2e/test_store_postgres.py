@@ -116,9 +116,12 @@ class CuttingProxy:
                 time.sleep(self.down_s)
                 self.listener = socket.create_server(("127.0.0.1", self.port))
                 continue
-            server = socket.create_connection(self.target)
-            threading.Thread(target=self.pump, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self.pump, args=(server, client, False), daemon=True).start()
+            self.handle(client)
+
+    def handle(self, client):
+        server = socket.create_connection(self.target)
+        threading.Thread(target=self.pump, args=(client, server, True), daemon=True).start()
+        threading.Thread(target=self.pump, args=(server, client, False), daemon=True).start()
 
     def pump(self, src, dst, from_client):
         seen = b""
@@ -145,6 +148,44 @@ class CuttingProxy:
     def __exit__(self, *exc):
         self.closed = True
         self.listener.close()
+
+
+class EndingProxy(CuttingProxy):
+    """A proxy in front of the real server that, for its first `ends`
+    connections, answers the client's startup as a server in a fast
+    shutdown does when it ends the backend that was answering: a FATAL
+    57P01 "terminating connection due to administrator command", then
+    closes. Later connections go through."""
+
+    def __init__(self, port, ends):
+        self.ends = ends
+        super().__init__(port, cut_at=b"\0never\0", down_s=0)
+
+    def handle(self, client):
+        if self.ends > 0:
+            self.ends -= 1
+            self.end(client)
+        else:
+            super().handle(client)
+
+    @staticmethod
+    def end(client):
+        client.settimeout(30)
+        def message():     # int32 length (itself included), then the body
+            n = int.from_bytes(client.recv(4, socket.MSG_WAITALL), "big")
+            return client.recv(n - 4, socket.MSG_WAITALL)
+        try:
+            if message()[:4] in (bytes.fromhex("04d2162f"), bytes.fromhex("04d21630")):
+                client.sendall(b"N")             # SSL or GSS request: no
+                message()                        # the startup message
+            fields = b"".join(k + v.encode() + b"\0" for k, v in (
+                (b"S", "FATAL"), (b"V", "FATAL"), (b"C", "57P01"),
+                (b"M", "terminating connection due to administrator command")))
+            body = fields + b"\0"
+            client.sendall(b"E" + (len(body) + 4).to_bytes(4, "big") + body)
+        except OSError:
+            pass
+        client.close()
 
 
 def shape(value):
@@ -336,20 +377,55 @@ def test_a_run_started_while_the_server_is_down_waits_for_it(pg):
         pg.server.pg_ctl("start")
 
 
-@pytest.mark.parametrize("cut_at", [b"leakproof_schema", b"INSERT INTO runs"],
-                         ids=["in-the-open", "as-the-run-begins"])
+@pytest.mark.parametrize("cut_at", [b"client_min_messages", b"leakproof_schema", b"INSERT INTO runs",
+                                    b"UPDATE runs SET sweep_id"],
+                         ids=["as-it-connects", "in-the-open", "as-the-run-begins", "as-it-is-linked-to-its-trial"])
 def test_a_server_lost_between_two_statements_of_a_runs_start_is_waited_for(pg, cut_at):
     """The server goes away after the run connected, in the middle of its
-    opening the store or of recording the new run (a sweep's trial that
-    starts as the server restarts): the run waits for it as when it cannot
-    connect, and the job runs, instead of being refused."""
+    opening the store or of recording the new run as a sweep's trial (one
+    that starts as the server restarts): the run waits for it as when it
+    cannot connect, and the job runs, as that trial, instead of being
+    refused."""
     with CuttingProxy(pg.server.env["PGPORT"], cut_at, down_s=3) as proxy:
         store = f"postgresql://leakproof:s3cret-pw@127.0.0.1:{proxy.port}/{pg.db}"
-        r = pg.cmd(["run", "--store", store, "-q", "--", "sh", "-c", "echo job ran"], timeout=120)
+        r = pg.cmd(["run", "--store", store, "-q", "--trial", "7:2:0", "--", "sh", "-c", "echo job ran"],
+                   timeout=120)
     assert proxy.cut.is_set()
     assert r.rc == 0 and "job ran" in r.out, r
-    assert "cannot be reached" in r.err and "trying again" in r.err and "s3cret" not in r.err, r
+    assert "s3cret" not in r.err, r
+    if b"UPDATE" not in cut_at:        # (the link is a write, buffered until the server is back)
+        assert "cannot be reached" in r.err and "trying again" in r.err, r
+    else:
+        assert "is reachable again" in r.err, r
+    assert pg.server.psql("SELECT count(*), min(status), min(sweep_id), min(trial_idx), min(trial_attempt) "
+                          "FROM runs", db=pg.db) == "1|done|7|2|0"
+
+
+def test_a_connection_ended_by_a_server_shutting_down_is_waited_for(pg):
+    """A run that connects just as the server shuts down (fast): the backend
+    answering it is ended mid-handshake. The run waits for the server, as
+    for one that refuses connections, and the job runs."""
+    with EndingProxy(pg.server.env["PGPORT"], ends=2) as proxy:
+        store = f"postgresql://leakproof:s3cret-pw@127.0.0.1:{proxy.port}/{pg.db}"
+        r = pg.cmd(["run", "--store", store, "-q", "--", "sh", "-c", "echo job ran"], timeout=120)
+    assert proxy.ends == 0
+    assert r.rc == 0 and "job ran" in r.out, r
+    assert "terminating connection" in r.err and "trying again" in r.err and "s3cret" not in r.err, r
     assert pg.server.psql("SELECT count(*), min(status) FROM runs", db=pg.db) == "1|done"
+
+
+def test_a_wrong_user_or_database_is_refused_without_waiting(pg):
+    """What waiting cannot mend is not waited for: the job is refused at
+    once, with the server's reason and without the password. (The test
+    server trusts local connections, so a wrong password cannot be shown
+    here; its message is of the same kind.)"""
+    port = pg.server.env["PGPORT"]
+    for uri, why in ((f"postgresql://lp_nobody:s3cret-pw@127.0.0.1:{port}/{pg.db}", 'role "lp_nobody" does not exist'),
+                     (f"postgresql://leakproof:s3cret-pw@127.0.0.1:{port}/lp_none", 'database "lp_none" does not exist')):
+        r = pg.cmd(["run", "--store", uri, "-q", "--", "sh", "-c", "echo job ran"], timeout=120)
+        assert r.rc == 125 and "job ran" not in r.out, r
+        assert why in r.err and "trying again" not in r.err, r
+        assert "s3cret" not in r.err, r
 
 
 @pytest.mark.slow
