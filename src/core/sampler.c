@@ -742,13 +742,13 @@ static void refresh_rollups(struct sampler *s, int64_t now_ns, bool force, bool 
  * their rollups one at a time, maybe a second or more apart: a parent
  * still shown as before a fork next to its children read after it counts
  * what they share twice (a 256 MiB buffer shared with four workers showed
- * as 460 MiB). So while a member is stale, or is a fork not yet read, the
+ * as 458 MiB). So while a member is stale, or is a fork not yet read, the
  * rollups read are kept and the samples go on showing the bases from before
  * the change (a fork's child: nothing but what it gained since), until the
  * last of them is read; then all switch at once. A tree whose sharing never
  * settles (a job that forks all the time) switches every settle_max_ns.
  * A first read of a process that shares nothing with its parent (it ran
- * exec, or is none's fork) is shown at once: it moves no one else.
+ * exec, or is nobody's fork) is shown at once: it moves no one else.
  */
 static void settle(struct sampler *s, int64_t now_ns)
 {
