@@ -29,6 +29,8 @@
 #define WARMUP_CHUNK_MIN 6       /* points in the level test's chunk, at least */
 #define WARMUP_LEVEL_P 0.001     /* a chunk this unlike the rest is still warm-up */
 #define WARMUP_FAR_WIDTHS 3.0    /* "far below the settled band", in band widths */
+#define WARMUP_IMMATERIAL 0.1    /* of the growth that matters: a difference this small
+                                    cannot change a verdict, so starts no warm-up */
 #define FLOOR_QUANTILE 0.05      /* the floor of a window: its 5th percentile */
 #define FLOOR_SHARE 0.5          /* the floor must rise at least this share of the trend */
 #define SUSTAIN_SHARE 0.5        /* the late growth rate must reach this share */
@@ -759,7 +761,7 @@ static double mann_whitney_p(const double *a, size_t na, const double *b, size_t
 struct warmup_ctx {
 	const struct series *c;   /* the (reduced) series being searched */
 	double ref_low, ref_high; /* settled slope's interval (last third) */
-	double thr_bytes;         /* growth that matters, near the end */
+	double immaterial;        /* a difference too small to matter (WARMUP_IMMATERIAL) */
 	size_t half, chunk;
 	double *tmp;              /* scratch: 2·c->n doubles */
 	struct work *w;
@@ -778,20 +780,24 @@ static int warmup_accept(const struct warmup_ctx *k, size_t v)
 	/* slope: the window's robust slope within the settled slope's
 	 * interval, widened by a difference too small to matter over it */
 	double span = c->x[c->n - 1] - c->x[v];
-	double tol = span > 0 ? 0.1 * k->thr_bytes / span : 0;
+	double tol = span > 0 ? k->immaterial / span : 0;
 	if (b < k->ref_low - tol || b > k->ref_high + tol)
 		return 0;
 	/* settling: the window's growth must not slow down */
 	if (len >= 9 && concavity(c->x + v, c->y + v, len, b, k->tmp).z > CURVE_Z)
 		return 0;
 	/* level: around the window's own trend, its first chunk against the
-	 * rest of it */
+	 * rest of it, unlike it and by a difference that matters (without
+	 * noise, a page is significant) */
 	if (len < 2 * k->chunk)
 		return 1;
-	double *r = k->tmp;
+	double *r = k->tmp, *t = k->tmp + len;
 	for (size_t i = 0; i < len; i++)
 		r[i] = c->y[v + i] - b * c->x[v + i];
-	return mann_whitney_p(r, k->chunk, r + k->chunk, len - k->chunk) >= WARMUP_LEVEL_P;
+	if (mann_whitney_p(r, k->chunk, r + k->chunk, len - k->chunk) >= WARMUP_LEVEL_P)
+		return 1;
+	double shift = quantile_copy(r, k->chunk, 0.5, t) - quantile_copy(r + k->chunk, len - k->chunk, 0.5, t);
+	return fabs(shift) < k->immaterial;
 }
 
 /*
@@ -839,16 +845,19 @@ static size_t find_warmup(const struct series *raw, const struct analyze_opts *o
 		thr = o->min_growth_bytes;
 
 	/* no window starts before a point far below the settled band, the
-	 * band widened by what the slope's uncertainty makes of the distance */
+	 * band widened by what the slope's uncertainty makes of the distance;
+	 * "far" is at least a difference that matters (memory that moves by
+	 * whole pages makes a band of no width) */
+	double immaterial = WARMUP_IMMATERIAL * thr;
 	size_t start = 0;
 	for (size_t i = 0; i < half; i++) {
-		double far = q05 - WARMUP_FAR_WIDTHS * width - (ref_high - ref_low) / 2 * (xc - c.x[i]);
+		double far = q05 - fmax(WARMUP_FAR_WIDTHS * width, immaterial) - (ref_high - ref_low) / 2 * (xc - c.x[i]);
 		if (r[i] < far)
 			start = i + 1;
 	}
 
 	struct warmup_ctx k = {
-		.c = &c, .ref_low = ref_low, .ref_high = ref_high, .thr_bytes = thr, .half = half,
+		.c = &c, .ref_low = ref_low, .ref_high = ref_high, .immaterial = immaterial, .half = half,
 		.chunk = m / 20 > WARMUP_CHUNK_MIN ? m / 20 : WARMUP_CHUNK_MIN, .tmp = tmp, .w = &tw,
 	};
 	size_t step = (half - (start < half ? start : half)) / WARMUP_CANDIDATES + 1;

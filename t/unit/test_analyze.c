@@ -724,6 +724,56 @@ static void test_time_bins(void)
 	CHECK_NEAR(a.projected_to_limit, want, 1e-6 * want);
 }
 
+/*
+ * Memory that moves by whole pages is noise-free next to a leak of
+ * megabytes a step: a settled band of zero width, in which a page more or
+ * less is "far" and "unlike the rest" to tests that have no noise to
+ * measure it by. What cannot change the verdict must not start a warm-up.
+ */
+static void test_a_page_is_no_warmup(void)
+{
+	/* PSS at each step of a Python job keeping a 2 MiB bytearray a step
+	 * (`run --step-regex`, 30 steps): one step gained 542 KiB instead of
+	 * 2 MiB, one a page more. It was judged inconclusive, warm-up 15
+	 * ("only 15 steps after warm-up; need 20"). */
+	static const double measured[] = {
+		11239424, 13340672, 15441920, 17543168, 18098176, 20199424,
+		22300672, 24401920, 26503168, 28604416, 30705664, 32806912,
+		34908160, 37009408, 39110656, 41211904, 43313152, 45414400,
+		47519744, 49620992, 51722240, 53823488, 55924736, 58025984,
+		60127232, 62228480, 64329728, 66430976, 68532224, 70633472,
+	};
+	size_t n = sizeof(measured) / sizeof(measured[0]);
+	steps_x(n);
+	memcpy(ys, measured, sizeof(measured));
+	struct analysis a = judge(n);
+	CHECK_STR(verdict_name(a.verdict), "leak");
+	CHECK_EQ_INT(a.warmup_points, 0);
+	CHECK(fabs(a.slope - 2101248) < 4 * KIB);
+
+	/* an exact line, one page more over its last 15 points (the settled
+	 * band: every point before them lies "below" it): the band test */
+	steps_x(40);
+	for (size_t i = 0; i < 40; i++)
+		ys[i] = 100 * MIB + 2 * MIB * (double)i + (i >= 25 ? 4 * KIB : 0);
+	a = judge(40);
+	CHECK_STR(verdict_name(a.verdict), "leak");
+	CHECK_EQ_INT(a.warmup_points, 0);
+
+	/* ... the first points a page higher than the rest: the level test */
+	for (size_t i = 0; i < 40; i++)
+		ys[i] = 100 * MIB + 2 * MIB * (double)i + (i < 6 ? 4 * KIB : 0);
+	a = judge(40);
+	CHECK_STR(verdict_name(a.verdict), "leak");
+	CHECK_EQ_INT(a.warmup_points, 0);
+
+	/* what does matter still is warm-up: the first points 64 MiB low */
+	for (size_t i = 0; i < 40; i++)
+		ys[i] = 100 * MIB + 2 * MIB * (double)i - (i < 6 ? 64 * MIB : 0);
+	a = judge(40);
+	CHECK_EQ_INT(a.warmup_points, 6);
+}
+
 /* a judgment on 100,000 steps, timed */
 static void test_timing_100k(void)
 {
@@ -784,6 +834,7 @@ TEST_MAIN("analyze",
 	TEST(test_decreasing),
 	TEST(test_too_short),
 	TEST(test_too_few_after_warmup),
+	TEST(test_a_page_is_no_warmup),
 	TEST(test_change_quantiles),
 	TEST(test_unsorted_and_nonfinite),
 	TEST(test_time_bins),
