@@ -373,9 +373,8 @@ static void test_real_statm_pread(void)
 	struct proc_statm a, b;
 	CHECK_EQ_INT(pread_proc_statm(fd, &a), 0);
 	size_t len = 32u << 20;
-	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(p != MAP_FAILED);
-	memset(p, 1, len);
+	char *p = tap_map_touched(len);
+	CHECK(p != NULL);
 	CHECK_EQ_INT(pread_proc_statm(fd, &b), 0);
 	long page = sysconf(_SC_PAGESIZE);
 	double grew = (double)(b.resident_pages - a.resident_pages) * (double)page;
