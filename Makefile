@@ -105,7 +105,7 @@ $(B)/trace/%.o: src/trace/%.c
 
 $(B)/libleakproof-trace.so: $(TRACE_OBJ)
 	$(call say,LIB)
-	$(Q)$(CC) $(TRACE_CFLAGS) -shared -Wl,-z,defs -Wl,-soname,libleakproof-trace.so -o $@ $^ \
+	$(Q)$(CC) $(TRACE_CFLAGS) $(LDFLAGS) -shared -Wl,-z,defs -Wl,-soname,libleakproof-trace.so -o $@ $^ \
 		$(shell pkg-config --libs libunwind) -ldl -lm -lpthread
 
 $(B)/t/test_trace_%: t/unit/test_trace_%.c $(TRACE_CORE_SRC) src/trace/trace.h t/unit/tap.h

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """
 gpu_memory_check.py — on a machine with an NVIDIA GPU and PyTorch built for
 CUDA: three real CUDA workloads under `leakproof run --census`, and what the
@@ -14,12 +14,17 @@ report says of each (docs/internals/census.md):
   clean      the same training loop keeping loss.item(): nothing grows
 
 usage: bench/gpu_memory_check.py [--steps N] [--record DIR] [--keep DIR]
+                                  [--job-timeout S] [--leakproof PATH]
 
 Prints each report's gpu_memory and census sections and one line per check
 (PASS/FAIL); exits 1 when a check fails, 2 when there is no CUDA device.
 --record DIR also writes each job's per-step torch.cuda.memory_stats()
 (with NVML's figure for the job) to DIR/cuda_NAME.json, a series that
 t/workloads/cuda_stats_replay.py replays on machines without a GPU.
+--keep DIR keeps the store there, with each job's report as DIR/NAME.json;
+a job that runs past --job-timeout seconds (default 300) is stopped and
+its checks fail. Run it with the Python that has PyTorch: the jobs use
+the same interpreter (sys.executable).
 Internally the script is also the job: `gpu_memory_check.py --job NAME`.
 """
 import argparse
@@ -111,6 +116,7 @@ def main():
     ap.add_argument("--record")
     ap.add_argument("--keep", help="keep the store here")
     ap.add_argument("--leakproof", default=os.path.join(REPO, "build", "leakproof"))
+    ap.add_argument("--job-timeout", type=float, default=300)
     a = ap.parse_args()
     if a.job:
         return job(a.job, a.steps, a.record)
@@ -138,15 +144,31 @@ def main():
                sys.executable, os.path.abspath(__file__), "--job", name, "--steps", str(a.steps)]
         if record:
             cmd += ["--record", record]
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.job_timeout)
+        except subprocess.TimeoutExpired as e:
+            print("== %s: stopped after %.0f s" % (name, a.job_timeout), flush=True)
+            print((e.stderr or b"")[-3000:].decode(errors="replace") if isinstance(e.stderr, bytes)
+                  else (e.stderr or "")[-3000:])
+            failures.append("%s ran" % name)
+            continue
         print("== %s: exit %d in %.1f s" % (name, p.returncode, time.monotonic() - t0), flush=True)
         if p.returncode != 0:
             print(p.stderr[-3000:])
             failures.append("%s ran" % name)
             continue
-        rep = json.loads(subprocess.run([a.leakproof, "report", "--store", store, "--format", "json"],
-                                        capture_output=True, text=True, check=True).stdout)
-        text = subprocess.run([a.leakproof, "report", "--store", store], capture_output=True, text=True).stdout
+        try:
+            rep = json.loads(subprocess.run([a.leakproof, "report", "--store", store, "--format", "json"],
+                                            capture_output=True, text=True, check=True, timeout=60).stdout)
+        except (subprocess.SubprocessError, ValueError) as e:
+            print("== %s: no report: %s" % (name, e), flush=True)
+            failures.append("%s reported" % name)
+            continue
+        if a.keep:
+            with open(os.path.join(tmp, "%s.json" % name), "w") as f:
+                json.dump(rep, f)
+        text = subprocess.run([a.leakproof, "report", "--store", store], capture_output=True, text=True,
+                              timeout=60).stdout
         print(text)
         print(json.dumps({"gpu_memory": rep.get("gpu_memory"), "census": rep.get("census")}, indent=1))
         reports[name] = rep
