@@ -1,8 +1,9 @@
 # leakproof — build, test and install.
 #
 #   make                 build build/leakproof and the unit tests
-#   make check           unit tests + end-to-end tests (needs the packages in
-#                        scripts/install-deps)
+#   make check           unit tests + the end-to-end tests but the slow ones, in
+#                        parallel (needs the packages in scripts/install-deps);
+#                        scripts/test runs everything, as CI does
 #   make check-layers    no include or call runs up a floor of src/
 #   make asan            the same binary with AddressSanitizer + UBSan, in build-asan/
 #   make fuzz            the fuzz targets (fuzz/) with clang's libFuzzer +
@@ -27,6 +28,7 @@ PCDIR    ?= $(DATADIR)/pkgconfig
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 
 B        ?= build
+CHECK_JOBS ?= $(shell n=$$(nproc); [ $$n -ge 2 ] && echo $$n || echo 2)
 CC       ?= cc
 PKGS      = sqlite3 libpcre2-8 yaml-0.1 libdw ncursesw
 VERSION   = 0.1.0
@@ -116,8 +118,12 @@ $(B)/t/test_trace_%: t/unit/test_trace_%.c $(TRACE_CORE_SRC) src/trace/trace.h t
 unit: all
 	@fail=0; for t in $(UNIT_BIN); do $$t || fail=1; done; exit $$fail
 
+# Contributors' check, a few minutes on 2 cores: the unit binaries and the
+# end-to-end tests but the slow ones, in parallel (pytest-xdist), then those
+# marked serial alone. scripts/test is the whole suite as CI runs it.
 check: all
-	/usr/bin/python3 -m pytest -q t
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider -n $(CHECK_JOBS) --dist loadgroup -m "not slow and not serial" t
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider -m "serial and not slow" t || [ $$? -eq 5 ]
 
 # The floors of src/ (docs/internals/design.md): no include or call up a
 # floor, no loop between the files of a folder.

@@ -2,7 +2,7 @@
 scripts/cluster, as the cluster tests use it: a Cluster (the services'
 environment and helpers to submit jobs, query the database and read how
 jobs ended) and started(), behind the `cluster` fixture of conftest.py
-(one cluster per test module; only one can run on a host at a time).
+(one cluster for the whole test run; only one can run on a host at a time).
 """
 import os
 import re
@@ -140,12 +140,22 @@ class Cluster:
         return pids | children_of(pids)
 
 
-def started():
-    """Start the services in a state directory of their own; stop them and
-    remove it afterwards, whatever happened (a generator for a fixture)."""
+def started(state=None):
+    """The services (a generator for a fixture). With state, the directory
+    of services already started there (scripts/test starts one for all its
+    passes): used as they are, and left running. Without, started in a
+    state directory of their own, then stopped and removed afterwards,
+    whatever happened."""
     if os.geteuid() != 0:
         pytest.fail("scripts/cluster needs root (it hands files to the postgres and munge users)",
                     pytrace=False)
+    if state:
+        c = Cluster(Path(state))
+        r = c.script("status")
+        assert r.returncode == 0, f"no cluster running in {state} ($LEAKPROOF_TEST_CLUSTER_DIR):\n{r.stdout}{r.stderr}"
+        c.load_env()
+        yield c
+        return
     # not pytest's tmp_path: that sits below a 0700 directory the postgres user cannot enter
     state = Path(tempfile.mkdtemp(prefix="leakproof-cluster-", dir="/tmp"))
     os.chmod(state, 0o755)

@@ -285,8 +285,46 @@ def lp(lp_bin, tmp_path):
 
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster():
-    """scripts/cluster's PostgreSQL and one-node SLURM for one test module
-    (t/e2e/cluster.py); stopped after its last test."""
-    yield from cluster_started()
+    """scripts/cluster's PostgreSQL and one-node SLURM (t/e2e/cluster.py),
+    one for the whole test run: the one in $LEAKPROOF_TEST_CLUSTER_DIR when
+    scripts/test started it there for all its passes, else one started here
+    and stopped after the last test. Only one SLURM can run on a host, so
+    every test that uses it runs in one xdist worker (pytest_collection_-
+    modifyitems below)."""
+    yield from cluster_started(os.environ.get("LEAKPROOF_TEST_CLUSTER_DIR"))
+
+
+# ---- how the suite runs: parallel groups, skips that are not allowed ---------
+
+def pytest_collection_modifyitems(config, items):
+    """Tests of the one cluster run in one xdist worker, one after another
+    (`--dist loadgroup`); so do tests marked serial, in another."""
+    for item in items:
+        if "cluster" in item.fixturenames or "pg_server" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group("cluster"))
+
+
+# A skip hides a test that did not run. On CI (CI=true, or
+# LEAKPROOF_STRICT_SKIPS=1), where the machine is of the project's own kind
+# and has everything the suite needs (root, a memory cgroup for jobs, the
+# services of scripts/cluster, the compilers), a skip fails the run, with its
+# reason, unless the reason matches $LEAKPROOF_ALLOWED_SKIPS (a regular
+# expression): a test can no longer pass by skipping.
+_STRICT_SKIPS = os.environ.get("LEAKPROOF_STRICT_SKIPS", "1" if os.environ.get("CI") == "true" else "0") == "1"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if not (_STRICT_SKIPS and rep.skipped and not hasattr(rep, "wasxfail")):
+        return
+    reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+    allowed = os.environ.get("LEAKPROOF_ALLOWED_SKIPS")
+    if allowed and re.search(allowed, reason):
+        return
+    rep.outcome = "failed"
+    rep.longrepr = (f"skipped on a machine that can run it (strict skips: CI=true or "
+                    f"LEAKPROOF_STRICT_SKIPS=1): {reason}")

@@ -150,3 +150,8 @@ def test_stop_leaves_no_process_behind(cluster):
     assert not left, f"left running after stop: {left}"
     r = cluster.script("status")
     assert r.returncode == 1 and "running" not in r.stdout.replace("not running", ""), r.stdout
+    # the run's other tests share this cluster: started again, in the same
+    # state directory, for them
+    r = cluster.script("start")
+    assert r.returncode == 0, f"scripts/cluster start after stop failed:\n{r.stderr}"
+    cluster.load_env()

@@ -25,6 +25,9 @@ import uuid
 
 import pytest
 
+# a terminal in tmux, read at a pace: alone, not beside other tests (docs/internals/testing.md)
+pytestmark = pytest.mark.serial
+
 WAIT_S = 90
 
 JOB = r'''

@@ -1,7 +1,7 @@
 """
 The PostgreSQL store: the same commands as on SQLite, against a real
-server started once for the session by the repo's own script
-(`scripts/cluster start --pg-only`), each test in a database of its own.
+server, the one of the run's cluster (the `cluster` fixture: the repo's own
+`scripts/cluster`), each test in a database of its own.
 
 What it shows: a run with steps and a leak verdict, `report` in every
 format with the same fields as on SQLite, `ls`, a small local sweep, a
@@ -11,10 +11,8 @@ a run with nothing missing once it is back.
 """
 import json
 import os
-import shutil
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 import uuid
@@ -22,25 +20,20 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-CLUSTER = REPO / "scripts" / "cluster"
 
 
 class PgServer:
-    def __init__(self, state):
-        self.state = state
-        self.env = {}
+    """The cluster's PostgreSQL server, as these tests use it. Its
+    environment is the cluster's, read when used: a test that stops the
+    cluster and starts it again (test_cluster_services.py) moves its ports."""
 
-    def script(self, *args, timeout=120):
-        env = dict(os.environ, LEAKPROOF_CLUSTER_DIR=self.state)
-        return subprocess.run([str(CLUSTER), *args], env=env, capture_output=True, text=True, timeout=timeout)
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.state = str(cluster.state)
 
-    def load_env(self):
-        r = self.script("env")
-        assert r.returncode == 0, r.stderr
-        for line in r.stdout.splitlines():
-            name, _, value = line.removeprefix("export ").partition("=")
-            self.env[name] = value.strip("'")
+    @property
+    def env(self):
+        return self.cluster.env
 
     def psql(self, sql, db="postgres"):
         env = dict(os.environ, PGHOST=self.env["PGHOST"], PGPORT=self.env["PGPORT"])
@@ -61,21 +54,10 @@ class PgServer:
 
 
 @pytest.fixture(scope="session")
-def pg_server():
-    state = tempfile.mkdtemp(prefix="lp-pg-", dir="/tmp")
-    os.chmod(state, 0o755)
-    server = PgServer(state)
-    r = server.script("start", "--pg-only")
-    if r.returncode != 0:
-        server.script("stop")
-        pytest.fail(f"scripts/cluster start --pg-only failed:\n{r.stderr}", pytrace=False)
-    try:
-        server.load_env()
-        yield server
-    finally:
-        r = server.script("stop")
-        if r.returncode == 0:
-            shutil.rmtree(state, ignore_errors=True)
+def pg_server(cluster):
+    """The PostgreSQL server of the run's one cluster (conftest.py), shared
+    with the SLURM tests."""
+    return PgServer(cluster)
 
 
 @pytest.fixture

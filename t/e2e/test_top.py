@@ -21,6 +21,9 @@ import uuid
 
 import pytest
 
+# a terminal in tmux, read at a pace: alone, not beside other tests (docs/internals/testing.md)
+pytestmark = pytest.mark.serial
+
 LEAKY = "steps.py"
 FLAT = "noisy_plateau.py"
 WAIT_S = 90          # for anything the jobs or top must show
