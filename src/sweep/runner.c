@@ -230,7 +230,10 @@ static int reload_rows(struct runner *r)
 static void refresh_row(struct runner *r, int64_t idx, int64_t attempt)
 {
 	struct trial_row t;
-	if (store_load_trial(r->st, r->sweep_id, idx, attempt, &t) != 0)
+	int rc;
+	while ((rc = store_load_trial(r->st, r->sweep_id, idx, attempt, &t)) < 0 && store_wait_back(r->st))
+		;
+	if (rc != 0)
 		return;
 	size_t i = r->nrows;
 	if (idx >= 0 && (size_t)idx < r->nlast && r->last_of[idx] >= 0 &&
@@ -442,8 +445,10 @@ static int launch(struct runner *r, struct trial *t)
 		add_arg(&argv, &n, &cap, r->step_prefix[i]);   /* srun: the trial is a job step */
 	add_arg(&argv, &n, &cap, r->exe);
 	add_arg(&argv, &n, &cap, "run");
-	add_arg(&argv, &n, &cap, "--store");
-	add_arg(&argv, &n, &cap, r->o->store_path);
+	/* the store reaches the trial in its environment (LEAKPROOF_STORE,
+	 * below), never on its command line: a PostgreSQL URI may hold a
+	 * password, and every user reads a command line (ps, /proc/PID/
+	 * cmdline; srun's step too, and the supervisor's guard, a fork) */
 	add_arg(&argv, &n, &cap, "--trial");
 	add_arg(&argv, &n, &cap, trial_arg);
 	add_arg(&argv, &n, &cap, "--no-status-line");
@@ -461,8 +466,9 @@ static int launch(struct runner *r, struct trial *t)
 	if (job != t->argv)
 		free(job);
 
-	/* the environment: ours, overlaid with the env dimensions */
-	char **env = xcalloc(r->spec.ndims + 2, sizeof(char *));
+	/* the environment: ours, overlaid with the env dimensions and the
+	 * store (last: no dimension redirects a trial's rows) */
+	char **env = xcalloc(r->spec.ndims + 3, sizeof(char *));
 	size_t k = 0;
 	for (size_t d = 0; d < r->spec.ndims; d++) {
 		if (!r->spec.dims[d].is_env)
@@ -480,6 +486,9 @@ static int launch(struct runner *r, struct trial *t)
 		size_t len = strlen(t->note);
 		snprintf(t->note + len, sizeof(t->note) - len, "%sGPU %d", len ? "; " : "", t->gpu);
 	}
+	struct strbuf store_env = STRBUF_INIT;
+	strbuf_addf(&store_env, "LEAKPROOF_STORE=%s", r->o->store_path);
+	env[k++] = strbuf_detach(&store_env, NULL);
 	env[k] = NULL;
 
 	snprintf(t->log, sizeof(t->log), "%.3900s/trial-%lld.%lld.log", r->logdir, (long long)t->idx,
@@ -499,7 +508,9 @@ static int launch(struct runner *r, struct trial *t)
 		row.slurm_job = r->claimer.slurm_job;
 		row.slurm_task = r->claimer.slurm_task;
 	}
-	int rc = store_trial_put(r->st, &row);
+	int rc;
+	while ((rc = store_trial_put(r->st, &row)) < 0 && store_wait_back(r->st))
+		;   /* the server restarts: the trial starts when it is back */
 	predict_trial(r, t);
 	if (rc == 0 && (isfinite(t->pred.peak[0]) || isfinite(t->pred.gpu[0])))
 		store_trial_prediction_put(r->st, r->sweep_id, &t->pred);   /* said if it fails; the trial runs */
@@ -621,10 +632,14 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 			        (long long)t->idx + 1, (long long)t->attempt);
 		return;
 	}
-	int64_t run_id = store_trial_run(r->st, r->sweep_id, t->idx, t->attempt);
-	/* A worker's outcome must reach a shared store that is away for a
-	 * while (a server restarting): else the trial would stay "running"
-	 * until its lease ran out, and run again. It waits, bounded. */
+	/* A trial's outcome must reach a shared store that is away for a
+	 * while (a server restarting): else a trial that ended well would be
+	 * told failed (its results unread), stay "running" until its lease
+	 * ran out, and run again. The sweep waits for the server, bounded,
+	 * as its trials' runs do (store_wait_back); a worker, longer. */
+	int64_t run_id;
+	while ((run_id = store_trial_run(r->st, r->sweep_id, t->idx, t->attempt)) < 0 && store_wait_back(r->st))
+		;
 	for (int64_t end = mono_ns() + CLAIM_PATIENCE_NS; r->worker && run_id < 0 && mono_ns() < end;) {
 		sleep(1);
 		run_id = store_trial_run(r->st, r->sweep_id, t->idx, t->attempt);
@@ -639,7 +654,10 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	char metric_note[PATH_MAX + 256] = "";
 	struct segment_row *segs = NULL;
 	size_t nsegs = 0;
-	if (run_id > 0 && store_load_segments(r->st, run_id, &segs, &nsegs) == 0 && nsegs)
+	int got = -1;
+	while (run_id > 0 && (got = store_load_segments(r->st, run_id, &segs, &nsegs)) < 0 && store_wait_back(r->st))
+		;
+	if (run_id > 0 && got == 0 && nsegs)
 		snprintf(cause, sizeof(cause), "%s", segs[nsegs - 1].cause);
 	segment_rows_free(segs, nsegs);
 	row.cause = cause;
@@ -665,7 +683,10 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	if (run_id > 0 && metric) {
 		struct result_row *res = NULL;
 		size_t nres = 0;
-		if (store_load_results(r->st, run_id, &res, &nres) == 0)
+		int rc;
+		while ((rc = store_load_results(r->st, run_id, &res, &nres)) < 0 && store_wait_back(r->st))
+			;
+		if (rc == 0)
 			for (size_t i = 0; i < nres; i++)
 				if (!strcmp(res[i].name, metric)) {
 					row.has_metric = true;
@@ -698,7 +719,9 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		snprintf(full_note, sizeof(full_note), "%s%s%s", row.note, row.note[0] ? "; " : "", streak);
 		row.note = full_note;
 	}
-	int put = store_trial_put(r->st, &row);
+	int put;
+	while ((put = store_trial_put(r->st, &row)) < 0 && store_wait_back(r->st))
+		;
 	for (int64_t end = mono_ns() + CLAIM_PATIENCE_NS; r->worker && put < 0 && mono_ns() < end;) {
 		sleep(1);
 		put = store_trial_put(r->st, &row);
@@ -1361,6 +1384,10 @@ static int follow(struct runner *r, bool may_submit, bool *complete)
 		struct trial_counts c;
 		if (store_trials_expire(r->st, r->sweep_id, wall_seconds()) < 0 ||
 		    store_trial_counts(r->st, r->sweep_id, &c) < 0) {
+			/* the server restarts: the workers wait for it, and so does
+			 * the controller that follows them */
+			if (store_wait_back(r->st))
+				continue;
 			status = 1;
 			break;
 		}
@@ -1374,7 +1401,8 @@ static int follow(struct runner *r, bool may_submit, bool *complete)
 		}
 		if (!c.pending && !c.running) {
 			*complete = true;
-			store_sweep_set_status(r->st, r->sweep_id, "done", wall_seconds(), 0);
+			while (store_sweep_set_status(r->st, r->sweep_id, "done", wall_seconds(), 0) < 0 && store_wait_back(r->st))
+				;
 			break;
 		}
 		if (c.pending && !c.running) {
@@ -1674,7 +1702,9 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		ok = false;
 	r.oproc = NULL;
 	bool complete = !r.stop_signal && ok && !r.host_stopped;
-	store_sweep_set_status(r.st, r.sweep_id, complete ? "done" : "interrupted", wall_seconds(), 0);
+	while (store_sweep_set_status(r.st, r.sweep_id, complete ? "done" : "interrupted", wall_seconds(), 0) < 0 &&
+	       store_wait_back(r.st))
+		;
 	out->sweep_id = r.sweep_id;
 	out->ended = true;
 	out->complete = complete;

@@ -11,6 +11,7 @@ a run with nothing missing once it is back.
 """
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -459,3 +460,98 @@ def test_rows_dropped_past_the_outage_buffer_mark_the_run_partial(pg):
     assert "rows were dropped" in run.get("lost", ""), run
     assert "exit 0, partial" in pg.ls(), pg.ls()
     assert "PARTIAL: " in pg.report(fmt="text")
+
+
+def lp_argv(lp):
+    """The start of a leakproof command line, as lp.cmd makes it."""
+    return [*shlex.split(os.environ.get("LEAKPROOF_TEST_WRAPPER", "")), lp.binary]
+
+
+def cmdlines_holding(secret):
+    """The live processes whose command line holds secret (bytes): pid and
+    command line."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                line = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if secret in line:
+                found[int(entry)] = line.replace(b"\0", b" ").decode(errors="replace")
+    return found
+
+
+def test_a_sweeps_trials_never_show_the_password_on_their_command_line(pg):
+    """Every command line can be read by every user of the machine (ps,
+    /proc/PID/cmdline): the store's password reaches each trial's `leakproof
+    run` (and its guard, a fork of it) in its environment, never in its
+    argv. Watched while the trials run."""
+    secret = "pw-on-no-cmdline-7d1e"
+    store = pg.server.uri(pg.db, password=secret)
+    f = pg.dir / "slow.yaml"
+    f.write_text(f"""
+command: [{pg.py}, -c, "import sys, time, leakproof; time.sleep(1.5); leakproof.result(n=len(sys.argv[1]))", "${{args}}"]
+method: grid
+metric: {{name: n}}
+parallel: 2
+parameters:
+  name: {{values: ["a", "bb", "ccc", "dddd"]}}
+""")
+    # the sweep's own store string comes from the environment too: the
+    # user's command line is theirs to keep clean
+    proc = subprocess.Popen([*lp_argv(pg), "sweep", str(f)], cwd=pg.dir,
+                            env=pg.env({"LEAKPROOF_STORE": store}),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    leaks, trials_seen = {}, set()
+    try:
+        while proc.poll() is None:
+            leaks.update(cmdlines_holding(secret.encode()))
+            trials_seen.update(p for p, c in cmdlines_holding(b"\0--trial\0").items() if " run " in c)
+            time.sleep(0.05)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            pg.kill_tree(proc)
+    assert proc.returncode == 0, err.decode(errors="replace")[-3000:]
+    assert trials_seen, "no trial's `leakproof run` was seen running"
+    assert not leaks, leaks
+    assert secret not in (out + err).decode(errors="replace")
+    rep = json.loads(pg.cmd(["report", "--format", "json", "--store", store]).stdout)
+    assert [t["status"] for t in rep["trials"]] == ["ok"] * 4, rep["trials"]
+    assert secret not in json.dumps(rep)
+
+
+@pytest.mark.slow
+def test_an_8_s_server_restart_in_the_middle_of_a_local_sweep_loses_no_trial(pg):
+    """The server restarts (8 s down) while a local sweep of 8 trials runs,
+    two at a time: the sweep waits for it, as its trials' runs do, instead
+    of stopping. Exit 0, every trial ok, each recorded once, none left
+    running for a --resume to run again."""
+    f = pg.dir / "eight.yaml"
+    f.write_text(f"""
+command: [{pg.py}, -c, "import sys, time, leakproof; time.sleep(2); leakproof.result(n=len(sys.argv[1]))", "${{args}}"]
+method: grid
+metric: {{name: n}}
+parallel: 2
+parameters:
+  name: {{values: ["a", "bb", "ccc", "dddd", "eeeee", "ffffff", "ggggggg", "hhhhhhhh"]}}
+""")
+    proc = subprocess.Popen([*lp_argv(pg), "sweep", str(f), "--store", pg.store], cwd=pg.dir, env=pg.env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        pg.read_until(proc.stderr, b"]: ok", timeout=120)   # one ended: the others run
+        pg.server.pg_ctl("stop", "-m", "fast")
+        time.sleep(8)
+        pg.server.pg_ctl("start")
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            pg.kill_tree(proc)
+    err = err.decode(errors="replace")
+    assert proc.returncode == 0, err[-3000:]
+    assert "stopped" not in err and "failed;" not in err, err[-3000:]
+    rows = pg.server.psql("SELECT idx, attempt, status FROM trials ORDER BY idx, attempt", db=pg.db).split()
+    assert rows == [f"{i}|0|ok" for i in range(8)], rows
+    assert pg.server.psql("SELECT count(*), count(DISTINCT sweep_id), min(status) FROM runs", db=pg.db) == "8|1|done"
+    assert pg.server.psql("SELECT status FROM sweeps", db=pg.db) == "done"
