@@ -974,14 +974,19 @@ static void unreachable_why(const char *msg, bool reader, char *why, size_t whys
 /* Whether a failed connection may succeed if tried again: the server is
  * restarting, starting, or not listening yet, or it ended the connection
  * while it was being made (a fast shutdown ends the backend that was
- * answering it: "terminating connection due to administrator command");
- * not a wrong password or database. */
+ * answering it: "terminating connection due to administrator command"),
+ * or its connection slots are full for now (SQLSTATE 53300,
+ * too_many_connections: "sorry, too many clients already", "remaining
+ * connection slots are reserved ...", a database's or a role's CONNECTION
+ * LIMIT: "too many connections for database ..."); not a wrong password or
+ * database. (A failed connection has no SQLSTATE in libpq: the words.) */
 static bool transient_failure(const char *msg)
 {
 	static const char *const signs[] = { "shutting down", "starting up", "accepting connections",
 		"Connection refused", "No such file or directory", "in recovery", "timeout expired",
 		"could not connect", "server closed the connection", "terminating connection",
-		"Connection reset", "could not receive data", "could not send data", "no connection to the server" };
+		"Connection reset", "could not receive data", "could not send data", "no connection to the server",
+		"too many clients", "too many connections", "remaining connection slots" };
 	for (size_t i = 0; msg && i < sizeof(signs) / sizeof(signs[0]); i++)
 		if (strstr(msg, signs[i]))
 			return true;

@@ -555,3 +555,29 @@ parameters:
     assert rows == [f"{i}|0|ok" for i in range(8)], rows
     assert pg.server.psql("SELECT count(*), count(DISTINCT sweep_id), min(status) FROM runs", db=pg.db) == "8|1|done"
     assert pg.server.psql("SELECT status FROM sweeps", db=pg.db) == "done"
+
+
+def test_connection_slots_full_for_a_moment_are_waited_for(pg):
+    """The server's connection slots are full (SQLSTATE 53300: here the
+    database's CONNECTION LIMIT, held by another client for 4 s): a run
+    waits for a slot as for a server that is starting, instead of refusing
+    the job (exit 125)."""
+    pg.run(["true"], "-q")   # the schema is made
+    pg.server.psql(f"ALTER DATABASE {pg.db} CONNECTION LIMIT 1")
+    env = dict(os.environ, PGHOST=pg.server.env["PGHOST"], PGPORT=pg.server.env["PGPORT"])
+    holder = subprocess.Popen(["psql", "-X", "-q", "-U", "leakproof", "-d", pg.db, "-c", "SELECT pg_sleep(4)"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        def held():
+            n = pg.server.psql(f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{pg.db}'")
+            return int(n) >= 1
+        deadline = time.monotonic() + 30
+        while not held():
+            assert time.monotonic() < deadline and holder.poll() is None, holder.stderr.read()
+            time.sleep(0.05)
+        r = pg.run(["sh", "-c", "echo job ran"], "-q", timeout=120)
+    finally:
+        holder.wait(timeout=60)
+    assert r.rc == 0 and "job ran" in r.out, r
+    assert "too many connections" in r.err and "trying again" in r.err and "s3cret" not in r.err, r
+    assert len(pg.ls(fmt="json")) == 2
