@@ -269,6 +269,28 @@ def test_bad_run_options_are_refused_with_their_place(lp, opts, where, what):
     assert not os.path.exists(lp.store)
 
 
+def test_a_metric_name_the_clients_would_change_is_refused_at_load(lp):
+    """metric {name: "val loss"}: leakproof.result() sends it as val_loss,
+    so no trial has the metric and every one failed while the sweep went
+    on. Refused when the file is read, with the rule; a name the clients
+    keep runs, and with result_regex the name is only a label."""
+    cmd = f'command: [{lp.py}, -c, "import leakproof; leakproof.result(**dict([(\'val loss\', 1.5)]))"]\n'
+    f = write(lp, "bad.yaml", cmd + 'metric: {name: "val loss"}\n')
+    for args in ([], ["--dry-run"]):
+        r = sweep(lp, f, *args)
+        assert r.rc == 124, r
+        assert "bad.yaml:2:16: metric.name 'val loss' is not a name a client can report" in r.err, r.err
+        assert "a letter or _, then letters, digits and _ . : / -" in r.err, r.err
+    assert not os.path.exists(lp.store)
+    good = write(lp, "good.yaml", cmd + "metric: {name: val_loss}\n")
+    r = sweep(lp, good)
+    assert r.rc == 0 and "1 ok" in r.err, r
+    labelled = write(lp, "label.yaml", f"command: [echo, 'loss=2']\nresult_regex: '^loss=(\\S+)'\n"
+                                       'metric: {name: "val loss"}\n')
+    r = sweep(lp, labelled)
+    assert r.rc == 0 and "1 ok" in r.err, r
+
+
 def test_good_run_options_are_taken(lp):
     f = write(lp, "ok.yaml", "command: [true]\nrun_options: [--interval, 50ms, --no-cgroup]\n")
     r = sweep(lp, f, "--dry-run")
