@@ -27,6 +27,7 @@
 #include "sweep/runner.h"
 #include "sweep/runner-int.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -36,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1228,21 +1230,74 @@ static void list_trials(struct runner *r)
 /* The trials' logs: DIR/sweeps/ID beside a SQLite store, ./sweeps/ID for
  * a server's (a cluster's workers start in the directory the sweep was
  * submitted from), made absolute. */
+/* The store's name among the stores that keep their sweeps' logs in one
+ * directory, fit for a file name (its caller's buffer, of cap bytes): a
+ * SQLite store's file name; a server's host, port, database and options
+ * (no user, no password), each byte but [A-Za-z0-9.-] as _. */
+static void store_key(const char *store, char *key, size_t cap)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const char *scheme = strstr(store, "://");
+	if (!scheme) {
+		const char *slash = strrchr(store, '/');
+		strbuf_addstr(&sb, slash ? slash + 1 : store);
+	} else {
+		const char *auth = scheme + 3, *end = auth + strcspn(auth, "/?#"), *host = auth;
+		for (const char *q = auth; q < end; q++)
+			if (*q == '@')
+				host = q + 1;
+		strbuf_add(&sb, host, (size_t)(end - host));
+		const char *path = end + (*end == '/');
+		size_t plen = strcspn(path, "?#");
+		if (plen) {
+			strbuf_addch(&sb, '_');
+			strbuf_add(&sb, path, plen);
+		}
+		if (path[plen] == '?')   /* the options but a password */
+			for (const char *q = path + plen + 1; *q && *q != '#';) {
+				size_t n = strcspn(q, "&#");
+				if (strncasecmp(q, "password=", 9) != 0) {
+					strbuf_addch(&sb, '_');
+					strbuf_add(&sb, q, n);
+				}
+				q += n + (q[n] == '&');
+			}
+	}
+	if (!sb.len)
+		strbuf_addstr(&sb, "store");
+	snprintf(key, cap, "%s", strbuf_str(&sb));
+	strbuf_release(&sb);
+	for (char *p = key; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-')
+			*p = '_';
+	if (key[0] == '.')   /* no ".", "..", nor a hidden name */
+		key[0] = '_';
+}
+
+/* A sweep's logs: DIR/sweeps/KEY/ID, DIR the SQLite store's directory or
+ * the working directory for a server's, KEY the store's name there
+ * (store_key()): two stores of one directory each have their sweep 1. */
 static int make_logdir(struct runner *r)
 {
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], key[256];
 	snprintf(dir, sizeof(dir), "%s", r->o->store_path);
 	char *slash = strrchr(dir, '/');
 	if (slash && !strstr(dir, "://"))   /* a server's URI: the working directory */
 		*slash = '\0';
 	else
 		strcpy(dir, ".");
+	if (!dir[0])
+		strcpy(dir, "/");
+	store_key(r->o->store_path, key, sizeof(key));
 	char *abs = realpath(dir, NULL);
 	snprintf(r->logdir, sizeof(r->logdir), "%.3900s/sweeps", abs ? abs : dir);
 	free(abs);
 	mkdir(r->logdir, 0755);
-	snprintf(r->logdir + strlen(r->logdir), sizeof(r->logdir) - strlen(r->logdir), "/%lld",
-	         (long long)r->sweep_id);
+	size_t len = strlen(r->logdir);
+	snprintf(r->logdir + len, sizeof(r->logdir) - len, "/%s", key);
+	mkdir(r->logdir, 0755);
+	len = strlen(r->logdir);
+	snprintf(r->logdir + len, sizeof(r->logdir) - len, "/%lld", (long long)r->sweep_id);
 	if (mkdir(r->logdir, 0755) < 0 && errno != EEXIST)
 		return error_errno("cannot make '%s'", r->logdir);
 	return 0;

@@ -224,7 +224,7 @@ parameters:
     for t in trials:
         v = t["params"]["name"]
         assert t["argv"][-2:] == [f"--name={v}", f"name={v}"], t["argv"]
-        log = (lp.dir / "sweeps" / "1" / f"trial-{t['trial'] - 1}.0.log").read_text()   # beside the store
+        log = (lp.dir / "sweeps" / "lp.db" / "1" / f"trial-{t['trial'] - 1}.0.log").read_text()   # beside the store
         assert json.dumps([f"--name={v}", f"name={v}"]) in log, log
     assert not (lp.dir / "pwned").exists() and not (lp.dir / "pwned2").exists()
 
@@ -289,6 +289,24 @@ def test_a_metric_name_the_clients_would_change_is_refused_at_load(lp):
                                        'metric: {name: "val loss"}\n')
     r = sweep(lp, labelled)
     assert r.rc == 0 and "1 ok" in r.err, r
+
+
+def test_two_stores_in_one_directory_keep_their_own_trial_logs(lp):
+    """Sweep 1 of a.db and sweep 1 of b.db, in one directory: each trial's
+    log is its own store's (sweeps/a.db/1/, sweeps/b.db/1/). Before, both
+    wrote sweeps/1/trial-0.0.log, the second over the first."""
+    for name, word in (("a.db", "alpha"), ("b.db", "beta")):
+        f = write(lp, f"say-{word}.yaml", f"""
+command: [{lp.py}, -c, "import sys; print('said', sys.argv[1])", "{{word}}"]
+parameters:
+  word: {{values: [{word}]}}
+""")
+        r = lp.cmd(["sweep", f, "--store", str(lp.dir / name)], timeout=300)
+        assert r.rc == 0, r
+    a = (lp.dir / "sweeps" / "a.db" / "1" / "trial-0.0.log").read_text()
+    b = (lp.dir / "sweeps" / "b.db" / "1" / "trial-0.0.log").read_text()
+    assert "said alpha" in a and "said beta" not in a, a
+    assert "said beta" in b and "said alpha" not in b, b
 
 
 def test_good_run_options_are_taken(lp):
@@ -357,7 +375,7 @@ memory: {expect: 10M}
     # side by side: the first on the roomiest device, the second not on the
     # same one while the first's needs are unknown, and never on the full one
     assert sorted(gpus) == ["GPU 0", "GPU 1"], gpus
-    logs = [(lp.dir / "sweeps" / "1" / f"trial-{i}.0.log").read_text() for i in range(2)]
+    logs = [(lp.dir / "sweeps" / "lp.db" / "1" / f"trial-{i}.0.log").read_text() for i in range(2)]
     assert sorted(line for log in logs for line in log.splitlines() if line.startswith("gpu=")) == \
         ["gpu=0", "gpu=1"]
     # a user's own choice is left alone
