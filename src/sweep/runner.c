@@ -60,6 +60,9 @@
 #define STOP_WAIT_NS (30LL * 1000000000LL)
 #define IDLE_POLL_MS 500           /* a worker with nothing to run looks again */
 #define CLAIM_PATIENCE_NS (120LL * 1000000000LL)   /* a store refusing claims: how long a worker waits */
+#define STEP_PATIENCE_NS (120LL * 1000000000LL)    /* job steps that do not start: how long trials go back */
+#define STEP_BACKOFF_MIN_NS 1000000000LL           /* the first wait after one: 1 s, doubled to */
+#define STEP_BACKOFF_MAX_NS 16000000000LL          /* 16 s */
 #define VAL_SEP '\x1f'
 #define PREFORK_READY_MS 600000    /* importing torch from a network file system */
 #define PRUNE_POLL_MS 500          /* running trials' intermediate values read this often (pruning) */
@@ -343,6 +346,8 @@ static int make_next(struct runner *r)
 	if (r->next)
 		return 0;
 	struct trial t;
+	if (r->worker && r->step_retry_at_ns && mono_ns() < r->step_retry_at_ns)
+		return 1;   /* a step did not start: claim nothing until the backoff is over */
 	if (r->worker) {
 		int rc = claim_next(r, &t);
 		if (rc < 0) {
@@ -626,6 +631,50 @@ static void put_pending(struct runner *r, struct trial *t)
 	store_trial_put(r->st, &row);
 }
 
+/*
+ * Worker: a trial whose job step never started (srun failed before our
+ * `leakproof run` recorded a run: slurmctld unreachable for a while, a
+ * restart, "Unable to contact slurm controller") is put back pending, as
+ * it was, not recorded failed; this worker claims nothing for a backoff
+ * (1 s doubled to 16 s) and any worker may take it again. After
+ * STEP_PATIENCE_NS of steps that do not start, trials are recorded failed
+ * again ("did not start"), so a worker whose srun cannot work ends. Whether
+ * t was put back.
+ */
+static bool put_back_unstarted(struct runner *r, struct trial *t, int64_t run_id, int wstatus)
+{
+	if (run_id != 0 || r->stop_signal || (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
+		if (run_id > 0)
+			r->step_failing_since_ns = r->step_retry_at_ns = r->step_backoff_ns = 0;
+		return false;
+	}
+	int64_t now = mono_ns();
+	if (!r->step_failing_since_ns)
+		r->step_failing_since_ns = now;
+	if (now - r->step_failing_since_ns >= STEP_PATIENCE_NS)
+		return false;
+	r->step_backoff_ns = !r->step_backoff_ns ? STEP_BACKOFF_MIN_NS
+	                     : r->step_backoff_ns * 2 > STEP_BACKOFF_MAX_NS ? STEP_BACKOFF_MAX_NS : r->step_backoff_ns * 2;
+	r->step_retry_at_ns = now + r->step_backoff_ns;
+	char note[sizeof(t->log) + 64];
+	snprintf(note, sizeof(note), "put back: its job step did not start (see %s)", t->log);
+	struct trial_row row = {
+		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
+		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = "pending",
+		.optuna_number = t->optuna_number, .note = note,
+	};
+	int rc;
+	while ((rc = store_trial_put(r->st, &row)) < 0 && store_wait_back(r->st))
+		;
+	if (rc < 0)
+		return false;   /* recorded as it ended, below, if the store takes that */
+	if (!r->o->quiet)
+		fprintf(stderr, "leakproof: trial %lld.%lld: its job step did not start (log %s): put back, "
+		        "claiming again in %lld s\n", (long long)t->idx + 1, (long long)t->attempt, t->log,
+		        (long long)(r->step_backoff_ns / 1000000000LL));
+	return true;
+}
+
 static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 {
 	if (t->lost) {   /* another worker runs it again: its row is not ours */
@@ -646,6 +695,8 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		sleep(1);
 		run_id = store_trial_run(r->st, r->sweep_id, t->idx, t->attempt);
 	}
+	if (r->step_prefix && put_back_unstarted(r, t, run_id, wstatus))
+		return;
 	struct trial_row row = {
 		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
 		.env = t->env, .argv = t->argv_json, .vals = t->vals, .optuna_number = t->optuna_number,
