@@ -122,6 +122,20 @@ extern const struct db_driver db_postgresql_driver;   /* postgres.c */
 enum db_pg_conflict { DB_PG_PLAIN, DB_PG_IGNORE, DB_PG_REPLACE };
 char *db_pg_translate(const char *sql, bool ddl, int *nparams, enum db_pg_conflict *conflict);
 
+/* Text as a PostgreSQL server of encoding UTF8 takes it, and back: a job's
+ * bytes (its working directory, a variable of its environment, a mark's
+ * text) need not be UTF-8, and the server refuses a string that is not
+ * ("invalid byte sequence for encoding "UTF8"", SQLSTATE 22021), where
+ * SQLite keeps the bytes as they came. db_pg_text_encode() writes each
+ * byte of v that is not part of valid UTF-8, and each byte of a code point
+ * in U+10FF00..U+10FFFF (the escapes' own range, in the last private use
+ * plane), as the code point U+10FF00 + the byte; NULL when v needs no
+ * change, else a new string the caller frees with free().
+ * db_pg_text_decode() turns every such code point back into its byte, in
+ * place (never longer): what was stored reads back byte for byte. */
+char *db_pg_text_encode(const char *v);
+void db_pg_text_decode(char *v);
+
 /* The store string fit to print: the password of a URI (`user:pass@`, or
  * `password=` in its query) is `***`. The caller frees it with free(). */
 char *db_redact(const char *target);

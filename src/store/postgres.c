@@ -22,7 +22,8 @@
  *     memory, not on the server: they survive a lost connection.
  *
  * Parameters go as text (int64 in decimal, doubles with 17 digits, NaN as
- * NULL); results come back as text and are parsed on read. Persistent
+ * NULL, text that is not UTF-8 escaped: db_pg_text_encode()); results come
+ * back as text (decoded once) and are parsed on read. Persistent
  * statements are prepared on the server (PQprepare) at their first step on
  * a connection and reused; a new connection prepares them again. Inside a
  * transaction, their INSERT ... VALUES rows are deferred and sent as one
@@ -230,6 +231,61 @@ char *db_pg_translate(const char *sql, bool ddl, int *nparams, enum db_pg_confli
 	*nparams = maxp;
 	char *t = strbuf_detach(&out, NULL);
 	return t ? t : xstrdup("");
+}
+
+/* ---- text that is not UTF-8 --------------------------------------------- */
+
+#define ESC_LEAD0 0xf4   /* U+10FF00 + b: F4 8F BC..BF 80..BF (utf8_len: util.h) */
+#define ESC_LEAD1 0x8f
+
+static bool is_escape_range(const unsigned char *p, size_t n)
+{
+	return n == 4 && p[0] == ESC_LEAD0 && p[1] == ESC_LEAD1 && (p[2] & 0xfc) == 0xbc;
+}
+
+char *db_pg_text_encode(const char *v)
+{
+	const unsigned char *p = (const unsigned char *)v;
+	size_t n;
+	while (*p && (n = utf8_len(p)) && !is_escape_range(p, n))
+		p += n;
+	if (!*p)
+		return NULL;   /* the common case: as it is */
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add(&sb, v, (size_t)((const char *)p - v));
+	while (*p) {
+		n = utf8_len(p);
+		if (n && !is_escape_range(p, n)) {
+			strbuf_add(&sb, (const char *)p, n);
+			p += n;
+			continue;
+		}
+		for (size_t k = 0; k < (n ? n : 1); k++, p++) {   /* U+10FF00 + the byte */
+			char e[4] = { (char)ESC_LEAD0, (char)ESC_LEAD1, (char)(0xbc | (*p >> 6)), (char)(0x80 | (*p & 0x3f)) };
+			/* (*p >> 6: 0..3, so BC..BF) */
+			strbuf_add(&sb, e, 4);
+		}
+	}
+	char *r = strbuf_detach(&sb, NULL);
+	return r ? r : xstrdup("");
+}
+
+void db_pg_text_decode(char *v)
+{
+	unsigned char *p = (unsigned char *)strchr(v, (char)ESC_LEAD0);
+	if (!p)
+		return;
+	unsigned char *w = p;
+	while (*p) {
+		if (p[0] == ESC_LEAD0 && p[1] == ESC_LEAD1 && (p[2] & 0xfc) == 0xbc && (p[3] & 0xc0) == 0x80) {
+			unsigned char b = (unsigned char)(((p[2] & 3) << 6) | (p[3] & 0x3f));
+			*w++ = b;   /* (b = 0 cannot be: no text holds a NUL) */
+			p += 4;
+		} else {
+			*w++ = *p++;
+		}
+	}
+	*w = '\0';
 }
 
 /* The ON CONFLICT clause of an INSERT OR REPLACE: pk are the primary key's
@@ -908,8 +964,12 @@ static void pg_close(struct db *db)
 				rows += d->stages[i]->nrows;
 			for (struct queued *q = d->queue; q; q = q->next)
 				rows++;
-			error("store '%s' unreachable for %d s after the run: %zu buffered rows are lost (%s)",
-			      d->shown, DRAIN_S, rows, d->errmsg);
+			if (d->conn && !d->connecting && d->err != DB_BUSY)   /* there, and it said no */
+				error("store '%s' refused %zu buffered rows after the run: they are lost (%s)", d->shown,
+				      rows, d->errmsg);
+			else
+				error("store '%s' unreachable for %d s after the run: %zu buffered rows are lost (%s)",
+				      d->shown, DRAIN_S, rows, d->errmsg);
 		}
 	}
 	conn_finish(d);
@@ -974,14 +1034,19 @@ static void unreachable_why(const char *msg, bool reader, char *why, size_t whys
 /* Whether a failed connection may succeed if tried again: the server is
  * restarting, starting, or not listening yet, or it ended the connection
  * while it was being made (a fast shutdown ends the backend that was
- * answering it: "terminating connection due to administrator command");
- * not a wrong password or database. */
+ * answering it: "terminating connection due to administrator command"),
+ * or its connection slots are full for now (SQLSTATE 53300,
+ * too_many_connections: "sorry, too many clients already", "remaining
+ * connection slots are reserved ...", a database's or a role's CONNECTION
+ * LIMIT: "too many connections for database ..."); not a wrong password or
+ * database. (A failed connection has no SQLSTATE in libpq: the words.) */
 static bool transient_failure(const char *msg)
 {
 	static const char *const signs[] = { "shutting down", "starting up", "accepting connections",
 		"Connection refused", "No such file or directory", "in recovery", "timeout expired",
 		"could not connect", "server closed the connection", "terminating connection",
-		"Connection reset", "could not receive data", "could not send data", "no connection to the server" };
+		"Connection reset", "could not receive data", "could not send data", "no connection to the server",
+		"too many clients", "too many connections", "remaining connection slots" };
 	for (size_t i = 0; msg && i < sizeof(signs) / sizeof(signs[0]); i++)
 		if (strstr(msg, signs[i]))
 			return true;
@@ -1245,7 +1310,8 @@ static void pg_bind_double(struct db_stmt *s, int i, double v)
 
 static void pg_bind_text(struct db_stmt *s, int i, const char *v)
 {
-	set_val(s, i, xstrdup(v));
+	char *e = v ? db_pg_text_encode(v) : NULL;
+	set_val(s, i, e ? e : v ? xstrdup(v) : NULL);
 }
 
 static void pg_bind_null(struct db_stmt *s, int i)
@@ -1313,6 +1379,12 @@ static enum db_rc pg_step(struct db_stmt *st)
 		} else {
 			d->changes = atoll(pq.PQcmdTuples(res));
 			s->res = res;
+			/* text back as it was bound (db_pg_text_encode()), in the
+			 * result's own memory, once: decoding twice would not do */
+			for (int r = 0, nf = pq.PQnfields(res), nt = pq.PQntuples(res); r < nt; r++)
+				for (int c = 0; c < nf; c++)
+					if (!pq.PQgetisnull(res, r, c))
+						db_pg_text_decode(pq.PQgetvalue(res, r, c));
 			s->nrows = pq.PQntuples(res);
 			s->row = 0;
 			return s->nrows > 0 ? DB_ROW : DB_DONE;

@@ -32,6 +32,11 @@ const char *store_default_path(const char *from_option)
 	return DEFAULT_STORE_PATH;
 }
 
+bool store_wait_back(struct store *st)
+{
+	return st && st->db && !st->readonly && db_wait_back(st->db);
+}
+
 static void store_free(struct store *st)
 {
 	if (!st)

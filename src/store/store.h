@@ -55,6 +55,14 @@ void store_close(struct store *st);      /* commits what is pending */
  * store_run_* returns -1 the same way; none of them exits. */
 int store_flush(struct store *st);
 
+/* A call of the store failed because its server went away (a PostgreSQL
+ * restart): wait for it, as a writer opening the store does ($LEAKPROOF_
+ * PG_CONNECT_WAIT, 30 s by default), saying so once. True when it is back
+ * (the call may be made again; writes queued meanwhile are written);
+ * false at once when the failure was not the server's absence (SQLite, a
+ * refused statement) or after the wait. */
+bool store_wait_back(struct store *st);
+
 /* The store path from --store, else $LEAKPROOF_STORE, else the default
  * ./.leakproof/leakproof.db. Returns a static or argument string. */
 const char *store_default_path(const char *from_option);

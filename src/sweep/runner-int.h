@@ -95,6 +95,9 @@ struct runner {
 	double lease_s;
 	int64_t renew_at_ns;           /* the next heartbeat */
 	int64_t claim_failing_since_ns;   /* the store refused claims since; 0: it does not */
+	/* srun could not start a trial's job step (slurmctld away): the trial
+	 * was put back; no claim before step_retry_at_ns */
+	int64_t step_failing_since_ns, step_retry_at_ns, step_backoff_ns;
 	const char *const *step_prefix;   /* srun ...: each trial a job step; NULL: none */
 	int64_t slurm_job_id;          /* our own job (SLURM_JOB_ID); 0 none */
 	const char *stop_cause;        /* what SLURM says stopped us: "cancelled", ... */

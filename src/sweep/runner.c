@@ -27,6 +27,7 @@
 #include "sweep/runner.h"
 #include "sweep/runner-int.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -36,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -58,6 +60,9 @@
 #define STOP_WAIT_NS (30LL * 1000000000LL)
 #define IDLE_POLL_MS 500           /* a worker with nothing to run looks again */
 #define CLAIM_PATIENCE_NS (120LL * 1000000000LL)   /* a store refusing claims: how long a worker waits */
+#define STEP_PATIENCE_NS (120LL * 1000000000LL)    /* job steps that do not start: how long trials go back */
+#define STEP_BACKOFF_MIN_NS 1000000000LL           /* the first wait after one: 1 s, doubled to */
+#define STEP_BACKOFF_MAX_NS 16000000000LL          /* 16 s */
 #define VAL_SEP '\x1f'
 #define PREFORK_READY_MS 600000    /* importing torch from a network file system */
 #define PRUNE_POLL_MS 500          /* running trials' intermediate values read this often (pruning) */
@@ -230,7 +235,10 @@ static int reload_rows(struct runner *r)
 static void refresh_row(struct runner *r, int64_t idx, int64_t attempt)
 {
 	struct trial_row t;
-	if (store_load_trial(r->st, r->sweep_id, idx, attempt, &t) != 0)
+	int rc;
+	while ((rc = store_load_trial(r->st, r->sweep_id, idx, attempt, &t)) < 0 && store_wait_back(r->st))
+		;
+	if (rc != 0)
 		return;
 	size_t i = r->nrows;
 	if (idx >= 0 && (size_t)idx < r->nlast && r->last_of[idx] >= 0 &&
@@ -338,6 +346,8 @@ static int make_next(struct runner *r)
 	if (r->next)
 		return 0;
 	struct trial t;
+	if (r->worker && r->step_retry_at_ns && mono_ns() < r->step_retry_at_ns)
+		return 1;   /* a step did not start: claim nothing until the backoff is over */
 	if (r->worker) {
 		int rc = claim_next(r, &t);
 		if (rc < 0) {
@@ -442,8 +452,10 @@ static int launch(struct runner *r, struct trial *t)
 		add_arg(&argv, &n, &cap, r->step_prefix[i]);   /* srun: the trial is a job step */
 	add_arg(&argv, &n, &cap, r->exe);
 	add_arg(&argv, &n, &cap, "run");
-	add_arg(&argv, &n, &cap, "--store");
-	add_arg(&argv, &n, &cap, r->o->store_path);
+	/* the store reaches the trial in its environment (LEAKPROOF_STORE,
+	 * below), never on its command line: a PostgreSQL URI may hold a
+	 * password, and every user reads a command line (ps, /proc/PID/
+	 * cmdline; srun's step too, and the supervisor's guard, a fork) */
 	add_arg(&argv, &n, &cap, "--trial");
 	add_arg(&argv, &n, &cap, trial_arg);
 	add_arg(&argv, &n, &cap, "--no-status-line");
@@ -461,8 +473,9 @@ static int launch(struct runner *r, struct trial *t)
 	if (job != t->argv)
 		free(job);
 
-	/* the environment: ours, overlaid with the env dimensions */
-	char **env = xcalloc(r->spec.ndims + 2, sizeof(char *));
+	/* the environment: ours, overlaid with the env dimensions and the
+	 * store (last: no dimension redirects a trial's rows) */
+	char **env = xcalloc(r->spec.ndims + 3, sizeof(char *));
 	size_t k = 0;
 	for (size_t d = 0; d < r->spec.ndims; d++) {
 		if (!r->spec.dims[d].is_env)
@@ -480,6 +493,9 @@ static int launch(struct runner *r, struct trial *t)
 		size_t len = strlen(t->note);
 		snprintf(t->note + len, sizeof(t->note) - len, "%sGPU %d", len ? "; " : "", t->gpu);
 	}
+	struct strbuf store_env = STRBUF_INIT;
+	strbuf_addf(&store_env, "LEAKPROOF_STORE=%s", r->o->store_path);
+	env[k++] = strbuf_detach(&store_env, NULL);
 	env[k] = NULL;
 
 	snprintf(t->log, sizeof(t->log), "%.3900s/trial-%lld.%lld.log", r->logdir, (long long)t->idx,
@@ -499,7 +515,9 @@ static int launch(struct runner *r, struct trial *t)
 		row.slurm_job = r->claimer.slurm_job;
 		row.slurm_task = r->claimer.slurm_task;
 	}
-	int rc = store_trial_put(r->st, &row);
+	int rc;
+	while ((rc = store_trial_put(r->st, &row)) < 0 && store_wait_back(r->st))
+		;   /* the server restarts: the trial starts when it is back */
 	predict_trial(r, t);
 	if (rc == 0 && (isfinite(t->pred.peak[0]) || isfinite(t->pred.gpu[0])))
 		store_trial_prediction_put(r->st, r->sweep_id, &t->pred);   /* said if it fails; the trial runs */
@@ -613,6 +631,50 @@ static void put_pending(struct runner *r, struct trial *t)
 	store_trial_put(r->st, &row);
 }
 
+/*
+ * Worker: a trial whose job step never started (srun failed before our
+ * `leakproof run` recorded a run: slurmctld unreachable for a while, a
+ * restart, "Unable to contact slurm controller") is put back pending, as
+ * it was, not recorded failed; this worker claims nothing for a backoff
+ * (1 s doubled to 16 s) and any worker may take it again. After
+ * STEP_PATIENCE_NS of steps that do not start, trials are recorded failed
+ * again ("did not start"), so a worker whose srun cannot work ends. Whether
+ * t was put back.
+ */
+static bool put_back_unstarted(struct runner *r, struct trial *t, int64_t run_id, int wstatus)
+{
+	if (run_id != 0 || r->stop_signal || (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)) {
+		if (run_id > 0)
+			r->step_failing_since_ns = r->step_retry_at_ns = r->step_backoff_ns = 0;
+		return false;
+	}
+	int64_t now = mono_ns();
+	if (!r->step_failing_since_ns)
+		r->step_failing_since_ns = now;
+	if (now - r->step_failing_since_ns >= STEP_PATIENCE_NS)
+		return false;
+	r->step_backoff_ns = !r->step_backoff_ns ? STEP_BACKOFF_MIN_NS
+	                     : r->step_backoff_ns * 2 > STEP_BACKOFF_MAX_NS ? STEP_BACKOFF_MAX_NS : r->step_backoff_ns * 2;
+	r->step_retry_at_ns = now + r->step_backoff_ns;
+	char note[sizeof(t->log) + 64];
+	snprintf(note, sizeof(note), "put back: its job step did not start (see %s)", t->log);
+	struct trial_row row = {
+		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
+		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = "pending",
+		.optuna_number = t->optuna_number, .note = note,
+	};
+	int rc;
+	while ((rc = store_trial_put(r->st, &row)) < 0 && store_wait_back(r->st))
+		;
+	if (rc < 0)
+		return false;   /* recorded as it ended, below, if the store takes that */
+	if (!r->o->quiet)
+		fprintf(stderr, "leakproof: trial %lld.%lld: its job step did not start (log %s): put back, "
+		        "claiming again in %lld s\n", (long long)t->idx + 1, (long long)t->attempt, t->log,
+		        (long long)(r->step_backoff_ns / 1000000000LL));
+	return true;
+}
+
 static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 {
 	if (t->lost) {   /* another worker runs it again: its row is not ours */
@@ -621,14 +683,20 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 			        (long long)t->idx + 1, (long long)t->attempt);
 		return;
 	}
-	int64_t run_id = store_trial_run(r->st, r->sweep_id, t->idx, t->attempt);
-	/* A worker's outcome must reach a shared store that is away for a
-	 * while (a server restarting): else the trial would stay "running"
-	 * until its lease ran out, and run again. It waits, bounded. */
+	/* A trial's outcome must reach a shared store that is away for a
+	 * while (a server restarting): else a trial that ended well would be
+	 * told failed (its results unread), stay "running" until its lease
+	 * ran out, and run again. The sweep waits for the server, bounded,
+	 * as its trials' runs do (store_wait_back); a worker, longer. */
+	int64_t run_id;
+	while ((run_id = store_trial_run(r->st, r->sweep_id, t->idx, t->attempt)) < 0 && store_wait_back(r->st))
+		;
 	for (int64_t end = mono_ns() + CLAIM_PATIENCE_NS; r->worker && run_id < 0 && mono_ns() < end;) {
 		sleep(1);
 		run_id = store_trial_run(r->st, r->sweep_id, t->idx, t->attempt);
 	}
+	if (r->step_prefix && put_back_unstarted(r, t, run_id, wstatus))
+		return;
 	struct trial_row row = {
 		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
 		.env = t->env, .argv = t->argv_json, .vals = t->vals, .optuna_number = t->optuna_number,
@@ -639,7 +707,10 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	char metric_note[PATH_MAX + 256] = "";
 	struct segment_row *segs = NULL;
 	size_t nsegs = 0;
-	if (run_id > 0 && store_load_segments(r->st, run_id, &segs, &nsegs) == 0 && nsegs)
+	int got = -1;
+	while (run_id > 0 && (got = store_load_segments(r->st, run_id, &segs, &nsegs)) < 0 && store_wait_back(r->st))
+		;
+	if (run_id > 0 && got == 0 && nsegs)
 		snprintf(cause, sizeof(cause), "%s", segs[nsegs - 1].cause);
 	segment_rows_free(segs, nsegs);
 	row.cause = cause;
@@ -665,7 +736,10 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	if (run_id > 0 && metric) {
 		struct result_row *res = NULL;
 		size_t nres = 0;
-		if (store_load_results(r->st, run_id, &res, &nres) == 0)
+		int rc;
+		while ((rc = store_load_results(r->st, run_id, &res, &nres)) < 0 && store_wait_back(r->st))
+			;
+		if (rc == 0)
 			for (size_t i = 0; i < nres; i++)
 				if (!strcmp(res[i].name, metric)) {
 					row.has_metric = true;
@@ -698,7 +772,9 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		snprintf(full_note, sizeof(full_note), "%s%s%s", row.note, row.note[0] ? "; " : "", streak);
 		row.note = full_note;
 	}
-	int put = store_trial_put(r->st, &row);
+	int put;
+	while ((put = store_trial_put(r->st, &row)) < 0 && store_wait_back(r->st))
+		;
 	for (int64_t end = mono_ns() + CLAIM_PATIENCE_NS; r->worker && put < 0 && mono_ns() < end;) {
 		sleep(1);
 		put = store_trial_put(r->st, &row);
@@ -1205,21 +1281,74 @@ static void list_trials(struct runner *r)
 /* The trials' logs: DIR/sweeps/ID beside a SQLite store, ./sweeps/ID for
  * a server's (a cluster's workers start in the directory the sweep was
  * submitted from), made absolute. */
+/* The store's name among the stores that keep their sweeps' logs in one
+ * directory, fit for a file name (its caller's buffer, of cap bytes): a
+ * SQLite store's file name; a server's host, port, database and options
+ * (no user, no password), each byte but [A-Za-z0-9.-] as _. */
+static void store_key(const char *store, char *key, size_t cap)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const char *scheme = strstr(store, "://");
+	if (!scheme) {
+		const char *slash = strrchr(store, '/');
+		strbuf_addstr(&sb, slash ? slash + 1 : store);
+	} else {
+		const char *auth = scheme + 3, *end = auth + strcspn(auth, "/?#"), *host = auth;
+		for (const char *q = auth; q < end; q++)
+			if (*q == '@')
+				host = q + 1;
+		strbuf_add(&sb, host, (size_t)(end - host));
+		const char *path = end + (*end == '/');
+		size_t plen = strcspn(path, "?#");
+		if (plen) {
+			strbuf_addch(&sb, '_');
+			strbuf_add(&sb, path, plen);
+		}
+		if (path[plen] == '?')   /* the options but a password */
+			for (const char *q = path + plen + 1; *q && *q != '#';) {
+				size_t n = strcspn(q, "&#");
+				if (strncasecmp(q, "password=", 9) != 0) {
+					strbuf_addch(&sb, '_');
+					strbuf_add(&sb, q, n);
+				}
+				q += n + (q[n] == '&');
+			}
+	}
+	if (!sb.len)
+		strbuf_addstr(&sb, "store");
+	snprintf(key, cap, "%s", strbuf_str(&sb));
+	strbuf_release(&sb);
+	for (char *p = key; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-')
+			*p = '_';
+	if (key[0] == '.')   /* no ".", "..", nor a hidden name */
+		key[0] = '_';
+}
+
+/* A sweep's logs: DIR/sweeps/KEY/ID, DIR the SQLite store's directory or
+ * the working directory for a server's, KEY the store's name there
+ * (store_key()): two stores of one directory each have their sweep 1. */
 static int make_logdir(struct runner *r)
 {
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], key[256];
 	snprintf(dir, sizeof(dir), "%s", r->o->store_path);
 	char *slash = strrchr(dir, '/');
 	if (slash && !strstr(dir, "://"))   /* a server's URI: the working directory */
 		*slash = '\0';
 	else
 		strcpy(dir, ".");
+	if (!dir[0])
+		strcpy(dir, "/");
+	store_key(r->o->store_path, key, sizeof(key));
 	char *abs = realpath(dir, NULL);
 	snprintf(r->logdir, sizeof(r->logdir), "%.3900s/sweeps", abs ? abs : dir);
 	free(abs);
 	mkdir(r->logdir, 0755);
-	snprintf(r->logdir + strlen(r->logdir), sizeof(r->logdir) - strlen(r->logdir), "/%lld",
-	         (long long)r->sweep_id);
+	size_t len = strlen(r->logdir);
+	snprintf(r->logdir + len, sizeof(r->logdir) - len, "/%s", key);
+	mkdir(r->logdir, 0755);
+	len = strlen(r->logdir);
+	snprintf(r->logdir + len, sizeof(r->logdir) - len, "/%lld", (long long)r->sweep_id);
 	if (mkdir(r->logdir, 0755) < 0 && errno != EEXIST)
 		return error_errno("cannot make '%s'", r->logdir);
 	return 0;
@@ -1361,6 +1490,10 @@ static int follow(struct runner *r, bool may_submit, bool *complete)
 		struct trial_counts c;
 		if (store_trials_expire(r->st, r->sweep_id, wall_seconds()) < 0 ||
 		    store_trial_counts(r->st, r->sweep_id, &c) < 0) {
+			/* the server restarts: the workers wait for it, and so does
+			 * the controller that follows them */
+			if (store_wait_back(r->st))
+				continue;
 			status = 1;
 			break;
 		}
@@ -1374,7 +1507,8 @@ static int follow(struct runner *r, bool may_submit, bool *complete)
 		}
 		if (!c.pending && !c.running) {
 			*complete = true;
-			store_sweep_set_status(r->st, r->sweep_id, "done", wall_seconds(), 0);
+			while (store_sweep_set_status(r->st, r->sweep_id, "done", wall_seconds(), 0) < 0 && store_wait_back(r->st))
+				;
 			break;
 		}
 		if (c.pending && !c.running) {
@@ -1674,7 +1808,9 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		ok = false;
 	r.oproc = NULL;
 	bool complete = !r.stop_signal && ok && !r.host_stopped;
-	store_sweep_set_status(r.st, r.sweep_id, complete ? "done" : "interrupted", wall_seconds(), 0);
+	while (store_sweep_set_status(r.st, r.sweep_id, complete ? "done" : "interrupted", wall_seconds(), 0) < 0 &&
+	       store_wait_back(r.st))
+		;
 	out->sweep_id = r.sweep_id;
 	out->ended = true;
 	out->complete = complete;

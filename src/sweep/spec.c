@@ -27,6 +27,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <pcre2.h>
@@ -58,6 +59,7 @@ struct ctx {
 	yaml_node_t *method;        /* where the method was written, if it was */
 	yaml_node_t *retry_with;    /* on_oom.retry_with, names checked at the end */
 	yaml_node_t *executor;      /* where executor: was written, if it was */
+	yaml_node_t *metric_name;   /* metric.name, checked at the end */
 };
 
 /* ---- messages ---------------------------------------------------------- */
@@ -521,6 +523,7 @@ static int parse_metric(struct ctx *c, const yaml_node_t *v)
 			if (val->type != YAML_SCALAR_NODE || !*text(val))
 				return fail(c, val, "metric.name must be a non-empty string, not %s", SHOWN(val));
 			c->s->metric_name = xstrdup(text(val));
+			c->metric_name = (yaml_node_t *)val;
 		} else if (val->type == YAML_SCALAR_NODE && !strcmp(text(val), "minimize")) {
 			c->s->maximize = false;
 		} else if (val->type == YAML_SCALAR_NODE && !strcmp(text(val), "maximize")) {
@@ -1054,10 +1057,33 @@ static int check_placeholders(const struct ctx *c)
 	return 0;
 }
 
+/* Whether the clients send name as it is: the Python and C clients (and
+ * the channel, clients.md) give a result's name as a letter or _, then
+ * letters, digits and _ . : / -, 63 bytes at most; any other byte becomes
+ * _ on the way, and the name is cut. */
+static bool client_name_ok(const char *t)
+{
+	if (!*t || strlen(t) > 63 || !(isalpha((unsigned char)*t) || *t == '_'))
+		return false;
+	for (const char *p = t + 1; *p; p++)
+		if (!(isalnum((unsigned char)*p) || strchr("_.:/-", *p)))
+			return false;
+	return true;
+}
+
 static int check_whole(struct ctx *c)
 {
 	struct sweep_spec *s = c->s;
 	const char *method = s->method == SWEEP_GRID ? "grid" : s->method == SWEEP_RANDOM ? "random" : "optuna";
+
+	/* A metric the clients report: a name they would change (val loss ->
+	 * val_loss) is found in no trial, and every trial would fail ("no
+	 * result reported"). With result_regex the name is only a label. */
+	if (s->metric_name && !s->result_regex && c->metric_name && !client_name_ok(s->metric_name))
+		return fail(c, c->metric_name,
+		            "metric.name '%.80s' is not a name a client can report: a letter or _, then letters, "
+		            "digits and _ . : / - (63 bytes at most; leakproof.result() would send it changed, "
+		            "and no trial would have it)", s->metric_name);
 
 	if (!s->command)
 		return fail(c, c->root, "command is missing: a list such as %s", COMMAND_EXAMPLE);

@@ -11,7 +11,9 @@ a run with nothing missing once it is back.
 """
 import json
 import os
+import shlex
 import socket
+import sqlite3
 import subprocess
 import threading
 import time
@@ -441,3 +443,175 @@ def test_rows_dropped_past_the_outage_buffer_mark_the_run_partial(pg):
     assert "rows were dropped" in run.get("lost", ""), run
     assert "exit 0, partial" in pg.ls(), pg.ls()
     assert "PARTIAL: " in pg.report(fmt="text")
+
+
+def lp_argv(lp):
+    """The start of a leakproof command line, as lp.cmd makes it."""
+    return [*shlex.split(os.environ.get("LEAKPROOF_TEST_WRAPPER", "")), lp.binary]
+
+
+def cmdlines_holding(secret):
+    """The live processes whose command line holds secret (bytes): pid and
+    command line."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                line = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if secret in line:
+                found[int(entry)] = line.replace(b"\0", b" ").decode(errors="replace")
+    return found
+
+
+def test_a_sweeps_trials_never_show_the_password_on_their_command_line(pg):
+    """Every command line can be read by every user of the machine (ps,
+    /proc/PID/cmdline): the store's password reaches each trial's `leakproof
+    run` (and its guard, a fork of it) in its environment, never in its
+    argv. Watched while the trials run."""
+    secret = "pw-on-no-cmdline-7d1e"
+    store = pg.server.uri(pg.db, password=secret)
+    f = pg.dir / "slow.yaml"
+    f.write_text(f"""
+command: [{pg.py}, -c, "import sys, time, leakproof; time.sleep(1.5); leakproof.result(n=len(sys.argv[1]))", "${{args}}"]
+method: grid
+metric: {{name: n}}
+parallel: 2
+parameters:
+  name: {{values: ["a", "bb", "ccc", "dddd"]}}
+""")
+    # the sweep's own store string comes from the environment too: the
+    # user's command line is theirs to keep clean
+    proc = subprocess.Popen([*lp_argv(pg), "sweep", str(f)], cwd=pg.dir,
+                            env=pg.env({"LEAKPROOF_STORE": store}),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    leaks, trials_seen = {}, set()
+    try:
+        while proc.poll() is None:
+            leaks.update(cmdlines_holding(secret.encode()))
+            trials_seen.update(p for p, c in cmdlines_holding(b"\0--trial\0").items() if " run " in c)
+            time.sleep(0.05)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            pg.kill_tree(proc)
+    assert proc.returncode == 0, err.decode(errors="replace")[-3000:]
+    assert trials_seen, "no trial's `leakproof run` was seen running"
+    assert not leaks, leaks
+    assert secret not in (out + err).decode(errors="replace")
+    rep = json.loads(pg.cmd(["report", "--format", "json", "--store", store]).stdout)
+    assert [t["status"] for t in rep["trials"]] == ["ok"] * 4, rep["trials"]
+    assert secret not in json.dumps(rep)
+
+
+@pytest.mark.slow
+def test_an_8_s_server_restart_in_the_middle_of_a_local_sweep_loses_no_trial(pg):
+    """The server restarts (8 s down) while a local sweep of 8 trials runs,
+    two at a time: the sweep waits for it, as its trials' runs do, instead
+    of stopping. Exit 0, every trial ok, each recorded once, none left
+    running for a --resume to run again."""
+    f = pg.dir / "eight.yaml"
+    f.write_text(f"""
+command: [{pg.py}, -c, "import sys, time, leakproof; time.sleep(2); leakproof.result(n=len(sys.argv[1]))", "${{args}}"]
+method: grid
+metric: {{name: n}}
+parallel: 2
+parameters:
+  name: {{values: ["a", "bb", "ccc", "dddd", "eeeee", "ffffff", "ggggggg", "hhhhhhhh"]}}
+""")
+    proc = subprocess.Popen([*lp_argv(pg), "sweep", str(f), "--store", pg.store], cwd=pg.dir, env=pg.env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        pg.read_until(proc.stderr, b"]: ok", timeout=120)   # one ended: the others run
+        pg.server.pg_ctl("stop", "-m", "fast")
+        time.sleep(8)
+        pg.server.pg_ctl("start")
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            pg.kill_tree(proc)
+    err = err.decode(errors="replace")
+    assert proc.returncode == 0, err[-3000:]
+    assert "stopped" not in err and "failed;" not in err, err[-3000:]
+    rows = pg.server.psql("SELECT idx, attempt, status FROM trials ORDER BY idx, attempt", db=pg.db).split()
+    assert rows == [f"{i}|0|ok" for i in range(8)], rows
+    assert pg.server.psql("SELECT count(*), count(DISTINCT sweep_id), min(status) FROM runs", db=pg.db) == "8|1|done"
+    assert pg.server.psql("SELECT status FROM sweeps", db=pg.db) == "done"
+
+
+def test_connection_slots_full_for_a_moment_are_waited_for(pg):
+    """The server's connection slots are full (SQLSTATE 53300: here the
+    database's CONNECTION LIMIT, held by another client for 4 s): a run
+    waits for a slot as for a server that is starting, instead of refusing
+    the job (exit 125)."""
+    pg.run(["true"], "-q")   # the schema is made
+    pg.server.psql(f"ALTER DATABASE {pg.db} CONNECTION LIMIT 1")
+    env = dict(os.environ, PGHOST=pg.server.env["PGHOST"], PGPORT=pg.server.env["PGPORT"])
+    holder = subprocess.Popen(["psql", "-X", "-q", "-U", "leakproof", "-d", pg.db, "-c", "SELECT pg_sleep(4)"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        def held():
+            n = pg.server.psql(f"SELECT count(*) FROM pg_stat_activity WHERE datname = '{pg.db}'")
+            return int(n) >= 1
+        deadline = time.monotonic() + 30
+        while not held():
+            assert time.monotonic() < deadline and holder.poll() is None, holder.stderr.read()
+            time.sleep(0.05)
+        r = pg.run(["sh", "-c", "echo job ran"], "-q", timeout=120)
+    finally:
+        holder.wait(timeout=60)
+    assert r.rc == 0 and "job ran" in r.out, r
+    assert "too many connections" in r.err and "trying again" in r.err and "s3cret" not in r.err, r
+    assert len(pg.ls(fmt="json")) == 2
+
+
+LATIN1_JOB = r"""
+import os, time
+fd = int(os.environ["LEAKPROOF_FD"])
+for i in range(1, 41):
+    os.write(fd, b"mark caf\xe9 cr\xe8me %d\nstep %d\n" % (i, i))
+    time.sleep(0.01)
+"""
+
+
+def test_bytes_that_are_not_utf8_are_stored_as_on_sqlite(pg):
+    """A job whose working directory is Latin-1, with such a byte in
+    CUDA_VISIBLE_DEVICES and a SLURM_* variable, that marks 40 steps with
+    Latin-1 text (as a C client passes it on): the server of encoding UTF8
+    refused the run (exit 125: invalid byte sequence) or lost every batch
+    holding a mark (0 of 40 steps) and blamed an outage. Stored and read
+    back as on SQLite, byte for byte."""
+    cwd = os.path.join(os.fsencode(pg.dir), b"caf\xe9")
+    os.mkdir(cwd)
+    env = pg.env({"CUDA_VISIBLE_DEVICES": None, "SLURM_JOB_ID": None})
+    env = {os.fsencode(k): os.fsencode(v) for k, v in env.items()}
+    env[b"CUDA_VISIBLE_DEVICES"] = b"GPU-\xe9t\xe9"
+    env[b"SLURM_JOB_ID"] = b"77\xe9"
+    sqlite_store = str(pg.dir / "lite.db")
+    shown = {}
+    for store in (pg.store, sqlite_store):
+        argv = [*lp_argv(pg), "run", "--store", store, "-q", "--", pg.py, "-c", LATIN1_JOB]
+        r = subprocess.run([os.fsencode(a) for a in argv], cwd=cwd, env=env, capture_output=True, timeout=120)
+        err = r.stderr.decode(errors="replace")
+        assert r.returncode == 0, err
+        assert "unreachable" not in err and "invalid byte sequence" not in err and "cannot write" not in err, err
+        rep = subprocess.run([pg.binary, "report", "--format", "json", "--store", store], capture_output=True,
+                             timeout=120, env=env)
+        assert rep.returncode == 0, rep.stderr
+        got = json.loads(rep.stdout)
+        assert got["steps"] == 40, (store, got["steps"])
+        marks = [e["detail"] for e in got["events"] if e["kind"] == "mark"]
+        assert len(marks) == 40, (store, got["events"][:5])
+        placement = got["run"].get("placement") or got.get("placement")
+        shown[store] = (got["run"]["cwd"], placement, marks)
+    # the same bytes read back from both (JSON shows a byte that is not
+    # UTF-8 as U+FFFD: an escape left in the text would show otherwise)
+    assert shown[pg.store] == shown[sqlite_store], shown
+    assert "77\ufffd" in json.dumps(shown[pg.store][1], ensure_ascii=False), shown
+    assert shown[pg.store][0].endswith("/caf\ufffd") and shown[pg.store][2][0] == "caf\ufffd cr\ufffdme 1", shown
+    # what the tool reads back is the job's bytes, not a replacement: the
+    # stored mark of step 1 holds the Latin-1 byte itself on both
+    db = sqlite3.connect(sqlite_store)
+    lite_mark = db.execute("SELECT CAST(detail AS BLOB) FROM events WHERE kind = 'mark' ORDER BY t LIMIT 1").fetchone()[0]
+    assert lite_mark == b"caf\xe9 cr\xe8me 1", lite_mark

@@ -224,7 +224,7 @@ parameters:
     for t in trials:
         v = t["params"]["name"]
         assert t["argv"][-2:] == [f"--name={v}", f"name={v}"], t["argv"]
-        log = (lp.dir / "sweeps" / "1" / f"trial-{t['trial'] - 1}.0.log").read_text()   # beside the store
+        log = (lp.dir / "sweeps" / "lp.db" / "1" / f"trial-{t['trial'] - 1}.0.log").read_text()   # beside the store
         assert json.dumps([f"--name={v}", f"name={v}"]) in log, log
     assert not (lp.dir / "pwned").exists() and not (lp.dir / "pwned2").exists()
 
@@ -267,6 +267,46 @@ def test_bad_run_options_are_refused_with_their_place(lp, opts, where, what):
         assert r.rc == 124, r
         assert f"opts.yaml{where} run_options: " in r.err and what in r.err, r.err
     assert not os.path.exists(lp.store)
+
+
+def test_a_metric_name_the_clients_would_change_is_refused_at_load(lp):
+    """metric {name: "val loss"}: leakproof.result() sends it as val_loss,
+    so no trial has the metric and every one failed while the sweep went
+    on. Refused when the file is read, with the rule; a name the clients
+    keep runs, and with result_regex the name is only a label."""
+    cmd = f'command: [{lp.py}, -c, "import leakproof; leakproof.result(**dict([(\'val loss\', 1.5)]))"]\n'
+    f = write(lp, "bad.yaml", cmd + 'metric: {name: "val loss"}\n')
+    for args in ([], ["--dry-run"]):
+        r = sweep(lp, f, *args)
+        assert r.rc == 124, r
+        assert "bad.yaml:2:16: metric.name 'val loss' is not a name a client can report" in r.err, r.err
+        assert "a letter or _, then letters, digits and _ . : / -" in r.err, r.err
+    assert not os.path.exists(lp.store)
+    good = write(lp, "good.yaml", cmd + "metric: {name: val_loss}\n")
+    r = sweep(lp, good)
+    assert r.rc == 0 and "1 ok" in r.err, r
+    labelled = write(lp, "label.yaml", f"command: [echo, 'loss=2']\nresult_regex: '^loss=(\\S+)'\n"
+                                       'metric: {name: "val loss"}\n')
+    r = sweep(lp, labelled)
+    assert r.rc == 0 and "1 ok" in r.err, r
+
+
+def test_two_stores_in_one_directory_keep_their_own_trial_logs(lp):
+    """Sweep 1 of a.db and sweep 1 of b.db, in one directory: each trial's
+    log is its own store's (sweeps/a.db/1/, sweeps/b.db/1/). Before, both
+    wrote sweeps/1/trial-0.0.log, the second over the first."""
+    for name, word in (("a.db", "alpha"), ("b.db", "beta")):
+        f = write(lp, f"say-{word}.yaml", f"""
+command: [{lp.py}, -c, "import sys; print('said', sys.argv[1])", "{{word}}"]
+parameters:
+  word: {{values: [{word}]}}
+""")
+        r = lp.cmd(["sweep", f, "--store", str(lp.dir / name)], timeout=300)
+        assert r.rc == 0, r
+    a = (lp.dir / "sweeps" / "a.db" / "1" / "trial-0.0.log").read_text()
+    b = (lp.dir / "sweeps" / "b.db" / "1" / "trial-0.0.log").read_text()
+    assert "said alpha" in a and "said beta" not in a, a
+    assert "said beta" in b and "said alpha" not in b, b
 
 
 def test_good_run_options_are_taken(lp):
@@ -335,7 +375,7 @@ memory: {expect: 10M}
     # side by side: the first on the roomiest device, the second not on the
     # same one while the first's needs are unknown, and never on the full one
     assert sorted(gpus) == ["GPU 0", "GPU 1"], gpus
-    logs = [(lp.dir / "sweeps" / "1" / f"trial-{i}.0.log").read_text() for i in range(2)]
+    logs = [(lp.dir / "sweeps" / "lp.db" / "1" / f"trial-{i}.0.log").read_text() for i in range(2)]
     assert sorted(line for log in logs for line in log.splitlines() if line.startswith("gpu=")) == \
         ["gpu=0", "gpu=1"]
     # a user's own choice is left alone

@@ -31,7 +31,7 @@ def trials(lp, sweep_id):
 
 
 def log(lp, sweep_id, idx, attempt=0):
-    return (lp.dir / "sweeps" / str(sweep_id) / f"trial-{idx}.{attempt}.log").read_text()
+    return (lp.dir / "sweeps" / "lp.db" / str(sweep_id) / f"trial-{idx}.{attempt}.log").read_text()
 
 
 def run_report(lp, run_id):

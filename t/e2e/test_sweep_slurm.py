@@ -21,6 +21,7 @@ slurm-wlm, munge). Every wait is bounded; the services are stopped in
 the fixture's teardown whatever happens.
 """
 import json
+import os
 import re
 import signal
 import subprocess
@@ -216,3 +217,100 @@ def test_a_trial_cut_by_the_job_time_limit_is_interrupted_as_time_limit_and_queu
     again = [t for t in got if int(t[0]) == 0 and int(t[1]) == 1]
     assert again and again[0][2] == "pending" and "was time-limit" in again[0][4], got
     wait_for("the array job gone", lambda: not sl.cluster.squeue(job), timeout=120)
+
+
+def pg_ctl(sl, *args):
+    bindir = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))[-1].parent
+    subprocess.run(["runuser", "-u", "postgres", "--", str(bindir / "pg_ctl"), "-D", str(sl.cluster.state / "pg" / "data"),
+                    "-l", str(sl.cluster.state / "pg" / "log"), "-w", "-t", "60", *args], check=True,
+                   capture_output=True, timeout=90)
+
+
+def cmdlines_holding(needle):
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                line = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if needle in line:
+                found[int(entry)] = line.replace(b"\0", b" ").decode(errors="replace")
+    return found
+
+
+def test_the_password_is_on_no_command_line_of_a_slurm_sweep(sl):
+    """The store string, with a password, given in LEAKPROOF_STORE: no
+    command line of the controller, the workers, their srun steps or the
+    trials' `leakproof run`s holds it (every user reads every command
+    line). Before, each trial ran as `srun ... leakproof run --store URI`."""
+    secret = "pw-on-no-cmdline-5c2a"
+    store = re.sub(r"^postgresql://([^@/]*)@", rf"postgresql://\1:{secret}@", sl.store)
+    assert secret in store
+    env = sl.env({**sl.cenv, "LEAKPROOF_STORE": store})
+    proc = subprocess.Popen([sl.binary, "sweep", write(sl, QUICK.replace("sleep 0.5", "sleep 2"))], cwd=sl.dir,
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    sl._started.append(proc)
+    leaks, steps = {}, set()
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        leaks.update(cmdlines_holding(secret.encode()))
+        steps.update(p for p, c in cmdlines_holding(b"\0--trial\0").items() if c.startswith("srun "))
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode(errors="replace")[-3000:]
+    assert steps, "no srun step of a trial was seen"
+    assert not leaks, leaks
+    assert secret.encode() not in out + err
+    got = trials(sl)
+    assert [(int(i), s) for (i, _, s, *_) in got] == [(i, "ok") for i in range(12)], got
+
+
+def test_the_controller_waits_for_a_store_restarting_for_8_s(sl):
+    """The server restarts (8 s down) while the controller follows its
+    workers: it waits for it, as they do, and ends with the sweep (exit 0),
+    instead of exiting 1 ("sweep stopped") while they carry on."""
+    proc = subprocess.Popen([sl.binary, "sweep", write(sl, SLEEPY.replace("workers: 2", "workers: 3")), "--store",
+                             sl.store], cwd=sl.dir, env=sl.env(sl.cenv), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    sl._started.append(proc)
+    sl.read_until(proc.stderr, b"running", timeout=120)
+    pg_ctl(sl, "stop", "-m", "fast")
+    try:
+        time.sleep(8)
+    finally:
+        pg_ctl(sl, "start")
+    out, err = proc.communicate(timeout=300)
+    err = err.decode(errors="replace")
+    assert proc.returncode == 0 and "8 of 8 trials ended" in err, err[-3000:]
+    got = trials(sl)
+    assert [(int(i), int(a), s) for (i, a, s, *_) in got] == [(i, 0, "ok") for i in range(8)], \
+        "\n".join(" | ".join(t) for t in got) + trial_logs(got)
+
+
+def test_slurmctld_away_for_18_s_puts_unstarted_trials_back(sl):
+    """slurmctld stops for 18 s while workers claim trials: srun cannot
+    make their job steps and fails at once. Each such trial goes back to
+    pending (the worker backs off) and runs once the controller is back;
+    before, each was recorded failed ("did not start") and the sweep said
+    done."""
+    r = sl.cmd(["sweep", write(sl, QUICK.replace("workers: 4", "workers: 2")), "--store", sl.store, "--no-wait"],
+               env=sl.cenv, timeout=120)
+    assert r.rc == 0, r
+    wait_for("a trial to end", lambda: any(t[2] == "ok" for t in trials(sl)), timeout=120)
+    pidfile = sl.cluster.state / "slurm" / "slurmctld.pid"
+    pid = int(pidfile.read_text().split()[0])
+    os.kill(pid, signal.SIGTERM)
+    wait_for("slurmctld to exit", lambda: not Path(f"/proc/{pid}").exists() or
+             Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z", timeout=60)
+    time.sleep(18)
+    log = open(sl.cluster.state / "slurm" / "log" / "slurmctld.out", "ab")
+    ctld = subprocess.Popen(["slurmctld", "-D", "-f", sl.cluster.env["SLURM_CONF"]], stdin=subprocess.DEVNULL,
+                            stdout=log, stderr=subprocess.STDOUT, env=sl.cluster.env, start_new_session=True)
+    pidfile.write_text(f"{ctld.pid}\n")   # stopped by the fixture's `scripts/cluster stop`
+    got = wait_for("every trial to end", lambda: (
+        lambda t: t if len(t) >= 12 and not any(x[2] in ("pending", "running") for x in t) else None)(
+            trials(sl)), timeout=300)
+    assert [(int(i), int(a), s) for (i, a, s, *_) in got] == [(i, 0, "ok") for i in range(12)], \
+        "\n".join(" | ".join(t) for t in got) + trial_logs(got)
+    assert [tuple(map(int, x)) for x in runs_per_trial(sl)] == [(i, 0, 1) for i in range(12)]

@@ -76,13 +76,13 @@ def test_pending_trials_submitted_then_claimed_once_by_workers_started_by_hand(l
     assert r.rc == 0, r
     assert "job array 4242" in r.err and "--resume=1" in r.err, r
     args = (lp.dir / "bin" / "sbatch.args").read_text().split("\n")
-    logdir = str(lp.dir / "sweeps" / "1")
+    logdir = str(lp.dir / "sweeps" / "lp.db" / "1")
     for a in ("--parsable", "--array=0-2", "--job-name=leakproof-sweep-1", f"--output={logdir}/worker-%A_%a.out",
               "--partition=debug", "--time=10", "--mem=300M", "--account=ml", f"{logdir}/worker.sh"):
         assert a in args, (a, args)
     # the store reaches the workers in the environment, by its absolute path
     assert (lp.dir / "bin" / "sbatch.store").read_text().strip() == lp.store
-    script = (lp.dir / "sweeps" / "1" / "worker.sh").read_text()
+    script = (lp.dir / "sweeps" / "lp.db" / "1" / "worker.sh").read_text()
     assert script.rstrip().endswith(f"'{lp.binary}' sweep --worker 1"), script
     assert [s for (_, _, s, _, _, _) in rows(lp, 1)] == ["pending"] * 12
 
@@ -164,7 +164,7 @@ def test_a_worker_told_to_stop_gives_its_trial_back_at_once(lp):
     _, r = submit(lp, SLOW.replace("[8, 0.2]", "[30, 0.2]"), env=env)
     assert r.rc == 0, r
     first = start_worker(lp, 1, env=env)
-    log = lp.dir / "sweeps" / "1" / "trial-0.0.log"
+    log = lp.dir / "sweeps" / "lp.db" / "1" / "trial-0.0.log"
     deadline = time.monotonic() + 60
     while not (log.exists() and "started" in log.read_text()):   # the job runs, its run is recorded
         assert time.monotonic() < deadline, rows(lp, 1)

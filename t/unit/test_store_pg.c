@@ -8,6 +8,7 @@
 
 #include "tap.h"
 #include "store/db.h"
+#include "util/util.h"
 
 /* sql translated; *np and *conflict as the translator said. */
 static void tr(const char *sql, bool ddl, const char *want, int want_np, enum db_pg_conflict want_conflict)
@@ -100,5 +101,41 @@ static void test_redaction(void)
 	CHECK(db_driver_for("postgres.db", why, sizeof(why)) == &db_sqlite_driver);
 }
 
+/* Text that is not UTF-8 goes to the server escaped and comes back as
+ * it was; valid text (the escapes' own range too) as well. */
+static void roundtrip(const char *in, bool changed)
+{
+	char *e = db_pg_text_encode(in);
+	CHECK(!e == !changed);
+	if (!e)
+		return;
+	for (const unsigned char *p = (const unsigned char *)e; *p; ) {   /* valid UTF-8 */
+		size_t n = utf8_len(p);
+		CHECK(n > 0);
+		p += n ? n : 1;
+	}
+	db_pg_text_decode(e);
+	CHECK_STR(e, in);
+	free(e);
+}
+
+static void test_text_not_utf8(void)
+{
+	roundtrip("plain ascii", false);
+	roundtrip("caf\xc3\xa9 cr\xc3\xa8me \xe2\x82\xac \xf0\x9f\x98\x80", false);  /* UTF-8 */
+	roundtrip("caf\xe9 cr\xe8me", true);                    /* Latin-1 */
+	roundtrip("\xff\xfe\x80\xc0\xaf", true);                /* never UTF-8; overlong */
+	roundtrip("\xed\xa0\x80 surrogate", true);
+	roundtrip("cut \xe2\x82", true);                         /* truncated */
+	roundtrip("\xf4\x8f\xbc\x80 \xf4\x8f\xbf\xbf", true);    /* the escapes' range itself */
+	roundtrip("\xf4\x8f\xbb\xbf below it", false);
+	char *e = db_pg_text_encode("a\xe9");
+	CHECK_STR(e, "a\xf4\x8f\xbf\xa9");                      /* U+10FF00 + 0xE9 */
+	free(e);
+	char plain[] = "no escape \xc3\xa9";
+	db_pg_text_decode(plain);
+	CHECK_STR(plain, "no escape \xc3\xa9");
+}
+
 TEST_MAIN("store_pg", TEST(test_placeholders), TEST(test_names), TEST(test_ddl), TEST(test_conflicts),
-          TEST(test_redaction))
+          TEST(test_redaction), TEST(test_text_not_utf8))
