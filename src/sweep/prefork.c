@@ -553,6 +553,14 @@ bool prefork_reaped(struct prefork *p, pid_t pid, int wait_status)
 	return true;
 }
 
+bool prefork_gone(const struct prefork *p)
+{
+	siginfo_t si = { 0 };
+	if (!p || p->pid <= 0)
+		return true;
+	return waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == p->pid;
+}
+
 void prefork_stop(struct prefork *p)
 {
 	if (!p)
@@ -569,6 +577,12 @@ void prefork_stop(struct prefork *p)
 			usleep(10000);
 		}
 	}
+	/* the template removes them as it ends; one killed (SIGKILL, the OOM
+	 * killer) left them in $TMPDIR */
+	unlink(p->socket);
+	unlink(p->stub);
+	*strrchr(p->stub, '/') = '\0';
+	rmdir(p->stub);
 	free(p->python);
 	free(p->socket);
 	free(p->stub);

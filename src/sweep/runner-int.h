@@ -46,6 +46,7 @@ struct trial {
 	int64_t run_id;                /* its run, once it has one; 0 */
 	size_t nreported;              /* values of the sweep metric told to Optuna */
 	bool pruned;                   /* SIGTERM sent: the pruner said so */
+	bool warm;                     /* started through the prefork template's stub */
 };
 
 struct runner {

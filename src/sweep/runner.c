@@ -455,6 +455,7 @@ static int launch(struct runner *r, struct trial *t)
 		add_arg(&argv, &n, &cap, "--no-cgroup");
 	add_run_options(r, &argv, &n, &cap);
 	add_arg(&argv, &n, &cap, "--");
+	t->warm = r->prefork != NULL;
 	char **job = r->prefork ? prefork_argv(r->prefork, t->argv) : t->argv;
 	for (size_t i = 0; job[i]; i++)
 		add_arg(&argv, &n, &cap, job[i]);
@@ -602,6 +603,21 @@ static bool make_retry(struct runner *r, const struct trial *t, const char *caus
 	return true;
 }
 
+/* The next attempt of t with the same values, into out. */
+static void make_rerun(struct runner *r, const struct trial *t, struct trial *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->idx = t->idx;
+	out->attempt = t->attempt + 1;
+	out->optuna_number = t->optuna_number;
+	out->values = xcalloc(r->spec.ndims + 1, sizeof(char *));
+	for (size_t d = 0; d < r->spec.ndims; d++)
+		out->values[d] = xstrdup(t->values[d]);
+	snprintf(out->note, sizeof(out->note), "run again: the prefork template ended while attempt %lld ran",
+	         (long long)t->attempt);
+	trial_derive(r, out);
+}
+
 /* Worker: write t's retry as a pending trial, for any worker to claim. */
 static void put_pending(struct runner *r, struct trial *t)
 {
@@ -689,6 +705,18 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		row.status = "ok";
 	else
 		row.status = "failed";
+	/* a warm trial that failed with its template gone was ended with the
+	 * template (its stub kills the fork when the template ends): not the
+	 * trial's doing, so it runs again, cold */
+	bool template_died = t->warm && !strcmp(row.status, "failed") && prefork_gone(r->prefork) &&
+	                     t->attempt < RETRIES_MAX;
+	char template_note[sizeof(t->note) + 80];
+	if (template_died) {
+		row.status = "interrupted";
+		snprintf(template_note, sizeof(template_note), "%s%sthe prefork template ended while it ran", t->note,
+		         t->note[0] ? "; " : "");
+		row.note = template_note;
+	}
 	if (!run_id && !r->stop_signal) {
 		snprintf(metric_note, sizeof(metric_note), "the trial did not start: see %s", t->log);
 		row.note = metric_note;
@@ -722,7 +750,7 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	double late_value;
 	if (r->oproc && t->optuna_number >= 0)   /* too late: it ended */
 		optuna_proc_take_prune(r->oproc, t->optuna_number, &late_step, &late_value);
-	if (r->optuna_on && t->optuna_number >= 0 && !r->stop_signal)
+	if (r->optuna_on && t->optuna_number >= 0 && !r->stop_signal && !template_died)   /* a rerun tells */
 		optuna_proc_tell_state(r->oproc, t->optuna_number, t->pruned ? OPTUNA_PRUNED :
 		                       !strcmp(row.status, "ok") && row.has_metric ? OPTUNA_COMPLETE : OPTUNA_FAIL,
 		                       row.metric);
@@ -758,6 +786,17 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		fprintf(stderr, "leakproof: %s\n", streak);
 
 	struct trial retry;
+	if (template_died && !r->stop_signal) {
+		make_rerun(r, t, &retry);
+		if (!r->o->quiet)
+			fprintf(stderr, "leakproof: trial %lld will run again: %s\n", (long long)t->idx + 1, retry.note);
+		if (r->worker) {
+			put_pending(r, &retry);
+			trial_free(&retry);
+		} else {
+			queue_push(r, &retry);
+		}
+	}
 	if (!strcmp(row.status, "oom") && !r->stop_signal && make_retry(r, t, cause, &retry)) {
 		if (!r->o->quiet)
 			fprintf(stderr, "leakproof: trial %lld will run again: %s\n", (long long)t->idx + 1, retry.note);
