@@ -55,6 +55,7 @@ struct runner {
 	struct store *st;
 	int64_t sweep_id;
 	char exe[PATH_MAX];
+	char *store_abs;               /* a worker: the store path made absolute for its trials; NULL: as given */
 	char logdir[PATH_MAX];
 	int parallel;
 	int sigfd;

@@ -443,7 +443,7 @@ static int launch(struct runner *r, struct trial *t)
 	add_arg(&argv, &n, &cap, r->exe);
 	add_arg(&argv, &n, &cap, "run");
 	add_arg(&argv, &n, &cap, "--store");
-	add_arg(&argv, &n, &cap, r->o->store_path);
+	add_arg(&argv, &n, &cap, r->store_abs ? r->store_abs : r->o->store_path);
 	add_arg(&argv, &n, &cap, "--trial");
 	add_arg(&argv, &n, &cap, trial_arg);
 	add_arg(&argv, &n, &cap, "--no-status-line");
@@ -1181,8 +1181,9 @@ static int open_sweep(struct runner *r, char *text)
 			return 0;   /* its status is the workers' to end */
 		return store_sweep_set_status(r->st, r->sweep_id, "running", 0, getpid());
 	}
+	char *cwd = getcwd(NULL, 0);   /* where its trials run, also a worker's started elsewhere */
 	struct sweep_begin b = {
-		.started_at = wall_seconds(), .file = abs ? abs : o->file, .text = text,
+		.started_at = wall_seconds(), .file = abs ? abs : o->file, .text = text, .cwd = cwd,
 		.method = r->spec.method == SWEEP_GRID ? "grid" : r->spec.method == SWEEP_RANDOM ? "random" : "optuna",
 		.metric = r->spec.metric_name, .maximize = r->spec.maximize, .pid = getpid(),
 		.executor = r->slurm ? "slurm" : NULL,
@@ -1191,6 +1192,7 @@ static int open_sweep(struct runner *r, char *text)
 		r->optuna.storage = optuna_default_storage(o->store_path);
 	r->sweep_id = store_sweep_begin(r->st, &b);
 	free(abs);
+	free(cwd);
 	if (r->sweep_id < 0)
 		return -1;
 	if (r->optuna_on) {
@@ -1481,6 +1483,30 @@ static int run_controller(struct runner *r, struct sweep_result *out)
 
 /* ---- a worker ------------------------------------------------------------ */
 
+/* A worker: chdir to the sweep's directory, its store path made absolute
+ * first for the trials. 0, or -1 after a message. */
+static int enter_sweep_dir(struct runner *r, const char *dir)
+{
+	char *here = getcwd(NULL, 0);
+	bool same = here && !strcmp(here, dir);
+	free(here);
+	if (same)
+		return 0;
+	const char *store = r->o->store_path;
+	if (!strstr(store, "://") && store[0] != '/') {
+		r->store_abs = realpath(store, NULL);
+		if (!r->store_abs)
+			return error_errno("cannot make the store path '%s' absolute", store);
+	}
+	if (chdir(dir) < 0)
+		return error_errno("sweep %lld runs its trials in '%s', which this worker cannot enter",
+		                   (long long)r->sweep_id, dir);
+	if (!r->o->quiet)
+		fprintf(stderr, "leakproof: worker: trials of sweep %lld run in its directory '%s'\n",
+		        (long long)r->sweep_id, dir);
+	return 0;
+}
+
 /* Join sweep o->worker_id: its spec from the store (the text it began
  * with), trials claimed one after another until none is left. */
 static int run_worker(struct runner *r, struct sweep_result *out)
@@ -1499,6 +1525,7 @@ static int run_worker(struct runner *r, struct sweep_result *out)
 		sweep_row_release(&sw);
 		return LP_EXIT_USAGE;
 	}
+	char *sweep_dir = sw.cwd && *sw.cwd ? xstrdup(sw.cwd) : NULL;
 	sweep_row_release(&sw);
 	if (r->spec.method == SWEEP_OPTUNA) {
 		error("sweep %lld asks Optuna for its trials: it runs locally, not with workers", (long long)r->sweep_id);
@@ -1526,8 +1553,19 @@ static int run_worker(struct runner *r, struct sweep_result *out)
 	r->claimer = (struct trial_claimer){ .worker = r->worker_name, .slurm_job = job.in_job ? job.array_job : 0,
 	                                     .slurm_task = job.array_task };
 	r->step_prefix = slurm_step_prefix();
-	if (make_logdir(r) < 0 || reload_rows(r) < 0)
+	if (make_logdir(r) < 0 || reload_rows(r) < 0) {
+		free(sweep_dir);
 		return LP_EXIT_FAILURE;
+	}
+	/* The trials run where the sweep was started, as its own would: their
+	 * relative paths (the script, data, outputs) mean what they meant
+	 * there. Before, a worker started by hand elsewhere ran them in its
+	 * own directory, every trial failed and "the sweep is done". */
+	if (sweep_dir && enter_sweep_dir(r, sweep_dir) < 0) {
+		free(sweep_dir);
+		return LP_EXIT_FAILURE;
+	}
+	free(sweep_dir);
 	r->running = xcalloc((size_t)r->parallel, sizeof(*r->running));
 	if (!o->quiet) {
 		char slurm[96] = "";
@@ -1564,6 +1602,7 @@ static void runner_release(struct runner *r)
 	for (size_t i = 0; i < r->nqueue; i++)
 		trial_free(&r->queue[i]);
 	free(r->queue);
+	free(r->store_abs);
 	free(r->running);
 	clear_rows(r);
 	admit_release(r);

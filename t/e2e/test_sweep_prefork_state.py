@@ -152,3 +152,9 @@ prefork: [json]
     assert rows == [(0, 0, "interrupted"), (0, 1, "ok"), (1, 0, "ok")], (rows, err)
     assert "the prefork template ended" in err, err
     assert list(tmp.iterdir()) == [], list(tmp.iterdir())
+
+
+def test_sweep_help_lists_prefork(lp):
+    r = lp.cmd(["sweep", "--help"], timeout=60)
+    assert r.rc == 0, r
+    assert "--prefork MODULES" in r.out, r.out
