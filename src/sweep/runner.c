@@ -1723,6 +1723,10 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 	if (make_logdir(&r) < 0)
 		goto out;
 	if (r.slurm) {
+		/* a worker's trials are SLURM job steps without a cgroup of their
+		 * own, which a fork cannot join: said, not dropped silently */
+		if ((o->prefork ? *o->prefork != '\0' : r.spec.prefork && r.spec.prefork[0]))
+			warning("prefork: not with executor slurm: its workers start every trial cold");
 		status = run_controller(&r, out);
 		goto out;
 	}

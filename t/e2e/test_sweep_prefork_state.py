@@ -158,3 +158,25 @@ def test_sweep_help_lists_prefork(lp):
     r = lp.cmd(["sweep", "--help"], timeout=60)
     assert r.rc == 0, r
     assert "--prefork MODULES" in r.out, r.out
+
+
+def test_a_keyboard_interrupt_in_a_warm_trial_prints_its_traceback(lp):
+    """As a cold interpreter does before it dies of SIGINT; before, a warm
+    trial died of SIGINT without a word."""
+    needs_cgroup(lp)
+    job = lp.dir / "kbd.py"
+    job.write_text("def deep():\n    raise KeyboardInterrupt\ndeep()\n")
+    f = lp.dir / "kbd.yaml"
+    f.write_text(f"""
+command: [{lp.py}, {job}, "{{i}}"]
+method: grid
+parameters:
+  i: {{values: [1]}}
+prefork: [json]
+""")
+    r = lp.cmd(["sweep", str(f), "--store", lp.store], timeout=300)
+    text = (lp.dir / "sweeps" / "1" / "trial-0.0.log").read_text()
+    assert "cold start" not in text, text
+    assert "Traceback (most recent call last)" in text and "in deep" in text and "KeyboardInterrupt" in text, text
+    with sqlite3.connect(lp.store) as db:
+        assert db.execute("SELECT exit_signal FROM runs WHERE trial_idx = 0").fetchone() == (signal.SIGINT,), r

@@ -209,3 +209,10 @@ def test_a_worker_started_elsewhere_runs_the_trials_in_the_sweeps_directory(lp):
     assert f"run in its directory '{lp.dir}'" in err.decode(), err.decode()
     log = (lp.dir / "sweeps" / "1" / "trial-0.0.log").read_text()
     assert f"cwd={lp.dir}\n" in log, log
+
+
+def test_prefork_with_executor_slurm_is_said_not_dropped(lp):
+    env = setup_bin(lp)
+    _, r = submit(lp, QUICK + "prefork: [json]\n", env=env)
+    assert r.rc == 0, r
+    assert "prefork: not with executor slurm: its workers start every trial cold" in r.err, r
