@@ -610,13 +610,15 @@ int store_mark_stale_runs(struct store *st)
 	for (size_t i = 0; i < nmarks; i++) {
 		/* it ended no earlier than its last sample; what its job left
 		 * is to be ended, until a writer has ended it all */
-		if (run_once(st, where ? "UPDATE runs SET status = 'interrupted', ended_at = started_at + coalesce("
-		             SO_FAR_LAST_T ", 0), steps = " SO_FAR_STEPS ", peak_bytes = coalesce(" SO_FAR_PEAK
-		             ", peak_bytes), left_pending = ?2 WHERE id = ?1 AND status = 'running'"
-		             : "UPDATE runs SET status = 'interrupted', ended_at = started_at + coalesce("
-		             SO_FAR_LAST_T ", 0), steps = " SO_FAR_STEPS ", peak_bytes = coalesce(" SO_FAR_PEAK
-		             ", peak_bytes) WHERE id = ?1 AND status = 'running' AND ?2 IS ?2",
-		             "a run whose supervisor is gone", bind_stale_mark, &marks[i]) < 0)
+		int rc = where ? run_once(st, "UPDATE runs SET status = 'interrupted', ended_at = started_at + coalesce("
+		                          SO_FAR_LAST_T ", 0), steps = " SO_FAR_STEPS ", peak_bytes = coalesce(" SO_FAR_PEAK
+		                          ", peak_bytes), left_pending = ?2 WHERE id = ?1 AND status = 'running'",
+		                          "a run whose supervisor is gone", bind_stale_mark, &marks[i])
+		               : run_once(st, "UPDATE runs SET status = 'interrupted', ended_at = started_at + coalesce("
+		                          SO_FAR_LAST_T ", 0), steps = " SO_FAR_STEPS ", peak_bytes = coalesce(" SO_FAR_PEAK
+		                          ", peak_bytes) WHERE id = ?1 AND status = 'running'",
+		                          "a run whose supervisor is gone", bind_run_id, &marks[i].id);
+		if (rc < 0)
 			return -1;
 		run_once(st, "UPDATE segments SET cause = 'interrupted' WHERE run_id = ?1 AND ended_at IS NULL",
 		         "a run whose supervisor is gone", bind_run_id, &marks[i].id);
