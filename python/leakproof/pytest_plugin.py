@@ -26,7 +26,8 @@ collector runs after every call (``collect=True``) so memory held only by
 unreachable cycles does not count as growth; the objects that exist before
 the first call are frozen (gc.freeze) meanwhile, so that collection costs
 microseconds, not the tens of milliseconds a full one takes with PyTorch
-loaded. With glibc, malloc_trim(0) after every call gives freed heap back
+loaded; not when the test process has frozen objects itself (gc.unfreeze
+would thaw those too): then every collection is a full one. With glibc, malloc_trim(0) after every call gives freed heap back
 to the kernel: without it, memory freed earlier in the process (a previous
 test's) is reused by the function under test and hides its growth from the
 resident set.
@@ -136,8 +137,13 @@ def check_no_leak(fn, steps=200, measure="rss", collect=True, min_growth=None, i
     read = _MEASURES[measure]
     trim = _malloc_trim()
     series = []
+    # gc.unfreeze() thaws the whole permanent generation: objects the test
+    # process froze itself would be thawed with ours, so then nothing is
+    # frozen here (each collection is a full one, slower, same series)
+    freeze = collect and hasattr(gc, "freeze") and gc.get_freeze_count() == 0
     if collect:
         gc.collect()
+    if freeze:
         gc.freeze()
     try:
         for _ in range(steps):
@@ -147,7 +153,7 @@ def check_no_leak(fn, steps=200, measure="rss", collect=True, min_growth=None, i
             trim()
             series.append(read())
     finally:
-        if collect:
+        if freeze:
             gc.unfreeze()
     verdict, text = judge(series, min_growth)
     name = getattr(fn, "__qualname__", repr(fn))

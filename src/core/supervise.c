@@ -686,7 +686,8 @@ void supervise_end_interrupted(struct store *st)
 	for (size_t i = 0; i < n; i++) {
 		const struct stale_run *r = &stale[i];
 		int procs = end_left_processes(r);
-		int killed = cgroup_reap_left((pid_t)r->supervisor_pid, r->cgroup);
+		int left = 0;   /* its cgroups that could not be judged or removed yet */
+		int killed = cgroup_reap_left((pid_t)r->supervisor_pid, r->supervisor_start, r->cgroup, &left);
 		if (killed > 0)
 			warning("ended %d process%s left running by interrupted run %lld (its supervisor, pid %lld, "
 			        "was killed with its guard) and removed its cgroup", killed, killed == 1 ? "" : "es",
@@ -696,6 +697,10 @@ void supervise_end_interrupted(struct store *st)
 			        "lead; its supervisor, pid %lld, was killed with its guard)", (long long)r->run_id, procs,
 			        procs == 1 ? "" : "es",
 			        (long long)r->supervisor_pid);
+		/* the recorded processes are ended (or were gone); what is left
+		 * is a cgroup, and the next writer tries again */
+		if (left == 0)
+			store_stale_run_cleaned(st, r->run_id);
 	}
 }
 
@@ -739,9 +744,17 @@ static int record_run_begin(struct sv *sv)
 	placement_here(&place);
 	struct proc_stat self;   /* who supervises: a later leakproof tells a dead one */
 	bool know_self = read_proc_stat(NULL, getpid(), &self) == 0;
+	uint64_t pidns = 0;      /* where that pid means us */
+	char boot_id[64] = "";
+	if (proc_self_pidns(&pidns) < 0)
+		pidns = 0;
+	if (read_boot_id(boot_id, sizeof(boot_id)) < 0)
+		boot_id[0] = '\0';
 	struct run_begin rb = {
 		.supervisor_pid = know_self ? (int)getpid() : 0,
 		.supervisor_start = know_self ? self.starttime_ticks : 0,
+		.supervisor_pidns = pidns,
+		.boot_id = boot_id[0] ? boot_id : NULL,
 		.started_at = wall_seconds(),
 		.command_json = strbuf_str(&cmd),
 		.cwd = cwd,

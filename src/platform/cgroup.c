@@ -14,6 +14,7 @@
  * Units: bytes. Paths are at most PATH_MAX bytes, NUL included.
  */
 #include "platform/cgroup.h"
+#include "platform/proc.h"
 #include "util/util.h"
 
 #include <dirent.h>
@@ -1105,18 +1106,65 @@ static bool left_by(const char *name, pid_t pid)
 	return !strncmp(name, job, (size_t)jn) && *n && strspn(n, "0123456789") == strlen(n);
 }
 
-/* SIGKILL what is in cg, remove it; how many were killed. */
-static int reap(const struct job_cgroup *cg)
+/* Whether some process in dir started before ticks. */
+struct older_ctx { uint64_t before; bool found; };
+
+static void note_older(pid_t pid, void *arg)
+{
+	struct older_ctx *c = arg;
+	struct proc_stat ps;
+	if (!c->found && read_proc_stat(NULL, pid, &ps) == 0 && ps.starttime_ticks < c->before)
+		c->found = true;
+}
+
+/*
+ * Whether cg, named after a supervisor that is gone, is that supervisor's,
+ * when its pid is held now by a process started at holder_start (0: no
+ * process has it). A supervisor puts in its cgroups only itself and
+ * processes started after it, so a cgroup holding a process older than the
+ * holder is not the holder's; an empty one may be (it is being set up) if
+ * the holder is a leakproof.
+ */
+static bool left_by_gone(const char *dir, pid_t pid, uint64_t holder_start)
+{
+	if (!holder_start)
+		return true;
+	struct older_ctx c = { holder_start, false };
+	int n = for_each_proc(dir, note_older, &c);
+	if (n < 0)
+		return false;
+	if (n > 0)
+		return c.found;
+	char comm[64] = "", path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	ssize_t len = read_file_buf(path, comm, sizeof(comm));
+	return len > 0 && strncmp(comm, "leakproof", 9) != 0;
+}
+
+/* SIGKILL what is in cg, remove it; how many were killed. A cgroup that
+ * is still there after that adds one to *left. */
+static int reap(const struct job_cgroup *cg, int *left)
 {
 	int n = cgroup_signal_all(cg, SIGKILL, 0);
-	cgroup_remove(cg);
+	if (cgroup_remove(cg) < 0)
+		++*left;
 	return n > 0 ? n : 0;
 }
 
-int cgroup_reap_left(pid_t pid, const char *recorded)
+int cgroup_reap_left(pid_t pid, uint64_t start_ticks, const char *recorded, int *left)
 {
-	if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
-		return 0;   /* alive, or another process has the pid now */
+	struct proc_stat holder;
+	uint64_t holder_start = 0;
+	*left = 0;
+	if (pid <= 0)
+		return 0;
+	if (read_proc_stat(NULL, pid, &holder) == 0 && holder.state != 'Z' && holder.state != 'X') {
+		if (!start_ticks || holder.starttime_ticks == start_ticks)
+			return 0;   /* alive, or nothing to tell it from another */
+		holder_start = holder.starttime_ticks;
+	} else if (errno != ENOENT && errno != ESRCH && kill(pid, 0) == 0) {
+		return 0;
+	}
 	struct strbuf why = STRBUF_INIT;
 	struct cg_paths *p = load_paths(&why);
 	strbuf_release(&why);
@@ -1129,8 +1177,12 @@ int cgroup_reap_left(pid_t pid, const char *recorded)
 		struct dirent *e;
 		while ((e = readdir(d)) != NULL) {
 			struct job_cgroup cg = { .version = i == 0 ? 2 : 1 };
-			if (left_by(e->d_name, pid) && join_path(cg.dir, sizeof(cg.dir), bases[i], e->d_name))
-				killed += reap(&cg);
+			if (!left_by(e->d_name, pid) || !join_path(cg.dir, sizeof(cg.dir), bases[i], e->d_name))
+				continue;
+			if (left_by_gone(cg.dir, pid, holder_start))
+				killed += reap(&cg, left);
+			else
+				++*left;
 		}
 		closedir(d);
 	}
@@ -1146,7 +1198,10 @@ int cgroup_reap_left(pid_t pid, const char *recorded)
 	    (fs.f_type == CGROUP2_SUPER_MAGIC || fs.f_type == CGROUP_SUPER_MAGIC) &&
 	    snprintf(cg.dir, sizeof(cg.dir), "%s", recorded) < (int)sizeof(cg.dir)) {
 		cg.version = fs.f_type == CGROUP2_SUPER_MAGIC ? 2 : 1;
-		killed += reap(&cg);
+		if (left_by_gone(cg.dir, pid, holder_start))
+			killed += reap(&cg, left);
+		else
+			++*left;
 	}
 	return killed;
 }

@@ -30,15 +30,20 @@ struct job_cgroup {
 	                       * moves it back (docs/internals/cgroups.md) */
 };
 
-/* What a supervisor that is gone (pid) left below the caller's cgroup,
- * where it ran too: its job cgroups ("leakproof-PID-N") and its v2 leaf
- * ("leakproof-supervisor-PID"); and recorded, its job's cgroup as its run
- * recorded it (NULL: none), wherever it is, if it is a cgroup directory so
- * named. Every process in them SIGKILLed, the directories removed. Nothing
- * is done while any process has that pid (a pid used again may be another
- * leakproof's, and these its cgroups). Returns how many processes were
- * killed. */
-int cgroup_reap_left(pid_t pid, const char *recorded);
+/* What a supervisor that is gone (pid, started at start_ticks) left below
+ * the caller's cgroup, where it ran too: its job cgroups
+ * ("leakproof-PID-N") and its v2 leaf ("leakproof-supervisor-PID"); and
+ * recorded, its job's cgroup as its run recorded it (NULL: none),
+ * wherever it is, if it is a cgroup directory so named. Every process in
+ * them SIGKILLed, the directories removed. Nothing is done while the pid
+ * is that supervisor's (start_ticks: 0 when unknown, then while any
+ * process has the pid). While another process has the pid now, a cgroup so
+ * named is taken only if it holds a process older than that one (it cannot
+ * be the cgroup of a leakproof that has the pid now), or is empty and the
+ * pid's process is no leakproof. Returns how many processes were killed;
+ * *left: how many such cgroups are still there (not judged the gone one's,
+ * or not removed), for a later try. */
+int cgroup_reap_left(pid_t pid, uint64_t start_ticks, const char *recorded, int *left /* out */);
 /* Create a fresh cgroup for a job (named "leakproof-PID-N") below the
  * caller's own memory cgroup. quiet: on failure *why holds the reason;
  * on success without a memory controller (has_memory false) *why says

@@ -9,9 +9,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/util.h"
@@ -460,6 +462,48 @@ bool proc_environ_has(const char *root, pid_t pid, const char *entry)
 		}
 	close(fd);
 	return found;
+}
+
+int proc_self_pidns(uint64_t *ino)
+{
+	struct stat st;
+	if (stat(PROC_ROOT_DEFAULT "/self/ns/pid", &st) < 0)
+		return -1;
+	*ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+int read_boot_id(char *buf, size_t cap)
+{
+	char raw[64];
+	if (read_small(NULL, 0, "sys/kernel/random/boot_id", raw, sizeof(raw)) < 0)
+		return -1;
+	size_t n = strcspn(raw, "\n");
+	if (n == 0 || n >= cap)
+		return einval();
+	memcpy(buf, raw, n);
+	buf[n] = '\0';
+	return 0;
+}
+
+int read_boot_time(int64_t *btime)
+{
+	/* /proc/stat's intr line alone can pass 64 KiB: read it line by line */
+	FILE *f = fopen(PROC_ROOT_DEFAULT "/stat", "re");
+	if (!f)
+		return -1;
+	char *line = NULL;
+	size_t cap = 0;
+	long long v = 0;
+	while (getline(&line, &cap, f) > 0)
+		if (sscanf(line, "btime %lld", &v) == 1)
+			break;
+	free(line);
+	fclose(f);
+	if (v <= 0)
+		return einval();
+	*btime = v;
+	return 0;
 }
 
 int read_meminfo(const char *root, struct meminfo *out)

@@ -126,6 +126,15 @@ int read_proc_statm(const char *root, pid_t pid, struct proc_statm *out);
 int read_proc_smaps(const char *root, pid_t pid, struct proc_smaps *out);
 int read_meminfo(const char *root, struct meminfo *out);
 
+/* Where the caller runs, so that a pid recorded in a shared store is read
+ * only where it means the same process: the inode of the caller's PID
+ * namespace (/proc/self/ns/pid), the boot's id
+ * (/proc/sys/kernel/random/boot_id, 36 characters and a NUL) and the time
+ * of the boot (btime of /proc/stat, wall seconds). 0, or -1 with errno. */
+int proc_self_pidns(uint64_t *ino);
+int read_boot_id(char *buf, size_t cap);
+int read_boot_time(int64_t *btime);
+
 /* Whether /proc/PID/environ (the environment pid was exec'd with) holds
  * entry ("NAME=VALUE") whole; false when it cannot be read. */
 bool proc_environ_has(const char *root, pid_t pid, const char *entry);

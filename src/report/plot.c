@@ -62,6 +62,11 @@ void plot_add_xml(struct strbuf *sb, const char *s)
 			p++;
 			continue;
 		}
+		if (n == 3 && p[0] == 0xef && p[1] == 0xbf && p[2] >= 0xbe) {
+			strbuf_addstr(sb, "\xef\xbf\xbd");   /* U+FFFE, U+FFFF: no XML 1.0 character */
+			p += n;
+			continue;
+		}
 		strbuf_add(sb, p, n);
 		p += n;
 	}

@@ -24,6 +24,7 @@
  * (schema.c): older stores are read without them. */
 #define PLACEMENT_VERSION 10
 #define JOB_LEFT_VERSION 12   /* segments.pid_start, cgroup, also */
+#define PIDNS_VERSION 13      /* runs.supervisor_pidns, boot_id, left_pending; sweeps.cwd */
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -58,6 +58,9 @@ static int run_once(struct store *st, const char *sql, const char *what,
 	return r;
 }
 
+static void bind_text_or_null(struct db_stmt *s, int i, const char *v);
+static void bind_int_or_null(struct db_stmt *s, int i, int64_t v, int64_t none);
+
 static void bind_run_begin(struct db_stmt *s, const void *arg)
 {
 	const struct run_begin *rb = arg;
@@ -80,6 +83,13 @@ static void bind_run_begin(struct db_stmt *s, const void *arg)
 		db_bind_null(s, 12);
 		db_bind_null(s, 13);
 	}
+}
+
+/* Where the supervisor's pid means it (schema 13): ?14, ?15. */
+static void bind_run_begin_where(struct db_stmt *s, const struct run_begin *rb)
+{
+	bind_int_or_null(s, 14, u64_to_db(rb->supervisor_pidns), 0);
+	bind_text_or_null(s, 15, rb->boot_id);
 }
 
 struct segment_begin_args { int64_t run_id, seq; double started_at; int pid; };
@@ -155,11 +165,18 @@ static int64_t try_run_begin(struct store *st, const struct run_begin *rb, char 
 	struct db_stmt *s;
 	if (db_begin(st->db, true) != DB_OK)
 		return begin_failed(st, NULL, why, whysz);
-	if (db_prepare(st->db, "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
+	bool where = st->version >= PIDNS_VERSION;
+	if (db_prepare(st->db, where ? "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
+	               " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex, supervisor_pid,"
+	               " supervisor_start, supervisor_pidns, boot_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
+	               " ?10, ?11, ?12, ?13, ?14, ?15)"
+	               : "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
 	               " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex, supervisor_pid,"
 	               " supervisor_start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)", false, &s) != DB_OK)
 		return begin_failed(st, NULL, why, whysz);
 	bind_run_begin(s, rb);
+	if (where)
+		bind_run_begin_where(s, rb);
 	if (db_step(s) != DB_DONE)
 		return begin_failed(st, s, why, whysz);
 	db_finalize(s);
@@ -405,7 +422,7 @@ int store_segment_end(struct store *st, int64_t run_id, int64_t seq, const struc
 #define RUN_COLUMNS "id, started_at, coalesce(ended_at, 0), command, cwd, hostname, status, verdict," \
 	" step_regex, cgroup_mode, limit_source, measure, step_source, interval_ns, steps, bad_lines," \
 	" long_lines, limit_bytes, mem_total_bytes, peak_bytes, coalesce(exit_code, -1)," \
-	" coalesce(exit_signal, 0), coalesce(growth_bytes_per_step, 0), %s, %s, %s, " SO_FAR_COLUMNS
+	" coalesce(exit_signal, 0), coalesce(growth_bytes_per_step, 0), %s, %s, %s, " SO_FAR_COLUMNS ", %s"
 /* The placement's columns (schema 7; a LEFT JOIN, all NULL without a row). */
 #define PLACEMENT_COLUMNS "placements.run_id, slurm_job_id, slurm_array_job_id, slurm_array_task_id," \
 	" slurm_step_id, coalesce(alloc_mem_bytes, 0), gpus, launcher, job_key, coalesce(job_rank, -1)," \
@@ -429,18 +446,72 @@ int store_segment_end(struct store *st, int64_t run_id, int64_t seq, const struc
 #define KINDS_VERSION 9        /* kind_samples (growth kinds) */
 #define SUPERVISOR_COLUMNS "coalesce(supervisor_pid, 0), coalesce(supervisor_start, 0)"
 
-/* Whether a run recorded as running on host by supervisor pid, started at
- * start (ticks), has lost its supervisor: the run is on this host and the
- * pid is gone or is another process now. Unknown supervisors are kept. */
-static bool supervisor_gone(const char *host, int64_t pid, int64_t start)
+/* Where this process runs, read once: its host, PID namespace and boot. */
+struct here {
+	bool read;
+	char host[256];
+	uint64_t pidns;       /* 0: unknown */
+	char boot_id[64];     /* "": unknown */
+	int64_t btime;        /* 0: unknown */
+};
+
+static const struct here *here(void)
 {
-	char here[256] = "";
+	static struct here h;
+	if (!h.read) {
+		h.read = true;
+		if (gethostname(h.host, sizeof(h.host) - 1) < 0)
+			h.host[0] = '\0';
+		if (proc_self_pidns(&h.pidns) < 0)
+			h.pidns = 0;
+		if (read_boot_id(h.boot_id, sizeof(h.boot_id)) < 0)
+			h.boot_id[0] = '\0';
+		if (read_boot_time(&h.btime) < 0)
+			h.btime = 0;
+	}
+	return &h;
+}
+
+/* A running run's supervisor as recorded: where, which process. */
+struct recorded_supervisor {
+	const char *host;
+	int64_t pid, start;   /* start: /proc starttime, ticks */
+	uint64_t pidns;       /* 0: not recorded (older) */
+	const char *boot_id;  /* NULL: not recorded (older) */
+	double started_at;    /* the run's start, wall seconds */
+};
+
+enum supervisor_state {
+	SUPERVISOR_KEPT,        /* alive, or not ours to judge */
+	SUPERVISOR_GONE,        /* gone; its job may run on */
+	SUPERVISOR_GONE_BOOT,   /* of a boot before this one: nothing of it runs */
+};
+
+/*
+ * Whether a run recorded as running has lost its supervisor. A pid means
+ * a process only on its host, in its PID namespace and in its boot: a
+ * writer in another namespace (a container that kept the host's name, or
+ * the host looking at a container) would read another process, or none,
+ * under the same number, so it does not judge. A boot id that differs
+ * with this boot started after the run did is a reboot; one that differs
+ * with this boot older than the run is another machine of the same name.
+ * Unknown supervisors are kept.
+ */
+static enum supervisor_state supervisor_state(const struct recorded_supervisor *r)
+{
+	const struct here *h = here();
 	struct proc_stat ps;
-	if (pid <= 0 || !host || gethostname(here, sizeof(here) - 1) < 0 || strcmp(host, here))
-		return false;
-	if (read_proc_stat(NULL, (pid_t)pid, &ps) < 0)
-		return errno == ENOENT || errno == ESRCH;
-	return ps.state == 'Z' || ps.state == 'X' || u64_to_db(ps.starttime_ticks) != start;
+	if (r->pid <= 0 || !r->host || !h->host[0] || strcmp(r->host, h->host))
+		return SUPERVISOR_KEPT;
+	if (r->boot_id && *r->boot_id && strcmp(r->boot_id, h->boot_id))
+		return h->boot_id[0] && h->btime > 0 && (double)h->btime > r->started_at ? SUPERVISOR_GONE_BOOT
+		                                                                          : SUPERVISOR_KEPT;
+	if (r->pidns && r->pidns != h->pidns)
+		return SUPERVISOR_KEPT;
+	if (read_proc_stat(NULL, (pid_t)r->pid, &ps) < 0)
+		return errno == ENOENT || errno == ESRCH ? SUPERVISOR_GONE : SUPERVISOR_KEPT;
+	return ps.state == 'Z' || ps.state == 'X' || u64_to_db(ps.starttime_ticks) != r->start ? SUPERVISOR_GONE
+	                                                                                         : SUPERVISOR_KEPT;
 }
 
 static void bind_run_id(struct db_stmt *s, const void *arg)
@@ -467,35 +538,104 @@ static void read_job_left(struct store *st, struct stale_run *r)
 	db_finalize(s);
 }
 
+/* What is recorded of where a running run's supervisor runs, in the order
+ * of recorded_supervisor; constants where this store's version lacks it. */
+#define WHERE_COLUMNS "coalesce(supervisor_pidns, 0), boot_id"
+#define WHERE_NONE "0, NULL"
+
+struct stale_mark { int64_t id; bool left; };
+
+static void bind_stale_mark(struct db_stmt *s, const void *arg)
+{
+	const struct stale_mark *m = arg;
+	db_bind_int64(s, 1, m->id);
+	if (m->left)
+		db_bind_int64(s, 2, 1);
+	else
+		db_bind_null(s, 2);
+}
+
+enum { MAX_STALE = 64 };
+
+/* The interrupted runs whose job's leftovers are still to be ended, of
+ * this host, namespace and boot, into st->stale. */
+static int read_pending_cleanups(struct store *st)
+{
+	const struct here *h = here();
+	struct db_stmt *s;
+	if (db_prepare(st->db, "SELECT id, " SUPERVISOR_COLUMNS ", " WHERE_COLUMNS " FROM runs WHERE"
+	               " left_pending = 1 AND status = 'interrupted' AND hostname = ?1 ORDER BY id",
+	               false, &s) != DB_OK)
+		return store_read_error(st);
+	db_bind_text(s, 1, h->host);
+	while (st->nstale < MAX_STALE && db_step(s) == DB_ROW) {
+		uint64_t pidns = db_to_u64(db_column_int64(s, 3));
+		const char *boot = db_column_text(s, 4);
+		if ((pidns && pidns != h->pidns) || (boot && *boot && strcmp(boot, h->boot_id)))
+			continue;   /* not ours to end: its pids name other processes here */
+		st->stale[st->nstale++] = (struct stale_run){ .run_id = db_column_int64(s, 0),
+		                                              .supervisor_pid = db_column_int64(s, 1),
+		                                              .supervisor_start = db_to_u64(db_column_int64(s, 2)) };
+	}
+	db_finalize(s);
+	for (size_t i = 0; i < st->nstale; i++)
+		read_job_left(st, &st->stale[i]);
+	return 0;
+}
+
 int store_mark_stale_runs(struct store *st)
 {
 	struct db_stmt *s;
-	enum { MAX_STALE = 64 };
+	struct stale_mark marks[MAX_STALE];
+	size_t nmarks = 0;
+	bool where = st->version >= PIDNS_VERSION;
 	if (st->version < SUPERVISOR_VERSION)
 		return 0;
-	if (db_prepare(st->db, "SELECT id, hostname, " SUPERVISOR_COLUMNS " FROM runs WHERE status = 'running'"
-	               " AND supervisor_pid IS NOT NULL", false, &s) != DB_OK)
+	if (db_prepare(st->db, where ? "SELECT id, hostname, " SUPERVISOR_COLUMNS ", started_at, " WHERE_COLUMNS
+	               " FROM runs WHERE status = 'running' AND supervisor_pid IS NOT NULL"
+	               : "SELECT id, hostname, " SUPERVISOR_COLUMNS ", started_at, " WHERE_NONE
+	               " FROM runs WHERE status = 'running' AND supervisor_pid IS NOT NULL", false, &s) != DB_OK)
 		return -1;
-	st->stale = xcalloc(MAX_STALE, sizeof(*st->stale));
-	while (st->nstale < MAX_STALE && db_step(s) == DB_ROW)
-		if (supervisor_gone(db_column_text(s, 1), db_column_int64(s, 2), db_column_int64(s, 3)))
-			st->stale[st->nstale++] = (struct stale_run){ .run_id = db_column_int64(s, 0),
-			                                              .supervisor_pid = db_column_int64(s, 2) };
+	while (nmarks < MAX_STALE && db_step(s) == DB_ROW) {
+		struct recorded_supervisor r = {
+			.host = db_column_text(s, 1), .pid = db_column_int64(s, 2), .start = db_column_int64(s, 3),
+			.started_at = db_column_double(s, 4), .pidns = db_to_u64(db_column_int64(s, 5)),
+			.boot_id = db_column_text(s, 6),
+		};
+		enum supervisor_state state = supervisor_state(&r);
+		if (state != SUPERVISOR_KEPT)
+			marks[nmarks++] = (struct stale_mark){ db_column_int64(s, 0), state == SUPERVISOR_GONE };
+	}
 	db_finalize(s);
-	for (size_t i = 0; i < st->nstale; i++) {
-		int64_t id = st->stale[i].run_id;
-		if (st->version >= JOB_LEFT_VERSION)
-			read_job_left(st, &st->stale[i]);
-		/* it ended no earlier than its last sample */
-		if (run_once(st, "UPDATE runs SET status = 'interrupted', ended_at = started_at + coalesce("
-		             SO_FAR_LAST_T ", 0), steps = " SO_FAR_STEPS ", peak_bytes = coalesce(" SO_FAR_PEAK
-		             ", peak_bytes) WHERE id = ?1 AND status = 'running'",
-		             "a run whose supervisor is gone", bind_run_id, &id) < 0)
+	for (size_t i = 0; i < nmarks; i++) {
+		/* it ended no earlier than its last sample; what its job left
+		 * is to be ended, until a writer has ended it all */
+		int rc = where ? run_once(st, "UPDATE runs SET status = 'interrupted', ended_at = started_at + coalesce("
+		                          SO_FAR_LAST_T ", 0), steps = " SO_FAR_STEPS ", peak_bytes = coalesce(" SO_FAR_PEAK
+		                          ", peak_bytes), left_pending = ?2 WHERE id = ?1 AND status = 'running'",
+		                          "a run whose supervisor is gone", bind_stale_mark, &marks[i])
+		               : run_once(st, "UPDATE runs SET status = 'interrupted', ended_at = started_at + coalesce("
+		                          SO_FAR_LAST_T ", 0), steps = " SO_FAR_STEPS ", peak_bytes = coalesce(" SO_FAR_PEAK
+		                          ", peak_bytes) WHERE id = ?1 AND status = 'running'",
+		                          "a run whose supervisor is gone", bind_run_id, &marks[i].id);
+		if (rc < 0)
 			return -1;
 		run_once(st, "UPDATE segments SET cause = 'interrupted' WHERE run_id = ?1 AND ended_at IS NULL",
-		         "a run whose supervisor is gone", bind_run_id, &id);
+		         "a run whose supervisor is gone", bind_run_id, &marks[i].id);
 	}
-	return store_flush(st);
+	if (store_flush(st) < 0)
+		return -1;
+	st->stale = xcalloc(MAX_STALE, sizeof(*st->stale));
+	if (where)
+		return read_pending_cleanups(st);
+	for (size_t i = 0; i < nmarks; i++)   /* an older store: what was marked now */
+		if (marks[i].left) {
+			struct stale_run *r = &st->stale[st->nstale++];
+			r->run_id = marks[i].id;
+			if (st->version >= JOB_LEFT_VERSION)
+				read_job_left(st, r);
+		}
+	return 0;
 }
 
 size_t store_stale_runs(const struct store *st, const struct stale_run **runs)
@@ -504,14 +644,22 @@ size_t store_stale_runs(const struct store *st, const struct stale_run **runs)
 	return st->nstale;
 }
 
+int store_stale_run_cleaned(struct store *st, int64_t run_id)
+{
+	if (st->version < PIDNS_VERSION)
+		return 0;
+	return run_once(st, "UPDATE runs SET left_pending = NULL WHERE id = ?1",
+	                "the end of an interrupted run's clean-up", bind_run_id, &run_id);
+}
+
 /* "SELECT RUN_COLUMNS FROM runs rest" for this store, into sql. */
 static const char *run_select(struct store *st, const char *rest, char *sql, size_t sz)
 {
-	char cols[1536];
+	char cols[2048];
 	bool placed = st->version >= PLACEMENT_VERSION;
 	snprintf(cols, sizeof(cols), RUN_COLUMNS, st->version >= LOST_VERSION ? "lost" : "NULL",
 	         st->version >= SUPERVISOR_VERSION ? SUPERVISOR_COLUMNS : "0, 0",
-	         placed ? PLACEMENT_COLUMNS : PLACEMENT_NONE);
+	         placed ? PLACEMENT_COLUMNS : PLACEMENT_NONE, st->version >= PIDNS_VERSION ? WHERE_COLUMNS : WHERE_NONE);
 	snprintf(sql, sz, "SELECT %s FROM runs %s %s", cols, placed ? PLACEMENT_JOIN : "", rest);
 	return sql;
 }
@@ -566,8 +714,11 @@ static void read_run_row(struct db_stmt *s, struct run_row *r)
 	r->lost = col_strdup(s, 23);
 	read_placement(s, 26, r);
 	/* read-only readers (ls, report) see a dead supervisor's run as it is */
-	if (r->status && !strcmp(r->status, "running") &&
-	    supervisor_gone(r->hostname, db_column_int64(s, 24), db_column_int64(s, 25))) {
+	struct recorded_supervisor sup = {
+		.host = r->hostname, .pid = db_column_int64(s, 24), .start = db_column_int64(s, 25),
+		.started_at = r->started_at, .pidns = db_to_u64(db_column_int64(s, 42)), .boot_id = db_column_text(s, 43),
+	};
+	if (r->status && !strcmp(r->status, "running") && supervisor_state(&sup) != SUPERVISOR_KEPT) {
 		free(r->status);
 		r->status = xstrdup("interrupted");
 		if (r->ended_at <= 0)   /* no earlier than its last sample */
@@ -596,7 +747,7 @@ void run_row_release(struct run_row *r)
 int store_get_run(struct store *st, int64_t id, struct run_row *out)
 {
 	struct db_stmt *s;
-	char buf[2048];
+	char buf[4096];
 	const char *sql = run_select(st, id > 0 ? "WHERE id = ?1" : "ORDER BY id DESC LIMIT 1", buf, sizeof(buf));
 	memset(out, 0, sizeof(*out));
 	if (db_prepare(st->db, sql, false, &s) != DB_OK)
@@ -630,7 +781,7 @@ int store_list_runs(struct store *st, struct run_row **out, size_t *n)
 	struct db_stmt *s;
 	*out = NULL;
 	*n = 0;
-	char sql[2048];
+	char sql[4096];
 	if (db_prepare(st->db, run_select(st, "ORDER BY id DESC", sql, sizeof(sql)), false, &s) != DB_OK)
 		return store_read_error(st);
 	int rc;
@@ -645,7 +796,7 @@ int store_list_job_runs(struct store *st, const char *job_key, struct run_row **
 	*n = 0;
 	if (st->version < PLACEMENT_VERSION || !job_key || !*job_key)
 		return 0;
-	char sql[2048];
+	char sql[4096];
 	if (db_prepare(st->db, run_select(st, "WHERE job_key = ?1 ORDER BY job_rank, id", sql, sizeof(sql)), false,
 	               &s) != DB_OK)
 		return store_read_error(st);

@@ -248,6 +248,15 @@ static const char *const migrations[] = {
 	"ALTER TABLE segments ADD COLUMN pid_start INTEGER;"   /* /proc starttime of pid, ticks */
 	"ALTER TABLE segments ADD COLUMN cgroup TEXT;"         /* its directory; NULL: none */
 	"ALTER TABLE segments ADD COLUMN also TEXT;",          /* "PID:START ...": outside its group */
+	/* 13: where the supervisor's pid means that process: a writer in
+	 * another PID namespace (a container with the host's name), or after
+	 * a reboot, reads another process under it (store/runs.c); whether
+	 * what an interrupted run's job left still wants ending; and the
+	 * directory a sweep's trials run in, whoever runs them (a worker) */
+	"ALTER TABLE runs ADD COLUMN supervisor_pidns INTEGER;"  /* inode of its /proc/self/ns/pid */
+	"ALTER TABLE runs ADD COLUMN boot_id TEXT;"              /* /proc/sys/kernel/random/boot_id */
+	"ALTER TABLE runs ADD COLUMN left_pending INTEGER;"      /* 1: interrupted, its job's leftovers not yet ended */
+	"ALTER TABLE sweeps ADD COLUMN cwd TEXT;",               /* where its trials run; NULL: unknown (older) */
 };
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -85,25 +85,36 @@ struct run_begin {
 	int pid;                    /* the job's first process; 0 when not started yet */
 	int supervisor_pid;         /* leakproof's own pid, on hostname; 0: unknown */
 	uint64_t supervisor_start;  /* its start time (/proc/PID/stat starttime, ticks) */
+	uint64_t supervisor_pidns;  /* the inode of its PID namespace; 0: unknown */
+	const char *boot_id;        /* the boot it runs in; NULL: unknown */
 	const struct placement *placement;   /* its allocation and rank; NULL: none known */
 };
 /* Mark `interrupted` every run recorded as running on this host whose
  * supervisor (supervisor_pid, supervisor_start) is gone: killed with no
- * chance to record the end. store_open() does it; readers that open the
- * store read-only see such runs as interrupted (struct run_row). 0, or -1
- * after a message. */
+ * chance to record the end. The pid is read only where it names the
+ * process it named when it was recorded: in the same PID namespace and
+ * boot (a run recorded in another namespace is not judged, nor one of
+ * another machine of the same name); a run of a boot before this one is
+ * interrupted with nothing left to end. store_open() does it; readers
+ * that open the store read-only see such runs as interrupted (struct
+ * run_row). 0, or -1 after a message. */
 int store_mark_stale_runs(struct store *st);
-/* A run store_open() marked interrupted (this host's), with what its last
- * start of the job recorded: whatever it left behind may want ending. */
+/* An interrupted run of this host, namespace and boot whose job's
+ * leftovers are not known to be ended (runs.left_pending): marked by this
+ * writer, or by an earlier one that could not end everything. */
 struct stale_run {
 	int64_t run_id;
 	int64_t supervisor_pid;
+	uint64_t supervisor_start;  /* its start time, ticks: the pid may be another's now */
 	int64_t job_pid;        /* the job's main process, leader of its process group; 0: unknown */
 	uint64_t job_start;     /* its /proc starttime, ticks; 0: unknown */
 	char *cgroup;           /* the job's cgroup directory; NULL: none recorded */
 	char *also;             /* its processes outside its group, as store_segment_set_also(); NULL: none */
 };
 size_t store_stale_runs(const struct store *st, const struct stale_run **runs);
+/* Nothing of that run's job is left: its clean-up is no longer pending.
+ * 0, or -1 after a message. */
+int store_stale_run_cleaned(struct store *st, int64_t run_id);
 /* Returns the new run's id (> 0), or -1 after "leakproof: cannot record a
  * new run in store 'PATH': REASON; the job is not started" (a full disk,
  * another writer holding the lock for over 5 s). Also records segment 0

@@ -54,7 +54,8 @@ static double col_num(struct db_stmt *s, int i)
 int64_t store_sweep_begin(struct store *st, const struct sweep_begin *b)
 {
 	struct db_stmt *s = prepare(st, "INSERT INTO sweeps (started_at, file, spec, method, metric, maximize, pid,"
-	                          " optuna_storage, optuna_study, executor) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	                          " optuna_storage, optuna_study, executor, cwd) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
+	                          " ?10, ?11)",
 	                          "record the sweep");
 	if (!s)
 		return -1;
@@ -68,6 +69,7 @@ int64_t store_sweep_begin(struct store *st, const struct sweep_begin *b)
 	db_bind_text(s, 8, b->optuna_storage);
 	db_bind_text(s, 9, b->optuna_study);
 	db_bind_text(s, 10, b->executor);
+	db_bind_text(s, 11, b->cwd);
 	if (finish(st, s, "record the sweep") < 0)
 		return -1;
 	return db_last_insert_id(st->db);
@@ -102,9 +104,12 @@ int store_get_sweep(struct store *st, int64_t id, struct sweep_row *out)
 {
 	memset(out, 0, sizeof(*out));
 #define SWEEP_COLUMNS "id, started_at, coalesce(ended_at, 0), file, spec, method, metric, status," \
-	" optuna_storage, optuna_study, maximize, coalesce(pid, 0), executor, coalesce(slurm_job, 0)"
-	struct db_stmt *s = prepare(st, id ? "SELECT " SWEEP_COLUMNS " FROM sweeps WHERE id = ?1"
-	                                   : "SELECT " SWEEP_COLUMNS " FROM sweeps ORDER BY id DESC LIMIT 1",
+	" optuna_storage, optuna_study, maximize, coalesce(pid, 0), executor, coalesce(slurm_job, 0), "
+	bool cwd = st->version >= PIDNS_VERSION;
+	struct db_stmt *s = prepare(st, id ? (cwd ? "SELECT " SWEEP_COLUMNS "cwd FROM sweeps WHERE id = ?1"
+	                                          : "SELECT " SWEEP_COLUMNS "NULL FROM sweeps WHERE id = ?1")
+	                                   : (cwd ? "SELECT " SWEEP_COLUMNS "cwd FROM sweeps ORDER BY id DESC LIMIT 1"
+	                                          : "SELECT " SWEEP_COLUMNS "NULL FROM sweeps ORDER BY id DESC LIMIT 1"),
 	                            "read the sweep");
 #undef SWEEP_COLUMNS
 	if (!s)
@@ -127,6 +132,7 @@ int store_get_sweep(struct store *st, int64_t id, struct sweep_row *out)
 		out->pid = db_column_int(s, 11);
 		out->executor = col_strdup(s, 12);
 		out->slurm_job = db_column_int64(s, 13);
+		out->cwd = col_strdup(s, 14);
 	} else if (rc == DB_DONE) {
 		ret = 1;
 	} else {
@@ -146,6 +152,7 @@ void sweep_row_release(struct sweep_row *r)
 	free(r->optuna_storage);
 	free(r->optuna_study);
 	free(r->executor);
+	free(r->cwd);
 	memset(r, 0, sizeof(*r));
 }
 

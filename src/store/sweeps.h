@@ -22,6 +22,7 @@ struct sweep_begin {
 	int pid;
 	const char *optuna_storage, *optuna_study;   /* NULL unless optuna */
 	const char *executor;                        /* NULL: local; "slurm" */
+	const char *cwd;                             /* the directory its trials run in */
 };
 /* The new sweep's id (> 0), or -1. */
 int64_t store_sweep_begin(struct store *st, const struct sweep_begin *sb);
@@ -37,6 +38,7 @@ struct sweep_row {
 	int pid;
 	char *executor;                   /* "" local, "slurm" */
 	int64_t slurm_job;                /* the array job last submitted; 0 none */
+	char *cwd;                        /* the directory its trials run in; "" unknown (older) */
 };
 /* id 0: the latest sweep. 0, 1 when there is none, -1 on error. */
 int store_get_sweep(struct store *st, int64_t id, struct sweep_row *out);

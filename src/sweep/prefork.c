@@ -136,6 +136,20 @@ static const char template_script[] =
 	"                       repr(ENV0[name]) if name in ENV0 else 'unset', ', '.join(sys.argv[1:])))\n"
 	"    return None\n"
 	"\n"
+	"def reseed():\n"
+	"    \"\"\"Seed what a fresh interpreter seeds at its start, which a fork would carry over from\n"
+	"    the template (every trial drawing the same numbers): random (also done by its own fork\n"
+	"    handler), numpy's global RandomState, torch's CPU generator. CUDA's generators are seeded\n"
+	"    when CUDA starts, in the trial. The hash seed cannot change in a running interpreter.\"\"\"\n"
+	"    import random\n"
+	"    random.seed()\n"
+	"    nr = sys.modules.get('numpy.random')\n"
+	"    if nr is not None:\n"
+	"        nr.seed()\n"
+	"    torch = sys.modules.get('torch')\n"
+	"    if torch is not None and hasattr(torch, 'default_generator'):\n"
+	"        torch.default_generator.seed()\n"
+	"\n"
 	"def run_trial(req, fds, files):\n"
 	"    code = 1\n"
 	"    try:\n"
@@ -160,6 +174,7 @@ static const char template_script[] =
 	"            signal.signal(sig, signal.SIG_DFL)\n"
 	"        signal.signal(signal.SIGINT, signal.default_int_handler)\n"
 	"        gc.unfreeze()\n"
+	"        reseed()\n"
 	"        import io\n"
 	"        unbuf = bool(os.environ.get('PYTHONUNBUFFERED'))\n"
 	"        sys.stdin = io.open(0, 'r', closefd=False)\n"
@@ -189,6 +204,8 @@ static const char template_script[] =
 	"            print(e.code, file=sys.stderr)\n"
 	"            code = 1\n"
 	"    except KeyboardInterrupt:\n"
+	"        import traceback\n"
+	"        traceback.print_exc()    # as a cold interpreter prints it before it dies of SIGINT\n"
 	"        code = -signal.SIGINT\n"
 	"    except BaseException:\n"
 	"        import traceback\n"
@@ -247,6 +264,7 @@ static const char template_script[] =
 	"            run_trial(req, fds, files)\n"
 	"        conn.sendall((json.dumps({'pid': pid}) + '\\n').encode())\n"
 	"        pidfd = os.pidfd_open(pid)\n"
+	"        active[pid] = [peer, False]\n"
 	"        sel.register(pidfd, selectors.EVENT_READ, ('child', pid, conn))\n"
 	"        sel.register(conn, selectors.EVENT_READ, ('stub', pid, conn))\n"
 	"    except Exception as e:\n"
@@ -259,15 +277,36 @@ static const char template_script[] =
 	"        for fd in fds:\n"
 	"            os.close(fd)\n"
 	"\n"
+	"# fork -> [its stub, stopped by us]: SIGSTOP cannot be caught, so a stub stopped\n"
+	"# (SIGSTOP, SIGTSTP) is seen in its /proc state, and its fork stopped with it\n"
+	"active = {}\n"
+	"\n"
+	"def follow_stops():\n"
+	"    for pid, st in active.items():\n"
+	"        try:\n"
+	"            with open('/proc/%d/stat' % st[0]) as f:\n"
+	"                stopped = f.read().rsplit(')', 1)[1].split()[0] == 'T'\n"
+	"        except (OSError, IndexError):\n"
+	"            continue\n"
+	"        if stopped != st[1]:\n"
+	"            try:\n"
+	"                os.kill(pid, signal.SIGSTOP if stopped else signal.SIGCONT)\n"
+	"            except OSError:\n"
+	"                pass\n"
+	"            st[1] = stopped\n"
+	"\n"
 	"try:\n"
 	"    while True:\n"
-	"        for key, _ in sel.select():\n"
+	"        events = sel.select(0.1 if active else None)\n"
+	"        follow_stops()\n"
+	"        for key, _ in events:\n"
 	"            if key.data is None:\n"
 	"                conn, _ = srv.accept()\n"
 	"                serve(conn)\n"
 	"            elif key.data[0] == 'child':\n"
 	"                _, pid, conn = key.data\n"
 	"                _, status = os.waitpid(pid, 0)\n"
+	"                active.pop(pid, None)\n"
 	"                sel.unregister(key.fileobj)\n"
 	"                os.close(key.fd)\n"
 	"                try:\n"
@@ -279,6 +318,7 @@ static const char template_script[] =
 	"            else:\n"
 	"                _, pid, conn = key.data\n"
 	"                sel.unregister(conn)\n"
+	"                active.pop(pid, None)\n"
 	"                try:\n"
 	"                    os.kill(pid, signal.SIGKILL)\n"
 	"                except OSError:\n"
@@ -538,6 +578,14 @@ bool prefork_reaped(struct prefork *p, pid_t pid, int wait_status)
 	return true;
 }
 
+bool prefork_gone(const struct prefork *p)
+{
+	siginfo_t si = { 0 };
+	if (!p || p->pid <= 0)
+		return true;
+	return waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == p->pid;
+}
+
 void prefork_stop(struct prefork *p)
 {
 	if (!p)
@@ -554,6 +602,12 @@ void prefork_stop(struct prefork *p)
 			usleep(10000);
 		}
 	}
+	/* the template removes them as it ends; one killed (SIGKILL, the OOM
+	 * killer) left them in $TMPDIR */
+	unlink(p->socket);
+	unlink(p->stub);
+	*strrchr(p->stub, '/') = '\0';
+	rmdir(p->stub);
 	free(p->python);
 	free(p->socket);
 	free(p->stub);

@@ -54,7 +54,13 @@ char **prefork_argv(const struct prefork *p, char *const *argv);
  * waited for again; trials start cold from then on). */
 bool prefork_reaped(struct prefork *p, pid_t pid, int wait_status);
 
-/* Stop the template (SIGTERM, 5 s, SIGKILL) and free p. NULL is fine. */
+/* Whether the template has ended (reaped or not; NULL: there is none).
+ * A warm trial that ends while it is gone may have been ended with it. */
+bool prefork_gone(const struct prefork *p);
+
+/* Stop the template (SIGTERM, 5 s, SIGKILL), remove its private directory
+ * (the socket and the stub: a template that was killed could not) and
+ * free p. NULL is fine. */
 void prefork_stop(struct prefork *p);
 
 #endif

@@ -46,6 +46,7 @@ struct trial {
 	int64_t run_id;                /* its run, once it has one; 0 */
 	size_t nreported;              /* values of the sweep metric told to Optuna */
 	bool pruned;                   /* SIGTERM sent: the pruner said so */
+	bool warm;                     /* started through the prefork template's stub */
 };
 
 struct runner {
@@ -54,6 +55,7 @@ struct runner {
 	struct store *st;
 	int64_t sweep_id;
 	char exe[PATH_MAX];
+	char *store_abs;               /* a worker: the store path made absolute for its trials; NULL: as given */
 	char logdir[PATH_MAX];
 	int parallel;
 	int sigfd;

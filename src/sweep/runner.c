@@ -467,6 +467,7 @@ static int launch(struct runner *r, struct trial *t)
 		add_arg(&argv, &n, &cap, "--no-cgroup");
 	add_run_options(r, &argv, &n, &cap);
 	add_arg(&argv, &n, &cap, "--");
+	t->warm = r->prefork != NULL;
 	char **job = r->prefork ? prefork_argv(r->prefork, t->argv) : t->argv;
 	for (size_t i = 0; job[i]; i++)
 		add_arg(&argv, &n, &cap, job[i]);
@@ -494,7 +495,7 @@ static int launch(struct runner *r, struct trial *t)
 		snprintf(t->note + len, sizeof(t->note) - len, "%sGPU %d", len ? "; " : "", t->gpu);
 	}
 	struct strbuf store_env = STRBUF_INIT;
-	strbuf_addf(&store_env, "LEAKPROOF_STORE=%s", r->o->store_path);
+	strbuf_addf(&store_env, "LEAKPROOF_STORE=%s", r->store_abs ? r->store_abs : r->o->store_path);
 	env[k++] = strbuf_detach(&store_env, NULL);
 	env[k] = NULL;
 
@@ -618,6 +619,21 @@ static bool make_retry(struct runner *r, const struct trial *t, const char *caus
 	strbuf_release(&what);
 	trial_derive(r, out);
 	return true;
+}
+
+/* The next attempt of t with the same values, into out. */
+static void make_rerun(struct runner *r, const struct trial *t, struct trial *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->idx = t->idx;
+	out->attempt = t->attempt + 1;
+	out->optuna_number = t->optuna_number;
+	out->values = xcalloc(r->spec.ndims + 1, sizeof(char *));
+	for (size_t d = 0; d < r->spec.ndims; d++)
+		out->values[d] = xstrdup(t->values[d]);
+	snprintf(out->note, sizeof(out->note), "run again: the prefork template ended while attempt %lld ran",
+	         (long long)t->attempt);
+	trial_derive(r, out);
 }
 
 /* Worker: write t's retry as a pending trial, for any worker to claim. */
@@ -763,6 +779,18 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		row.status = "ok";
 	else
 		row.status = "failed";
+	/* a warm trial that failed with its template gone was ended with the
+	 * template (its stub kills the fork when the template ends): not the
+	 * trial's doing, so it runs again, cold */
+	bool template_died = t->warm && !strcmp(row.status, "failed") && prefork_gone(r->prefork) &&
+	                     t->attempt < RETRIES_MAX;
+	char template_note[sizeof(t->note) + 80];
+	if (template_died) {
+		row.status = "interrupted";
+		snprintf(template_note, sizeof(template_note), "%s%sthe prefork template ended while it ran", t->note,
+		         t->note[0] ? "; " : "");
+		row.note = template_note;
+	}
 	if (!run_id && !r->stop_signal) {
 		snprintf(metric_note, sizeof(metric_note), "the trial did not start: see %s", t->log);
 		row.note = metric_note;
@@ -798,7 +826,7 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	double late_value;
 	if (r->oproc && t->optuna_number >= 0)   /* too late: it ended */
 		optuna_proc_take_prune(r->oproc, t->optuna_number, &late_step, &late_value);
-	if (r->optuna_on && t->optuna_number >= 0 && !r->stop_signal)
+	if (r->optuna_on && t->optuna_number >= 0 && !r->stop_signal && !template_died)   /* a rerun tells */
 		optuna_proc_tell_state(r->oproc, t->optuna_number, t->pruned ? OPTUNA_PRUNED :
 		                       !strcmp(row.status, "ok") && row.has_metric ? OPTUNA_COMPLETE : OPTUNA_FAIL,
 		                       row.metric);
@@ -834,6 +862,17 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		fprintf(stderr, "leakproof: %s\n", streak);
 
 	struct trial retry;
+	if (template_died && !r->stop_signal) {
+		make_rerun(r, t, &retry);
+		if (!r->o->quiet)
+			fprintf(stderr, "leakproof: trial %lld will run again: %s\n", (long long)t->idx + 1, retry.note);
+		if (r->worker) {
+			put_pending(r, &retry);
+			trial_free(&retry);
+		} else {
+			queue_push(r, &retry);
+		}
+	}
 	if (!strcmp(row.status, "oom") && !r->stop_signal && make_retry(r, t, cause, &retry)) {
 		if (!r->o->quiet)
 			fprintf(stderr, "leakproof: trial %lld will run again: %s\n", (long long)t->idx + 1, retry.note);
@@ -1218,8 +1257,9 @@ static int open_sweep(struct runner *r, char *text)
 			return 0;   /* its status is the workers' to end */
 		return store_sweep_set_status(r->st, r->sweep_id, "running", 0, getpid());
 	}
+	char *cwd = getcwd(NULL, 0);   /* where its trials run, also a worker's started elsewhere */
 	struct sweep_begin b = {
-		.started_at = wall_seconds(), .file = abs ? abs : o->file, .text = text,
+		.started_at = wall_seconds(), .file = abs ? abs : o->file, .text = text, .cwd = cwd,
 		.method = r->spec.method == SWEEP_GRID ? "grid" : r->spec.method == SWEEP_RANDOM ? "random" : "optuna",
 		.metric = r->spec.metric_name, .maximize = r->spec.maximize, .pid = getpid(),
 		.executor = r->slurm ? "slurm" : NULL,
@@ -1228,6 +1268,7 @@ static int open_sweep(struct runner *r, char *text)
 		r->optuna.storage = optuna_default_storage(o->store_path);
 	r->sweep_id = store_sweep_begin(r->st, &b);
 	free(abs);
+	free(cwd);
 	if (r->sweep_id < 0)
 		return -1;
 	if (r->optuna_on) {
@@ -1576,6 +1617,30 @@ static int run_controller(struct runner *r, struct sweep_result *out)
 
 /* ---- a worker ------------------------------------------------------------ */
 
+/* A worker: chdir to the sweep's directory, its store path made absolute
+ * first for the trials. 0, or -1 after a message. */
+static int enter_sweep_dir(struct runner *r, const char *dir)
+{
+	char *here = getcwd(NULL, 0);
+	bool same = here && !strcmp(here, dir);
+	free(here);
+	if (same)
+		return 0;
+	const char *store = r->o->store_path;
+	if (!strstr(store, "://") && store[0] != '/') {
+		r->store_abs = realpath(store, NULL);
+		if (!r->store_abs)
+			return error_errno("cannot make the store path '%s' absolute", store);
+	}
+	if (chdir(dir) < 0)
+		return error_errno("sweep %lld runs its trials in '%s', which this worker cannot enter",
+		                   (long long)r->sweep_id, dir);
+	if (!r->o->quiet)
+		fprintf(stderr, "leakproof: worker: trials of sweep %lld run in its directory '%s'\n",
+		        (long long)r->sweep_id, dir);
+	return 0;
+}
+
 /* Join sweep o->worker_id: its spec from the store (the text it began
  * with), trials claimed one after another until none is left. */
 static int run_worker(struct runner *r, struct sweep_result *out)
@@ -1594,6 +1659,7 @@ static int run_worker(struct runner *r, struct sweep_result *out)
 		sweep_row_release(&sw);
 		return LP_EXIT_USAGE;
 	}
+	char *sweep_dir = sw.cwd && *sw.cwd ? xstrdup(sw.cwd) : NULL;
 	sweep_row_release(&sw);
 	if (r->spec.method == SWEEP_OPTUNA) {
 		error("sweep %lld asks Optuna for its trials: it runs locally, not with workers", (long long)r->sweep_id);
@@ -1621,8 +1687,19 @@ static int run_worker(struct runner *r, struct sweep_result *out)
 	r->claimer = (struct trial_claimer){ .worker = r->worker_name, .slurm_job = job.in_job ? job.array_job : 0,
 	                                     .slurm_task = job.array_task };
 	r->step_prefix = slurm_step_prefix();
-	if (make_logdir(r) < 0 || reload_rows(r) < 0)
+	if (make_logdir(r) < 0 || reload_rows(r) < 0) {
+		free(sweep_dir);
 		return LP_EXIT_FAILURE;
+	}
+	/* The trials run where the sweep was started, as its own would: their
+	 * relative paths (the script, data, outputs) mean what they meant
+	 * there. Before, a worker started by hand elsewhere ran them in its
+	 * own directory, every trial failed and "the sweep is done". */
+	if (sweep_dir && enter_sweep_dir(r, sweep_dir) < 0) {
+		free(sweep_dir);
+		return LP_EXIT_FAILURE;
+	}
+	free(sweep_dir);
 	r->running = xcalloc((size_t)r->parallel, sizeof(*r->running));
 	if (!o->quiet) {
 		char slurm[96] = "";
@@ -1659,6 +1736,7 @@ static void runner_release(struct runner *r)
 	for (size_t i = 0; i < r->nqueue; i++)
 		trial_free(&r->queue[i]);
 	free(r->queue);
+	free(r->store_abs);
 	free(r->running);
 	clear_rows(r);
 	admit_release(r);
@@ -1779,6 +1857,10 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 	if (make_logdir(&r) < 0)
 		goto out;
 	if (r.slurm) {
+		/* a worker's trials are SLURM job steps without a cgroup of their
+		 * own, which a fork cannot join: said, not dropped silently */
+		if ((o->prefork ? *o->prefork != '\0' : r.spec.prefork && r.spec.prefork[0]))
+			warning("prefork: not with executor slurm: its workers start every trial cold");
 		status = run_controller(&r, out);
 		goto out;
 	}

@@ -93,6 +93,18 @@ TESTS = textwrap.dedent('''\
                 cache[key] = np.random.default_rng(key).random((256, 256))
             return cache[key].sum()
         leakproof_check(step, steps=STEPS)
+
+
+    def test_objects_the_test_froze_stay_frozen(leakproof_check):
+        import gc
+        gc.collect()
+        gc.freeze()
+        frozen = gc.get_freeze_count()
+        try:
+            leakproof_check(lambda: None, steps=30, inconclusive="pass")
+            assert gc.get_freeze_count() >= frozen, (gc.get_freeze_count(), frozen)
+        finally:
+            gc.unfreeze()
     ''')
 
 
@@ -137,6 +149,11 @@ def test_clean_code_passes(outcome, test):
     if "torch" in test:
         pytest.importorskip("torch")
     assert result_of(outcome, test) == "PASSED", outcome[-4000:]
+
+
+def test_the_plugin_leaves_what_the_test_froze_frozen(outcome):
+    # before, its gc.unfreeze() thawed them as well as its own
+    assert result_of(outcome, "test_objects_the_test_froze_stay_frozen") == "PASSED", outcome[-4000:]
 
 
 # ---- `leakproof judge`, the command the plugin runs ----------------------

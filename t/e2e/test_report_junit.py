@@ -72,3 +72,25 @@ parameters:
     assert cases[1].find("failure").get("message") == "exited 3"
     r = lp.cmd(["report", "sweep:1", "--format", "junit", "--by", "v", "--store", lp.store])
     assert r.rc == 124, r
+
+
+def test_noncharacters_in_an_argument_and_a_sweep_value_stay_valid_xml(lp):
+    """U+FFFE and U+FFFF are no XML 1.0 characters: before, they went into
+    the report as they were and no parser would read it."""
+    r = lp.run([lp.py, "-c", "pass", "a\ufffeb\uffffc"])
+    assert r.rc == 0, r
+    suite = junit(lp)
+    (case,) = suite.findall("testcase")
+    assert "a\ufffdb\ufffdc" in case.get("name"), case.get("name")
+    f = lp.dir / "odd.yaml"
+    f.write_text(f"""
+command: [{lp.py}, -c, pass, "{{x}}"]
+method: grid
+parameters:
+  x: {{values: ["p\\uFFFEq"]}}
+""")   # a YAML escape: the file itself may not hold the character
+    r = lp.cmd(["sweep", str(f), "--store", lp.store], timeout=120)
+    assert r.rc == 0, r
+    suite = junit(lp, "sweep:1")
+    (case,) = suite.findall("testcase")
+    assert "p\ufffdq" in case.get("name"), case.get("name")

@@ -135,3 +135,24 @@ def test_a_signal_to_the_jobs_group_reaches_the_trial_once(lp):
     status, run_id = run_of_trial(lp)
     run = lp.report(run_id)["run"]
     assert run["exit_code"] == 3, run
+
+
+def state(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def test_sigstop_and_sigcont_to_the_stub_reach_the_trial(lp):
+    """SIGSTOP cannot be caught, so the stub cannot forward it: before, it
+    stopped the stub alone and the trial stepped on."""
+    proc, mark, pid, stub = start_sweep(lp, "default-term")
+    try:
+        os.kill(stub, signal.SIGSTOP)
+        wait_for(lambda: state(pid) == "T", "the trial to stop with its stub", timeout=30)
+        os.kill(stub, signal.SIGCONT)
+        wait_for(lambda: state(pid) != "T", "the trial to go on with its stub", timeout=30)
+        os.kill(stub, signal.SIGTERM)
+        finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -177,3 +177,42 @@ def test_a_worker_told_to_stop_gives_its_trial_back_at_once(lp):
     assert [(i, a, s) for (i, a, s, _, _, _) in got][:2] == [(0, 0, "interrupted"), (0, 1, "pending")], got
     assert "its worker was stopped (SIGTERM)" in got[0][4] and got[0][5], (got, err.decode())
     assert "run again: attempt 0 was interrupted" in got[1][4], got
+
+
+RELATIVE = """command: [{py}, job.py, "{{x}}"]
+parameters:
+  x: {{values: [1, 2]}}
+result_regex: '^val=(\\\\S+)'
+executor: slurm
+"""
+
+
+def test_a_worker_started_elsewhere_runs_the_trials_in_the_sweeps_directory(lp):
+    """The sweep's command names its script by a relative path; a worker
+    started by hand in another directory (with a relative store path).
+    Before, it ran the trials there: every trial failed (no job.py), then
+    "the sweep is done"."""
+    env = setup_bin(lp)
+    (lp.dir / "job.py").write_text("import sys, os\nprint('val=%s' % sys.argv[1])\nprint('cwd=' + os.getcwd())\n")
+    _, r = submit(lp, RELATIVE.format(py=lp.py), env=env)
+    assert r.rc == 0, r
+    elsewhere = lp.dir / "elsewhere"
+    elsewhere.mkdir()
+    w = subprocess.Popen([lp.binary, "sweep", "--worker", "1", "--store", os.path.relpath(lp.store, elsewhere)],
+                         cwd=elsewhere, env=lp.env(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    lp._started.append(w)
+    out, err = w.communicate(timeout=300)
+    assert w.returncode == 0, err.decode()
+    got = rows(lp, 1)
+    assert [(i, a, s) for (i, a, s, _, _, _) in got] == [(0, 0, "ok"), (1, 0, "ok")], (got, err.decode())
+    assert f"run in its directory '{lp.dir}'" in err.decode(), err.decode()
+    log = (lp.dir / "sweeps" / "1" / "trial-0.0.log").read_text()
+    assert f"cwd={lp.dir}\n" in log, log
+
+
+def test_prefork_with_executor_slurm_is_said_not_dropped(lp):
+    env = setup_bin(lp)
+    _, r = submit(lp, QUICK + "prefork: [json]\n", env=env)
+    assert r.rc == 0, r
+    assert "prefork: not with executor slurm: its workers start every trial cold" in r.err, r

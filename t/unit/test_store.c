@@ -14,11 +14,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "platform/proc.h"
 #include "store/store.h"
 #include "store/sweeps.h"
 #include "store/trace.h"
 
-#define CURRENT_SCHEMA 12   /* the schema version this leakproof writes (store/schema.c) */
+#define CURRENT_SCHEMA 13   /* the schema version this leakproof writes (store/schema.c) */
 #include "util/util.h"
 #include "tap.h"
 
@@ -297,6 +298,12 @@ static void test_stale_runs(void)
 	rb.hostname = "another-host";
 	int64_t there = store_run_begin(st, &rb);
 	CHECK(here > 0 && there > here);
+	uint64_t pidns = 0;   /* this host, another PID namespace: not ours to judge */
+	CHECK_EQ_INT(proc_self_pidns(&pidns), 0);
+	rb.hostname = host;
+	rb.supervisor_pidns = pidns + 1;
+	int64_t inside = store_run_begin(st, &rb);
+	CHECK(inside > there);
 	CHECK_EQ_INT(store_flush(st), 0);
 	const struct stale_run *stale;
 	CHECK_EQ_INT(store_stale_runs(st, &stale), 0);   /* both were running when it opened */
@@ -322,8 +329,22 @@ static void test_stale_runs(void)
 	CHECK_EQ_INT(store_list_runs(st, &rows, &n), 0);
 	for (size_t i = 0; i < n; i++)
 		CHECK_STR(rows[i].status, rows[i].id == here ? "interrupted" : "running");
-	CHECK_EQ_INT(n, 2);
+	CHECK_EQ_INT(n, 3);
 	run_rows_free(rows, n);
+	store_close(st);
+
+	/* its clean-up stays pending for the next writer until one says done */
+	st = store_open(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	CHECK_EQ_INT(store_stale_runs(st, &stale), 1);
+	CHECK_EQ_INT(stale[0].run_id, here);
+	CHECK_EQ_INT(stale[0].supervisor_start, 12345);
+	CHECK_EQ_INT(store_stale_run_cleaned(st, here), 0);
+	store_close(st);
+	st = store_open(path);
+	CHECK(st && store_stale_runs(st, &stale) == 0);
 	store_close(st);
 }
 
