@@ -15,7 +15,7 @@ def featurize(span):
     s = 0.0
     for r in ROWS[lo:hi]:
         s += r[0] * r[1] + len(r[2])
-    time.sleep(0.02)
+    time.sleep(0.04)
     return s
 
 

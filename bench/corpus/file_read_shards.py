@@ -27,6 +27,6 @@ for p in SHARDS:
         while f.readinto(buf) == len(buf):
             view.astype(np.float32).mean()
             if (f.tell() >> 20) % 2 == 0:      # a step: 2 MiB of records
-                time.sleep(0.04)
+                time.sleep(0.06)
                 leakproof.step()
                 truth.step()
