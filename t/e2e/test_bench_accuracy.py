@@ -30,7 +30,7 @@ def test_two_workloads_measured_and_scored(lp_bin, tmp_path):
     with open(os.path.join(BENCH, "corpus", "manifest.json")) as f:
         workloads = {w["name"]: w for w in json.load(f)["workloads"]}
     leak = workloads["anon_numpy_history"]
-    wrong = dict(workloads["flat_numpy_etl"], verdict="leak", kind="anonymous")   # a false declaration
+    wrong = dict(workloads["flat_numpy_etl"], verdict="leak", kind="shared-memory")   # a false declaration
     manifest = tmp_path / "manifest.json"
     manifest.write_text(json.dumps({"workloads": [leak, wrong]}))
     shm_before = set(os.listdir("/dev/shm"))
@@ -42,6 +42,6 @@ def test_two_workloads_measured_and_scored(lp_bin, tmp_path):
     assert good["truth"]["ok"] is True, good["truth"]
     assert good["truth"]["floor_growth_last_quarter"]["anon"] >= 2 << 20, good["truth"]
     assert good["got"]["verdict"] == "leak" and good["verdict_ok"], good.get("summary")
-    assert bad["truth"]["ok"] is False and "declared a leak (anonymous)" in bad["truth"]["why"], bad["truth"]
+    assert bad["truth"]["ok"] is False and "declared a leak (shared-memory)" in bad["truth"]["why"], bad["truth"]
     assert "TRUTH?" in p.stdout
     assert not [n for n in set(os.listdir("/dev/shm")) - shm_before if n.startswith("lpcorpus-")]
