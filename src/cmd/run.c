@@ -114,8 +114,10 @@ static const char usage[] =
 "LEAKPROOF_STOP_SIGNAL (SIGTERM), PYTHONPATH (with the Python client\n"
 "first), PYTHONUNBUFFERED=1 unless it is set.\n";
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <strings.h>
@@ -357,11 +359,22 @@ static int take_option(struct run_args *a, int c, const char *arg)
 		o->result_name = arg;
 		break;
 	case OPT_TRIAL: {
-		long long x, y, k;
-		int used = 0;
-		if (sscanf(arg, "%lld:%lld:%lld%n", &x, &y, &k, &used) != 3 || arg[used] || x < 1 || y < 0 || k < 0)
-			return usage_error("--trial '%s' is not SWEEP:INDEX:ATTEMPT", arg);
-		o->trial[0] = x, o->trial[1] = y, o->trial[2] = k;
+		static const char *const part[3] = { "SWEEP", "INDEX", "ATTEMPT" };
+		const char *p = arg;
+		for (int i = 0; i < 3; i++) {
+			char *end;
+			errno = 0;
+			long long v = isdigit((unsigned char)*p) ? strtoll(p, &end, 10) : -1;
+			if (v < 0 || *end != (i < 2 ? ':' : '\0'))
+				return usage_error("--trial '%s' is not SWEEP:INDEX:ATTEMPT", arg);
+			if (errno == ERANGE)
+				return usage_error("--trial '%s': its %s is out of range (at most %lld)", arg, part[i],
+				                   LLONG_MAX);
+			if (i == 0 && v < 1)
+				return usage_error("--trial '%s': its SWEEP is at least 1", arg);
+			o->trial[i] = v;
+			p = end + 1;
+		}
 		break;
 	}
 	case OPT_NO_CGROUP:

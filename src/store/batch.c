@@ -402,6 +402,8 @@ int store_flush(struct store *st)
 		}
 	}
 	store_check_dropped(st);
+	if (st->pending_end.run_id)
+		store_retry_run_end(st, false);
 	if (ok)
 		st->write_failed = false;
 	st->batch_failed = false;

@@ -43,6 +43,7 @@ static int write_failed(struct store *st, const char *what, bool rows_lost)
 {
 	char *reason = st->last_why;
 	store_failure_reason(st, reason, sizeof(st->last_why));
+	st->last_full = db_errcode(st->db) == DB_FULL;
 	st->batch_failed = true;
 	if (rows_lost && !st->lost) {
 		st->lost = true;

@@ -98,6 +98,13 @@ struct db_driver {
 	 * checkpoint, after which the write-ahead log is written over from its
 	 * start instead of grown). true when a retry is worth it. */
 	bool (*make_room)(struct db *db);
+	/* Optional: room kept on the store's disk for the end of a run, which
+	 * a full disk must not lose (SQLite: sqlite.c's reserve). keep_reserve
+	 * makes it when there is none: 0, or -1 with the reason in why when
+	 * there is not the room. give_reserve gives it back for a write that
+	 * failed for a full disk: true when there was one (a retry may fit). */
+	int (*keep_reserve)(struct db *db, char *why, size_t whysz);
+	bool (*give_reserve)(struct db *db);
 	size_t (*memory_used)(void);
 	/* Optional: rows this connection has dropped since it opened (a server
 	 * unreachable past the driver's buffer), and why into why. The store
@@ -216,6 +223,11 @@ static inline enum db_rc db_get_version(struct db *db, int64_t *version, bool *f
 }
 static inline enum db_rc db_set_version(struct db *db, int64_t version) { return db->drv->set_version(db, version); }
 static inline bool db_make_room(struct db *db) { return db->drv->make_room && db->drv->make_room(db); }
+static inline int db_keep_reserve(struct db *db, char *why, size_t whysz)
+{
+	return db->drv->keep_reserve ? db->drv->keep_reserve(db, why, whysz) : 0;
+}
+static inline bool db_give_reserve(struct db *db) { return db->drv->give_reserve && db->drv->give_reserve(db); }
 static inline bool db_wait_back(struct db *db) { return db->drv->wait_back && db->drv->wait_back(db); }
 static inline uint64_t db_dropped(struct db *db, char *why, size_t whysz)
 {

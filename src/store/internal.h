@@ -48,6 +48,7 @@ struct store {
 	double lost_t;
 	char lost_why[256];
 	char last_why[600];   /* the reason of the last write that failed */
+	bool last_full;       /* and whether it failed for a full disk */
 	uint64_t dropped_seen;   /* db_dropped() when last looked at */
 	bool lost_gaps;          /* the lost rows are gaps (an outage), not all from lost_t on */
 	struct batch *batch;  /* batch.c: the rows waiting for store_flush(); NULL read-only */
@@ -55,6 +56,19 @@ struct store {
 	int64_t trace_run;
 	unsigned char *trace_written;
 	size_t trace_written_bytes;
+	/* runs.c: the end of a run that could not be written (a full disk,
+	 * past the reserve), kept to be tried again at each flush and at
+	 * close (store_retry_run_end); run_id 0: none. ended_run: the last
+	 * run whose end is stored. */
+	struct pending_end {
+		int64_t run_id;
+		struct run_end end;   /* its strings are the arrays below */
+		char status[32], verdict[32];
+		bool has_lost;
+		char lost[512];
+		bool full;            /* its last try failed for a full disk */
+	} pending_end;
+	int64_t ended_run;
 	/* runs.c: the runs (this host's) this writer marked interrupted when
 	 * it opened the store, with what their jobs left */
 	struct stale_run *stale;
@@ -111,6 +125,13 @@ void *store_load_rows(struct store *st, struct db_stmt *s, size_t size,
 /* store_load_rows' reader of a struct mem_sample from
  * "SELECT t, nprocs, rss, pss, uss, swap, cgroup, gpu, pss_exact" (runs.c). */
 void store_read_sample(struct db_stmt *s, void *row);
+
+/* ---- runs.c -------------------------------------------------------------- */
+
+/* Try again to write the end of a run that store_run_end() could not: 0
+ * when there is none or it went in, else -1; last: the store closes, and
+ * an end not written now is said lost. */
+int store_retry_run_end(struct store *st, bool last);
 
 /* ---- schema.c ------------------------------------------------------------ */
 

@@ -37,10 +37,21 @@ static enum step_source step_source_parse(const char *s)
 	return STEP_SOURCE_NONE;
 }
 
+/* Step s again after a full disk, in the room a checkpoint leaves. */
+static enum db_rc retry_in_room(struct store *st, struct db_stmt *s)
+{
+	if (!db_make_room(st->db))
+		return DB_FULL;
+	db_reset(s);
+	return db_step(s);
+}
+
 /* Run a one-off statement straight on the store (its own transaction):
- * prepare, bind with fn, step, finalize. */
-static int run_once(struct store *st, const char *sql, const char *what,
-                    void (*bind)(struct db_stmt *, const void *), const void *arg)
+ * prepare, bind with fn, step, finalize. A write of the end of a run
+ * (spend) may spend the room the store keeps in reserve for it when the
+ * disk is full. */
+static int write_once(struct store *st, const char *sql, const char *what,
+                      void (*bind)(struct db_stmt *, const void *), const void *arg, bool spend)
 {
 	struct db_stmt *s;
 	if (store_check_writable(st) < 0)
@@ -49,9 +60,13 @@ static int run_once(struct store *st, const char *sql, const char *what,
 		return store_write_error(st, what);
 	bind(s, arg);
 	enum db_rc rc = db_step(s);
-	if (rc == DB_FULL && db_make_room(st->db)) {
-		db_reset(s);   /* a full disk: once more, in the room a checkpoint leaves */
+	if (rc == DB_FULL)
+		rc = retry_in_room(st, s);
+	if (rc == DB_FULL && spend && db_give_reserve(st->db)) {
+		db_reset(s);
 		rc = db_step(s);
+		if (rc == DB_FULL)
+			rc = retry_in_room(st, s);
 	}
 	int r = rc == DB_DONE ? 0 : store_write_error(st, what);
 	db_finalize(s);
@@ -60,6 +75,11 @@ static int run_once(struct store *st, const char *sql, const char *what,
 
 static void bind_text_or_null(struct db_stmt *s, int i, const char *v);
 static void bind_int_or_null(struct db_stmt *s, int i, int64_t v, int64_t none);
+static int run_once(struct store *st, const char *sql, const char *what,
+                    void (*bind)(struct db_stmt *, const void *), const void *arg)
+{
+	return write_once(st, sql, what, bind, arg, false);
+}
 
 static void bind_run_begin(struct db_stmt *s, const void *arg)
 {
@@ -207,9 +227,12 @@ static int64_t try_run_begin(struct store *st, const struct run_begin *rb, char 
 
 int64_t store_run_begin(struct store *st, const struct run_begin *rb)
 {
+	char reason[600];
 	if (store_check_writable(st) < 0)
 		return -1;
-	char reason[600];
+	/* made again when an earlier run of this writer spent it */
+	if (db_keep_reserve(st->db, reason, sizeof(reason)) < 0)
+		return error("cannot record a new run in store '%s': %s; the job is not started", st->path, reason);
 	for (int i = 1;; i++) {
 		int64_t id = try_run_begin(st, rb, reason, sizeof(reason));
 		if (id >= 0)
@@ -302,31 +325,94 @@ static void bind_segment_close(struct db_stmt *s, const void *arg)
 	db_bind_text(s, 5, cause);
 }
 
+/* The end of a run, its segments' and its GPU peak, each a write of its
+ * own that may spend the store's reserve. 0, or -1 when the run's own row
+ * could not be written (st->last_why says why; nothing said). */
+static int write_run_end(struct store *st, const struct run_end_args *a)
+{
+	/* Its failure has words of its own, said even after another, and
+	 * loses no row of the run: the end is kept (store_run_end()). */
+	bool quiet = st->write_failed, lost = st->lost;
+	st->write_failed = true;
+	int r = write_once(st, "UPDATE runs SET ended_at = ?2, status = ?3, exit_code = ?4, exit_signal = ?5,"
+	                   " step_source = ?6, steps = ?7, bad_lines = ?8, long_lines = ?9, peak_bytes = ?10,"
+	                   " verdict = ?11, growth_bytes_per_step = ?12, lost = ?13 WHERE id = ?1",
+	                   "the end of a run", bind_run_end, a, true);
+	st->write_failed = quiet;
+	st->lost = lost;
+	if (r < 0)
+		return -1;
+	/* A segment still open ends with the run. */
+	write_once(st, "UPDATE segments SET ended_at = ?2, exit_code = ?3, exit_signal = ?4, cause = ?5"
+	           " WHERE run_id = ?1 AND ended_at IS NULL", "the end of a segment", bind_segment_close, a, true);
+	/* Its GPU peak, kept for the sweep's table (schema 7): the samples are
+	 * all in (the supervisor flushes before it ends the run). */
+	if (st->version >= PLACEMENT_VERSION)
+		write_once(st, "UPDATE runs SET gpu_peak_bytes = (SELECT coalesce(max(gpu), 0) FROM samples"
+		           " WHERE run_id = ?1) WHERE id = ?1", "the GPU peak of a run", bind_run_id, &a->run_id, true);
+	return 0;
+}
+
+/* The end kept for later, copied (its strings too). */
+static void keep_end(struct store *st, int64_t run_id, const struct run_end *re, const char *lost)
+{
+	struct pending_end *p = &st->pending_end;
+	p->run_id = run_id;
+	p->end = *re;
+	snprintf(p->status, sizeof(p->status), "%s", re->status ? re->status : "done");
+	snprintf(p->verdict, sizeof(p->verdict), "%s", re->verdict ? re->verdict : "");
+	p->end.status = p->status;
+	p->end.verdict = re->verdict ? p->verdict : NULL;
+	p->has_lost = lost != NULL;
+	snprintf(p->lost, sizeof(p->lost), "%s", lost ? lost : "");
+}
+
 int store_run_end(struct store *st, int64_t run_id, const struct run_end *re)
 {
 	char lost[512];
 	struct run_end_args a = { run_id, re, describe_lost(st, run_id, re->steps, lost, sizeof(lost)) };
-	/* Its failure has words of its own, said even after another. */
+	if (st->pending_end.run_id == run_id)
+		st->pending_end.run_id = 0;   /* this one is newer */
+	if (write_run_end(st, &a) == 0) {
+		st->ended_run = run_id;
+		return 0;
+	}
+	if (st->ended_run == run_id)   /* the end is there: its verdict is not */
+		return error("cannot write the verdict of run %lld to store '%s': %s", (long long)run_id,
+		             st->path, st->last_why);
+	/* Not lost yet: kept, and written at the next flush or at the close
+	 * that finds room (a server's disk). */
+	keep_end(st, run_id, re, a.lost);
+	st->pending_end.full = st->last_full;
+	return error("cannot write the end of run %lld to store '%s': %s; it is kept to be tried again until"
+	             " leakproof exits%s", (long long)run_id, st->path, st->last_why,
+	             a.lost ? " (its rows are not all there)" : "");
+}
+
+int store_retry_run_end(struct store *st, bool last)
+{
+	struct pending_end *p = &st->pending_end;
+	if (!p->run_id)
+		return 0;
+	struct run_end_args a = { p->run_id, &p->end, p->has_lost ? p->lost : NULL };
 	bool quiet = st->write_failed;
-	st->write_failed = true;
-	int r = run_once(st, "UPDATE runs SET ended_at = ?2, status = ?3, exit_code = ?4, exit_signal = ?5,"
-	                 " step_source = ?6, steps = ?7, bad_lines = ?8, long_lines = ?9, peak_bytes = ?10,"
-	                 " verdict = ?11, growth_bytes_per_step = ?12, lost = ?13 WHERE id = ?1",
-	                 "the end of a run", bind_run_end, &a);
+	st->write_failed = true;   /* each try fails quietly */
+	int r = write_run_end(st, &a);
 	st->write_failed = quiet;
-	if (r < 0)
-		return error("cannot write the end of run %lld to store '%s': %s; `leakproof ls` will show it"
-		             " as still running%s", (long long)run_id, st->path, st->last_why,
-		             a.lost ? " and its rows are not all there" : "");
-	/* Its GPU peak, kept for the sweep's table (schema 7): the samples are
-	 * all in (the supervisor flushes before it ends the run). */
-	if (st->version >= PLACEMENT_VERSION)
-		run_once(st, "UPDATE runs SET gpu_peak_bytes = (SELECT coalesce(max(gpu), 0) FROM samples"
-		         " WHERE run_id = ?1) WHERE id = ?1", "the GPU peak of a run", bind_run_id, &run_id);
-	/* A segment still open ends with the run. */
-	return run_once(st, "UPDATE segments SET ended_at = ?2, exit_code = ?3, exit_signal = ?4, cause = ?5"
-	                " WHERE run_id = ?1 AND ended_at IS NULL",
-	                "the end of a segment", bind_segment_close, &a);
+	if (r == 0) {
+		st->ended_run = p->run_id;
+		p->run_id = 0;
+		warning("the end of run %lld is now stored in store '%s'", (long long)a.run_id, st->path);
+		return 0;
+	}
+	p->full = st->last_full;
+	if (last) {
+		p->run_id = 0;
+		error("the end of run %lld could not be written to store '%s': %s; `leakproof ls` will show it"
+		      " as interrupted%s", (long long)a.run_id, st->path, st->last_why,
+		      a.lost ? " and its rows are not all there" : "");
+	}
+	return -1;
 }
 
 int64_t store_segment_begin(struct store *st, int64_t run_id, double started_at, int pid)

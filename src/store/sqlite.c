@@ -9,11 +9,14 @@
  * can lose the last one) and a busy timeout of 5 s. The schema version is
  * PRAGMA user_version, and PRAGMA application_id 'LKPF' marks the file as a
  * leakproof store. BEGIN, COMMIT and ROLLBACK are statements prepared once
- * per connection: a flush runs them once a second on cold caches.
+ * per connection: a flush runs them once a second on cold caches. A writer
+ * keeps RESERVE_BYTES of the store's file system for the end of its run,
+ * which a full disk must not lose (make_reserve()).
  */
 #include "store/db.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +35,17 @@
 enum { TX_BEGIN, TX_BEGIN_IMMEDIATE, TX_COMMIT, TX_ROLLBACK, TX_COUNT };
 static const char *const tx_sql[TX_COUNT] = { "BEGIN", "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK" };
 
+/* Room a writer keeps on the store's file system for the end of its run
+ * (see make_reserve()): the few pages of the end, each commit appended to
+ * the write-ahead log, with a margin for a checkpoint. */
+#define RESERVE_BYTES (256 * 1024)
+
 struct lite_db {
 	struct db base;
 	sqlite3 *db;
 	sqlite3_stmt *tx[TX_COUNT];   /* prepared at their first use */
 	char msg[512];                /* errmsg() with the system's reason */
+	int reserve_fd;               /* the reserve, an unnamed file; -1: none */
 };
 
 struct lite_stmt {
@@ -196,6 +205,8 @@ static void lite_close(struct db *db)
 	for (int i = 0; i < TX_COUNT; i++)
 		sqlite3_finalize(d->tx[i]);
 	sqlite3_close(d->db);
+	if (d->reserve_fd >= 0)
+		close(d->reserve_fd);
 	free(d);
 }
 
@@ -310,6 +321,7 @@ static int lite_open(const char *path, bool readonly, struct db **out, char *why
 
 	struct lite_db *d = xcalloc(1, sizeof(*d));
 	d->base.drv = &db_sqlite_driver;
+	d->reserve_fd = -1;
 	int rc = readonly ? open_reader(d, path, why, whysz) : open_writer(d, path, why, whysz);
 	if (rc < 0) {
 		lite_close(&d->base);
@@ -555,6 +567,70 @@ static bool lite_make_room(struct db *db)
 	return rc == SQLITE_OK && done == log;
 }
 
+/*
+ * The reserve: RESERVE_BYTES of the store's file system, held by this
+ * writer in a file of its own beside the store that has no name (O_TMPFILE;
+ * else a name removed at once), allocated (posix_fallocate) and closed on
+ * exec. When the disk fills during a run, the writes of rows fail, and
+ * so would the end of the run: the write-ahead log cannot grow by the
+ * pages of its commit, and the checkpoint that would let it be written
+ * over from its start cannot grow the store by the pages the log holds.
+ * Closing the reserve gives its room back to the file system for the
+ * end. A file, not pages in the store: what the log and a checkpoint need
+ * is room on the file system, and pages freed inside the store would have
+ * to be written through the log first. No file survives the writer, even
+ * killed. 0, or -1 with the reason in why when the file system has not
+ * the room (a full disk, a quota); a file system that cannot hold such a
+ * file leaves the writer without a reserve.
+ */
+static int make_reserve(struct lite_db *d, char *why, size_t whysz)
+{
+	const char *file = sqlite3_db_filename(d->db, "main");
+	char dir[PATH_MAX], name[PATH_MAX + 16];
+	if (d->reserve_fd >= 0 || !file || !*file || snprintf(dir, sizeof(dir), "%s", file) >= (int)sizeof(dir))
+		return 0;
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		slash[slash == dir] = '\0';
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0 && errno != ENOSPC && errno != EDQUOT) {
+		/* a file system without unnamed files */
+		snprintf(name, sizeof(name), "%s-reserve-XXXXXX", file);
+		fd = mkostemp(name, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(name);
+	}
+	int err = fd < 0 ? errno : posix_fallocate(fd, 0, RESERVE_BYTES);
+	if (err == 0) {
+		d->reserve_fd = fd;
+		return 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (err != ENOSPC && err != EDQUOT)
+		return 0;
+	snprintf(why, whysz, "no room to keep %d KiB for the end of a run: %s", RESERVE_BYTES / 1024, strerror(err));
+	return -1;
+}
+
+static int lite_keep_reserve(struct db *db, char *why, size_t whysz)
+{
+	return make_reserve((struct lite_db *)db, why, whysz);
+}
+
+/* The reserve's room back to the file system; true when there was one. */
+static bool lite_give_reserve(struct db *db)
+{
+	struct lite_db *d = (struct lite_db *)db;
+	if (d->reserve_fd < 0)
+		return false;
+	close(d->reserve_fd);
+	d->reserve_fd = -1;
+	return true;
+}
+
 static size_t lite_memory_used(void)
 {
 	return (size_t)sqlite3_memory_used();
@@ -592,4 +668,6 @@ const struct db_driver db_sqlite_driver = {
 	.set_size_limit = lite_set_size_limit,
 	.memory_used = lite_memory_used,
 	.make_room = lite_make_room,
+	.keep_reserve = lite_keep_reserve,
+	.give_reserve = lite_give_reserve,
 };

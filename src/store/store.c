@@ -15,6 +15,7 @@
 #include "store/internal.h"
 
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -89,6 +90,10 @@ static struct store *open_store(const char *path, bool readonly, char *why, size
 			snprintf(why, whysz, "%s", db_errmsg(st->db));
 			goto fail;
 		}
+		/* room for the end of a run before anything else is written:
+		 * a writer that has not the room writes nothing */
+		if (db_keep_reserve(st->db, why, whysz) < 0)
+			goto fail;
 		if (store_schema_migrate(st, st->version, why, whysz) < 0 ||
 		    store_batch_open(st, why, whysz) < 0)
 			goto fail;
@@ -163,11 +168,27 @@ struct store *store_open_readonly(const char *path)
 	return open_common(path, true);
 }
 
+/* How long a closing writer tries again, once a second, to write the end
+ * of its run on a server whose disk is full (PostgreSQL's 53100: space
+ * may come back, a vacuum, an operator). A local disk is tried once more:
+ * its reserve is spent. */
+#define END_WAIT_S 30
+
 void store_close(struct store *st)
 {
 	if (!st)
 		return;
 	store_flush(st);
+	if (st->pending_end.run_id) {
+		bool wait = st->pending_end.full && st->db->drv->wait_back;   /* a server */
+		int64_t until = mono_ns() + (wait ? END_WAIT_S * 1000000000LL : 0);
+		if (until > mono_ns())
+			warning("store '%s' is full: trying for up to %d s to write the end of run %lld",
+			        st->path, END_WAIT_S, (long long)st->pending_end.run_id);
+		while (store_retry_run_end(st, false) < 0 && mono_ns() < until)
+			poll(NULL, 0, 1000);
+		store_retry_run_end(st, true);
+	}
 	store_free(st);
 }
 

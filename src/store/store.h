@@ -34,7 +34,8 @@ struct store;
  * NULL after printing "leakproof: cannot open store 'PATH': REASON" (a
  * URI's password shown as ***; "cannot write to store" when the file or
  * its directory cannot be written: a read-only file system, another
- * user's). */
+ * user's; "no room to keep 256 KiB for the end of a run" when the disk
+ * has not the room the writer keeps in reserve). */
 struct store *store_open(const char *path);
 /* Whether a writer may use the store string path: 0, or -1 after
  * "leakproof: cannot use store 'PATH': REASON" when it names a database
@@ -136,7 +137,10 @@ struct run_end {
 /* Also ends every segment still open, with the run's exit status and cause
  * "exit", "signal" or the status when it is not "done". When a write of
  * this store failed and its rows were dropped, the run is marked partial
- * (run_row.lost says what is missing). */
+ * (run_row.lost says what is missing). On a full disk the end is written
+ * in the room the writer keeps in reserve for it (SQLite); an end that
+ * still cannot be written is kept, said, and tried again at each
+ * store_flush() and at store_close(). */
 int store_run_end(struct store *st, int64_t run_id, const struct run_end *re);
 
 /*

@@ -55,6 +55,22 @@ def test_bad_option_value_is_a_usage_error(lp):
     assert "bogus" in r.err
 
 
+@pytest.mark.parametrize("spec, said", [
+    ("99999999999999999999:1:1", "its SWEEP is out of range (at most 9223372036854775807)"),
+    ("1:99999999999999999999:0", "its INDEX is out of range"),
+    ("1:2:18446744073709551616", "its ATTEMPT is out of range"),
+    ("0:1:1", "its SWEEP is at least 1"),
+    ("-1:2:3", "is not SWEEP:INDEX:ATTEMPT"),
+    ("1:2", "is not SWEEP:INDEX:ATTEMPT"),
+])
+def test_trial_out_of_range_is_a_usage_error(lp, spec, said):
+    # not stored as the largest sweep id: the job is not started
+    r = lp.cmd(["run", "--store", lp.store, "--trial", spec, "--", "sh", "-c", "echo job-ran"])
+    assert r.rc == 124, r
+    assert f"--trial '{spec}'" in r.err and said in r.err, r.err
+    assert "job-ran" not in r.out and not os.path.exists(lp.store)
+
+
 @pytest.mark.parametrize("opt", ["--max-mem", "-i"])
 def test_option_without_its_value_before_the_command(lp, opt):
     # getopt takes the "--" for the value; said as the missing value it is,

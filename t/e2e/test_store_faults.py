@@ -275,44 +275,75 @@ def test_every_write_failing_once_io_error(lp, fault_lib):
 
 # ---- item 11 on a real file system that fills up -----------------------------
 
-def test_disk_that_fills_mid_run_marks_the_run_partial(lp):
+@pytest.mark.parametrize("when", ["at-step-100", "after-rows-went-in"])
+def test_disk_that_fills_mid_run_marks_the_run_partial(lp, when):
     """A 2 MiB tmpfs (root, in a mount namespace of its own) holds the
-    store; the job fills it after its 100th step. The run is stored whole or
-    marked partial with what is missing, never presented as whole with
-    steps missing; with the disk full, the next run is refused, saying why."""
+    store; the job fills it after its 100th step: at once (most often
+    before the first flush), or once the store shows rows of the run (its
+    write-ahead log then holds pages the store file must grow by before
+    the log can be written over: nothing more fits, the end of the run
+    neither, but for the room the writer keeps in reserve). The run is stored as it ended
+    (exit 0, its whole duration, its 400 steps counted), never as
+    interrupted, and whole or marked partial with what is missing, never
+    presented as whole with steps missing; with the disk full, the next
+    run is refused, saying why; no file of the reserve is left."""
     if os.geteuid() != 0 or subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode:
         pytest.skip("needs root and a mount namespace for a small tmpfs")
     mnt = lp.dir / "small"
     mnt.mkdir()
     store = mnt / "lp.db"
-    job_sh = ("i=0; while [ $i -lt 400 ]; do echo step $i; i=$((i+1)); "
-              f"[ $i = 100 ] && dd if=/dev/zero of={mnt}/fill bs=4k 2>/dev/null; sleep 0.005; done")
+    times = lp.dir / "job-times"
+    # after-rows-went-in: wait (bounded) for a flush to have stored steps,
+    # read as a user would, rather than for a time on a busy machine
+    wait = "" if when == "at-step-100" else (
+        "n=0; until \"$LP\" report 2 --store \"$STORE\" --format json 2>/dev/null"
+        " | grep -q \"\\\"steps\\\": [1-9]\"; do n=$((n+1)); [ $n -gt 600 ] && break; sleep 0.05; done; ")
+    job_sh = ("date +%s.%N > \"$TIMES\"; i=0; while [ $i -lt 400 ]; do echo step $i; i=$((i+1)); "
+              f"if [ $i = 100 ]; then {wait}dd if=/dev/zero of=\"$MNT/fill\" bs=4k 2>/dev/null; fi; sleep 0.005; done; "
+              "date +%s.%N >> \"$TIMES\"")
     script = f"""
 set -e
-mount -t tmpfs -o size=2m tmpfs "{mnt}"
-"$0" run -q --store "{store}" -- true
+mount -t tmpfs -o size=2m tmpfs "$MNT"
+"$LP" run -q --store "$STORE" -- true
 set +e
-"$0" run -q --store "{store}" --step-regex '{STEP_REGEX}' -- sh -c '{job_sh}' >/dev/null
+"$LP" run -q --store "$STORE" --step-regex '{STEP_REGEX}' -- sh -c '{job_sh}' >/dev/null
 echo "rc=$?" >&2
-dd if=/dev/zero of="{mnt}/fill2" bs=1k 2>/dev/null
-"$0" run -q --store "{store}" -- echo job-ran
+ls -a "$MNT" > "{lp.dir}/mnt-after-run.txt"
+dd if=/dev/zero of="$MNT/fill2" bs=1k 2>/dev/null
+"$LP" run -q --store "$STORE" -- echo job-ran
 echo "full_rc=$?" >&2
-"$0" ls --store "{store}" --format json > "{lp.dir}/ls.json"
-"$0" report 2 --store "{store}" --format json > "{lp.dir}/report.json"
-"$0" report 2 --store "{store}" > "{lp.dir}/report.txt"
+"$LP" ls --store "$STORE" --format json > "{lp.dir}/ls.json"
+"$LP" ls --store "$STORE" > "{lp.dir}/ls.txt"
+"$LP" report 2 --store "$STORE" --format json > "{lp.dir}/report.json"
+"$LP" report 2 --store "$STORE" > "{lp.dir}/report.txt"
 """
-    r = subprocess.run(["unshare", "-m", "sh", "-c", script, lp.binary], capture_output=True, text=True,
-                       cwd=lp.dir, env=lp.env(), timeout=120)
+    env = dict(lp.env(), LP=lp.binary, STORE=str(store), MNT=str(mnt), TIMES=str(times))
+    r = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True,
+                       cwd=lp.dir, env=env, timeout=120)
     assert "rc=0" in r.stderr and "full_rc=125" in r.stderr, r.stderr
     assert "job-ran" not in r.stdout, r.stdout
     assert "leakproof: cannot" in r.stderr and ("No space left on device" in r.stderr
                                                 or "database or disk is full" in r.stderr), r.stderr
+    assert not [f for f in (lp.dir / "mnt-after-run.txt").read_text().split() if "reserve" in f]
+    job_began, job_ended = map(float, times.read_text().split())
     row = {x["id"]: x for x in json.loads((lp.dir / "ls.json").read_text())}[2]
-    stored = json.loads((lp.dir / "report.json").read_text())["steps"]
+    rep = json.loads((lp.dir / "report.json").read_text())
+    stored = rep["steps"]
+    # stored as it ended: not "interrupted" at its last sample
     assert row["ended_at"] is not None, (row, r.stderr)
+    assert (row["status"], row["exit_code"], row["exit_signal"]) == ("done", 0, None), (row, r.stderr)
+    assert rep["run"]["status"] == "done" and rep["run"]["exit_code"] == 0, (rep["run"], r.stderr)
+    assert row["started_at"] <= job_began and row["ended_at"] >= job_ended, (row, job_began, job_ended)
+    assert row["steps"] == 400, (row, r.stderr)
+    assert "cannot write the end of run" not in r.stderr, r.stderr
+    if when == "after-rows-went-in":
+        assert stored >= 100, (stored, r.stderr)   # what went in before the disk filled
     if stored < 400:
-        assert row.get("lost") and "steps" in row["lost"], (row, stored, r.stderr)
-        assert "PARTIAL: " in (lp.dir / "report.txt").read_text()
+        missing = f"{400 - stored} of 400"
+        assert row.get("lost") and missing in row["lost"] and "steps" in row["lost"], (row, stored, r.stderr)
+        assert rep["run"]["lost"] == row["lost"]
+        assert "PARTIAL: " + row["lost"] in (lp.dir / "report.txt").read_text()
+        assert "partial" in (lp.dir / "ls.txt").read_text().splitlines()[1], (lp.dir / "ls.txt").read_text()
         assert "the run will be marked partial" in r.stderr, r.stderr
     else:
         assert not row.get("lost"), row

@@ -615,3 +615,36 @@ def test_bytes_that_are_not_utf8_are_stored_as_on_sqlite(pg):
     db = sqlite3.connect(sqlite_store)
     lite_mark = db.execute("SELECT CAST(detail AS BLOB) FROM events WHERE kind = 'mark' ORDER BY t LIMIT 1").fetchone()[0]
     assert lite_mark == b"caf\xe9 cr\xe8me 1", lite_mark
+
+
+def test_a_server_disk_full_at_the_end_keeps_the_end_until_it_fits(pg):
+    """The server answers the end of the run with disk full (SQLSTATE
+    53100, raised by a trigger on runs while a row says the disk is full:
+    the server's own error, where filling its disk would stop the server
+    first). The end is kept in memory and tried again until it fits, for
+    up to 30 s at close; it is stored as the job ended (exit 0, its own
+    duration), not as interrupted, and leakproof says what happened."""
+    r = pg.run(["true"], "-q")
+    assert r.rc == 0, r
+    pg.server.psql("CREATE TABLE disk_full (x int); INSERT INTO disk_full VALUES (1);"
+                   " CREATE FUNCTION no_room() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                   " IF EXISTS (SELECT 1 FROM disk_full) THEN RAISE EXCEPTION"
+                   " 'could not extend file: No space left on device' USING ERRCODE = '53100'; END IF;"
+                   " RETURN NEW; END $$;"
+                   " CREATE TRIGGER no_room BEFORE UPDATE ON runs FOR EACH ROW"
+                   " WHEN (NEW.ended_at IS NOT NULL) EXECUTE FUNCTION no_room()", db=pg.db)
+    t0 = time.time()
+    proc = pg.start(["sh", "-c", "echo step 0; echo step 1; sleep 0.3"], "-q", "--step-regex", r"step (\d+)")
+    pg.read_until(proc.stderr, b"trying for up to 30 s to write the end of run 2", timeout=60)
+    time.sleep(2)   # a try or two fail
+    assert proc.poll() is None
+    pg.server.psql("DELETE FROM disk_full", db=pg.db)
+    out, err = proc.communicate(timeout=60)
+    err = err.decode()
+    assert proc.returncode == 0, err
+    assert "the end of run 2 is now stored" in err, err
+    run = {row["id"]: row for row in pg.ls(fmt="json")}[2]
+    assert (run["status"], run["exit_code"], run["steps"]) == ("done", 0, 2), run
+    assert not run.get("lost"), run   # no row was lost: only the end waited
+    assert run["ended_at"] - run["started_at"] < time.time() - t0 - 2, run   # when the job ended
+    assert "interrupted" not in pg.ls()

@@ -877,6 +877,58 @@ static void test_disk_full(void)
 	}
 }
 
+/* The descriptor of a file in dir that has no name (the writer's reserve),
+ * and its allocated bytes; -1 when there is none. */
+static int reserve_fd(const char *dir, long long *allocated)
+{
+	char link[64], target[512];
+	size_t n = strlen(dir);
+	for (int fd = 3; fd < 1024; fd++) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		ssize_t len = readlink(link, target, sizeof(target) - 1);
+		if (len < 0)
+			continue;
+		target[len] = '\0';
+		struct stat sb;
+		if (!strncmp(target, dir, n) && target[n] == '/' && strstr(target, " (deleted)") && fstat(fd, &sb) == 0) {
+			*allocated = (long long)sb.st_blocks * 512;
+			return fd;
+		}
+	}
+	return -1;
+}
+
+/* A writer holds room on the store's file system for the end of its run:
+ * a file without a name beside the store, allocated, never seen in the
+ * directory, gone when the store is closed. */
+static void test_reserve(void)
+{
+	char dir[256];
+	snprintf(dir, sizeof(dir), "%s", tmp_path("reserve"));
+	char path[300];
+	snprintf(path, sizeof(path), "%s/lp.db", dir);
+	struct store *st = store_open(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	long long allocated = 0;
+	int fd = reserve_fd(dir, &allocated);
+	CHECK(fd >= 0);
+	CHECK(allocated >= 256 * 1024);
+	CHECK(fd >= 0 && (fcntl(fd, F_GETFD) & FD_CLOEXEC));   /* not the job's */
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | grep -v '^lp\\.db\\(-wal\\|-shm\\)\\{0,1\\}$'", dir);
+	CHECK(system(cmd) != 0);   /* nothing but the store's own files */
+	/* a run ends as usual */
+	struct run_begin rb;
+	fill_begin(&rb);
+	int64_t id = store_run_begin(st, &rb);
+	struct run_end re = { .ended_at = rb.started_at + 2, .status = "done", .steps = 0 };
+	CHECK_EQ_INT(store_run_end(st, id, &re), 0);
+	store_close(st);
+	CHECK(reserve_fd(dir, &allocated) < 0);
+}
+
 static long rss_kib(void)
 {
 	char buf[256];
@@ -989,5 +1041,6 @@ TEST_MAIN("store",
 	TEST(test_trace_sites),
 	TEST(test_backend_by_uri),
 	TEST(test_disk_full),
+	TEST(test_reserve),
 	TEST(test_in_memory_refused),
 	TEST(test_memory_flat))
