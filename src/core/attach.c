@@ -354,7 +354,9 @@ int sv_attach_begin(struct sv *sv)
 	sv->job_start_ticks = ps.starttime_ticks;
 	sv->pidfd = pidfd_open_(pid);
 	sv->oom_kills_at_start = sv_oom_kills_now(sv);
-	store_segment_set_pid(sv->st, sv->run_id, sv->seg, pid, ps.starttime_ticks, NULL);
+	/* No store_segment_set_pid(): what a run's segment records is what the
+	 * next writer ends should this supervisor die (supervise.c), and an
+	 * attached job is not ours to end. The "attach" event names it. */
 
 	double started = wall_of_ticks(ps.starttime_ticks);
 	char ago[32] = "?", when[64] = "?", d[300];

@@ -8,7 +8,10 @@
  * memory.max with memory.high 5% below it, so the job is slowed and
  * reclaimed before it is killed; v1 memory.limit_in_bytes), else the
  * sampler enforces it: SIGKILL to the whole tree past the budget (cause
- * budget-kill). --max-gpu is always polled, through NVML.
+ * budget-kill). --max-gpu is always polled, through NVML. An attached job's
+ * (attach.c) is always polled too, its cgroup not being leakproof's to
+ * limit, and its soft limit stops it (the stop signal, SIGKILL after the
+ * grace period) since nothing can start it again.
  *
  * Memory is bytes; times are CLOCK_MONOTONIC nanoseconds.
  */

@@ -20,9 +20,10 @@
  *                cgroup, its liveness, its log file, its end
  *
  * Calls between them run one way: supervise.c calls the others; observe.c
- * calls budget.c and restart.c; budget.c calls restart.c; all may call
- * console.c, job.c, guard.c and locate.c, which call none of them but
- * console.c, which tells guard.c when the terminal is raw.
+ * calls budget.c and restart.c; budget.c calls restart.c; attach.c calls
+ * observe.c and restart.c; all may call console.c, job.c, guard.c and
+ * locate.c, which call none of them but console.c, which tells guard.c when
+ * the terminal is raw.
  *
  * Times are CLOCK_MONOTONIC nanoseconds; memory is bytes.
  */
