@@ -257,3 +257,18 @@ def test_another_users_process_is_refused(lp):
     assert p.returncode == 125, p
     err = p.stderr.decode()
     assert "needs the rights to read its memory" in err and "Permission denied" in err, err
+
+
+def test_without_steps_growth_is_judged_per_second(lp):
+    job, log = start_job(lp, "leak", 160, step_s=0.04)
+    try:
+        a = attach(lp, job.pid)
+        Path(f"{log}.go").touch()
+        rc, err = finish(a)
+        job.communicate(timeout=20)
+    finally:
+        end_job(job)
+    assert rc == 0, err
+    rep = lp.report()
+    assert rep["x_unit"] == "s" and rep["steps"] == 0, lp.describe(rep)
+    assert rep["verdict"] == "leak", lp.describe(rep) + err
