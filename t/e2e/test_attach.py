@@ -272,3 +272,74 @@ def test_without_steps_growth_is_judged_per_second(lp):
     rep = lp.report()
     assert rep["x_unit"] == "s" and rep["steps"] == 0, lp.describe(rep)
     assert rep["verdict"] == "leak", lp.describe(rep) + err
+
+
+def own_memory_cgroup(name):
+    """A memory cgroup below ours for the job (v1 memory, else v2 with the
+    memory controller), or a skip when this machine does not let us make
+    one. Its directory."""
+    with open("/proc/self/cgroup") as f:
+        lines = f.read().splitlines()
+    v1 = [l.split(":", 2)[2] for l in lines if l.split(":", 2)[1] == "memory"]
+    v2 = [l.split(":", 2)[2] for l in lines if l.startswith("0::")]
+    if v1:
+        base, limit = "/sys/fs/cgroup/memory" + v1[0], "memory.limit_in_bytes"
+    elif v2:
+        base, limit = "/sys/fs/cgroup" + v2[0], "memory.max"
+    else:
+        pytest.skip("no memory cgroup here")
+    d = Path(base.rstrip("/")) / name
+    try:
+        d.mkdir()
+    except OSError as e:
+        pytest.skip(f"cannot make a cgroup below ours: {e}")
+    if not (d / limit).exists():
+        d.rmdir()
+        pytest.skip("no memory controller in a cgroup we make")
+    return d, d / limit
+
+
+def test_an_oom_kill_in_the_jobs_own_cgroup_is_its_recorded_end(lp):
+    """The job alone in a memory cgroup of its own (as a scheduler would
+    put it) with a limit: attach measures that cgroup, and when the kernel's
+    OOM killer ends a worker and the job with it, the end is recorded as
+    oom-kill from the cgroup's counter, not "status unknown"."""
+    d, limit = own_memory_cgroup(f"lp-attach-test-{os.getpid()}")
+    try:
+        limit.write_text(str(160 * lp.MIB))
+        log = Path(lp.dir) / "job.log"
+        job = subprocess.Popen([lp.py, str(lp.workload("attach_job.py")), "leak", str(log), "0", "4", "0.01"],
+                               cwd=lp.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=lp.env(),
+                               start_new_session=True,
+                               preexec_fn=lambda: (d / "cgroup.procs").write_text(str(os.getpid())))
+        end = time.monotonic() + 20
+        while not (log.exists() and "ready" in log.read_text()):
+            assert job.poll() is None and time.monotonic() < end, job.communicate()
+            time.sleep(0.02)
+        try:
+            a = attach(lp, job.pid, "--log", log, "--step-regex", STEP_RE)
+            assert f"its cgroup '{d}'" in a.said.decode(), a.said
+            Path(f"{log}.go").touch()
+            rc, err = finish(a, timeout=30)
+            job.wait(timeout=20)
+        finally:
+            end_job(job)
+        assert rc == 0, err
+        rep = lp.report()
+        assert rep["run"]["cgroup_mode"] in ("v1", "v2"), rep["run"]
+        seg = rep["segments"][-1]
+        assert seg["cause"] == "oom-kill" and "oom_kill rose" in seg["evidence"], (seg, err)
+        assert rep["peak_bytes"] < 200 * lp.MIB
+    finally:
+        procs = d / "cgroup.procs"
+        for _ in range(50):
+            pids = procs.read_text().split() if procs.exists() else []
+            if not pids:
+                break
+            for p in pids:
+                try:
+                    os.kill(int(p), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.05)
+        d.rmdir()

@@ -62,7 +62,11 @@ def main():
         n += 1
         for c in pipes:
             c.send(1)
-        for c in pipes:
+        for c, p in zip(pipes, procs):
+            while not c.poll(0.1):
+                if not p.is_alive():   # killed (the OOM killer): the job fails
+                    print(f"worker {p.pid} died: {p.exitcode}", file=sys.stderr, flush=True)
+                    os._exit(1)   # not sys.exit: its atexit would wait for the other workers
             c.recv()
         if mode == "rotate" and n == 20:
             f.close()
@@ -81,4 +85,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception as e:   # a worker killed (the OOM killer): the job fails, at once
+        print(f"attach_job: {e!r}", file=sys.stderr, flush=True)
+        os._exit(1)   # not sys.exit: its atexit would wait for the other workers
