@@ -38,6 +38,8 @@ static const char usage[] =
 "      --stop-signal SIG  what asks the job to stop: TERM (default), INT, ...\n"
 "      --grace DUR        from the stop signal to SIGKILL (default 30s)\n"
 "      --no-cgroup        do not measure the job's cgroup even when it is its own\n"
+"      --no-status-line   no live status line (drawn on stderr when it is a\n"
+"                         terminal: step, steps/s, memory, growth per step)\n"
 "  -q, --quiet            no summary at the end\n"
 "  -h, --help             this help\n"
 "\n"
@@ -80,7 +82,7 @@ static const char usage[] =
 
 enum {
 	OPT_MAX_MEM = 256, OPT_SOFT_LIMIT, OPT_STOP_SIGNAL, OPT_GRACE, OPT_LOG, OPT_NO_CGROUP,
-	OPT_REFUSED,
+	OPT_NO_STATUS_LINE, OPT_REFUSED,
 };
 
 #define usage_error(...) cmd_usage_error("attach", __VA_ARGS__)
@@ -96,6 +98,7 @@ static const struct option longopts[] = {
 	{ "stop-signal", required_argument, NULL, OPT_STOP_SIGNAL },
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "no-cgroup", no_argument, NULL, OPT_NO_CGROUP },
+	{ "no-status-line", no_argument, NULL, OPT_NO_STATUS_LINE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	/* `run`'s options that make no sense for a job leakproof did not start */
@@ -171,6 +174,9 @@ static int take_option(struct attach_args *a, int c, const char *arg, const char
 	case OPT_NO_CGROUP:
 		o->use_cgroup = false;
 		break;
+	case OPT_NO_STATUS_LINE:
+		o->status_line = 0;
+		break;
 	case OPT_REFUSED:
 		return usage_error("'--%s' is not for `leakproof attach`: leakproof did not start the job, and does not "
 		                   "know the environment it was started with (use `leakproof run` for that)", word);
@@ -187,7 +193,6 @@ static int parse_options(int argc, char **argv, struct attach_args *a)
 	memset(a, 0, sizeof(*a));
 	supervise_opts_init(&a->o);
 	a->o.no_pty = true;
-	a->o.status_line = 0;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":i:m:r:s:qh", longopts, &li)) != -1) {
