@@ -26,6 +26,7 @@
  *
  * Times are CLOCK_MONOTONIC nanoseconds; memory is bytes.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -153,6 +154,20 @@ static void own_one(pid_t pid, void *vctx)
 		c->foreign = pid > 0 ? pid : -1;
 }
 
+/* Whether directory dir holds a directory (a cgroup below it). */
+static bool has_subdir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d)))
+		found = e->d_type == DT_DIR && strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return found;
+}
+
 /* The job's cgroup, when it is its own (every process in it is the job's):
  * measured and read for OOM kills, never limited or removed. */
 bool sv_attach_find_cgroup(struct sv *sv)
@@ -170,6 +185,13 @@ bool sv_attach_find_cgroup(struct sv *sv)
 	proc_list_release(&pl);
 	if (n < 0) {
 		snprintf(sv->no_cg_why, sizeof(sv->no_cg_why), "attached: cannot read '%.180s/cgroup.procs'", cg.dir);
+		return false;
+	}
+	if (!c.foreign && has_subdir(cg.dir)) {
+		/* the sampler reads its cgroup.procs alone: members below would
+		 * be missed, others' memory counted */
+		snprintf(sv->no_cg_why, sizeof(sv->no_cg_why),
+		         "attached: its cgroup '%.140s' has cgroups below it: not a leaf of its own", cg.dir);
 		return false;
 	}
 	if (c.foreign) {

@@ -343,3 +343,35 @@ def test_an_oom_kill_in_the_jobs_own_cgroup_is_its_recorded_end(lp):
                     pass
             time.sleep(0.05)
         d.rmdir()
+
+
+def test_a_cgroup_that_is_not_the_jobs_own_is_not_measured(lp):
+    """The job's cgroup with a cgroup below it, and the shared cgroup the
+    tests run in: neither is taken for the job's own (its usage would count
+    what is not the job's); the job is measured by its tree."""
+    d, _ = own_memory_cgroup(f"lp-attach-test-{os.getpid()}")
+    sub = d / "other"
+    job = None
+    try:
+        sub.mkdir()
+        log = Path(lp.dir) / "job.log"
+        job = subprocess.Popen([lp.py, str(lp.workload("attach_job.py")), "leak", str(log), "1", "1"],
+                               cwd=lp.dir, env=lp.env(), start_new_session=True, stdout=subprocess.DEVNULL,
+                               preexec_fn=lambda: (d / "cgroup.procs").write_text(str(os.getpid())))
+        while not (log.exists() and "ready" in log.read_text()):
+            assert job.poll() is None
+            time.sleep(0.02)
+        a = attach(lp, job.pid)
+        a.send_signal(signal.SIGINT)
+        rc, err = finish(a, timeout=15)
+        assert rc == 0 and "has cgroups below it" in err, err
+        assert lp.report()["run"]["cgroup_mode"] == "none"
+    finally:
+        if job:
+            end_job(job)
+        for _ in range(50):
+            if not (d / "cgroup.procs").read_text().split():
+                break
+            time.sleep(0.05)
+        sub.rmdir()
+        d.rmdir()
