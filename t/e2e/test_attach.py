@@ -110,6 +110,7 @@ def test_attach_bounded_cache_is_no_leak(lp):
     rep = lp.report()
     assert rep["verdict"] == "no-leak", lp.describe(rep) + err
     assert rep["steps"] == 60
+    assert 'failures="0"' in lp.report(fmt="junit")   # "status unknown" is no failure
 
 
 def test_sigint_detaches_and_leaves_the_job_running(lp):
@@ -330,6 +331,7 @@ def test_an_oom_kill_in_the_jobs_own_cgroup_is_its_recorded_end(lp):
         seg = rep["segments"][-1]
         assert seg["cause"] == "oom-kill" and "oom_kill rose" in seg["evidence"], (seg, err)
         assert rep["peak_bytes"] < 200 * lp.MIB
+        assert "ended by the OOM killer" in lp.report(fmt="junit")
     finally:
         procs = d / "cgroup.procs"
         for _ in range(50):
