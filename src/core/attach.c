@@ -49,6 +49,21 @@
 
 #define LOG_READ_MAX (4 << 20)      /* bytes of the log read at one wake-up */
 #define KMSG_RECORDS_MAX 100000     /* records of the kernel's log looked at */
+#define SEEN_MAX 256                /* the job's processes remembered, for its log */
+
+/* The job's processes seen so far (the main one first), for the kernel's
+ * OOM record at the end: a worker the OOM killer ended is one of them. */
+static pid_t seen[SEEN_MAX];
+static size_t nseen;
+
+static void remember(pid_t pid)
+{
+	for (size_t i = 0; i < nseen; i++)
+		if (seen[i] == pid)
+			return;
+	if (nseen < SEEN_MAX)
+		seen[nseen++] = pid;
+}
 
 struct log_follow {
 	char *path;
@@ -374,6 +389,8 @@ int sv_attach_begin(struct sv *sv)
 		return error("pid %d ended before leakproof could watch it", (int)pid);
 	sv->child = pid;
 	sv->job_start_ticks = ps.starttime_ticks;
+	nseen = 0;
+	remember(pid);
 	sv->pidfd = pidfd_open_(pid);
 	sv->oom_kills_at_start = sv_oom_kills_now(sv);
 	/* No store_segment_set_pid(): what a run's segment records is what the
@@ -408,6 +425,9 @@ void sv_attach_note_end(struct sv *sv, int64_t now)
 {
 	if (sv->child_exited || sv->detached)
 		return;
+	const struct proc_mem *pm;   /* the members of the last sample */
+	for (size_t i = 0, n = sampler_procs(sv->sampler, &pm); i < n; i++)
+		remember(pm[i].pid);
 	bool gone = false, reused = false;
 	if (sv->pidfd >= 0) {
 		struct pollfd p = { .fd = sv->pidfd, .events = POLLIN };
@@ -464,18 +484,31 @@ void sv_attach_on_stop_signal(struct sv *sv, int sig, int64_t now)
 	sv->state_deadline_ns = now;
 }
 
-/* The kernel's record of an OOM kill of pid since start_ticks (its start):
- * 1 and the line in out, 0 none, -1 the kernel's log cannot be read. */
-static int kernel_oom_record(pid_t pid, uint64_t start_ticks, char *out, size_t outsz)
+/* Whether the kernel's log line text names the OOM kill of one of the
+ * job's processes ("Killed process PID (" or "oom-kill:...,pid=PID,"). */
+static bool names_seen(const char *text)
+{
+	const char *k = strstr(text, "Killed process "), *o = strstr(text, "oom-kill:");
+	long pid = k ? strtol(k + 15, NULL, 10) : 0;
+	if (!k && o && (o = strstr(o, ",pid=")))
+		pid = strtol(o + 5, NULL, 10);
+	for (size_t i = 0; pid > 0 && i < nseen; i++)
+		if (seen[i] == pid)
+			return true;
+	return false;
+}
+
+/* The kernel's record of an OOM kill of one of the job's processes since
+ * start_ticks (its start): 1 and the line in out, 0 none, -1 the kernel's
+ * log cannot be read. */
+static int kernel_oom_record(uint64_t start_ticks, char *out, size_t outsz)
 {
 	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	long hz = sysconf(_SC_CLK_TCK);
 	double since_s = hz > 0 ? (double)start_ticks / (double)hz : 0;
-	char rec[2048], a[48], b[48];
-	snprintf(a, sizeof(a), "Killed process %d (", (int)pid);
-	snprintf(b, sizeof(b), ",pid=%d,", (int)pid);
+	char rec[2048];
 	int found = 0;
 	for (int i = 0; i < KMSG_RECORDS_MAX; i++) {
 		ssize_t n = read(fd, rec, sizeof(rec) - 1);
@@ -489,14 +522,12 @@ static int kernel_oom_record(pid_t pid, uint64_t start_ticks, char *out, size_t 
 		unsigned long long usec = 0;
 		if (!semi || sscanf(rec, "%*u,%*u,%llu", &usec) != 1 || (double)usec / 1e6 < since_s)
 			continue;
-		if (strstr(semi, a) || (strstr(semi, "oom-kill:") && strstr(semi, b))) {
-			char *nl = strchr(semi + 1, '\n');
-			if (nl)
-				*nl = '\0';
-			snprintf(out, outsz, "%s", semi + 1);
+		char *nl = strchr(semi + 1, '\n');
+		if (nl)
+			*nl = '\0';
+		if (names_seen(semi + 1) && (!found || strstr(semi + 1, "Killed process "))) {
+			snprintf(out, outsz, "%s", semi + 1);   /* the last, "Killed process" rather than its header */
 			found = 1;
-			if (strstr(semi, a))
-				break;
 		}
 	}
 	close(fd);
@@ -519,7 +550,7 @@ void sv_attach_end_segment(struct sv *sv)
 		cause = "oom-kill";
 		snprintf(evidence, sizeof(evidence), "its cgroup's memory.events oom_kill rose by %llu",
 		         (unsigned long long)(ooms - sv->oom_kills_at_start));
-	} else if ((kernel = kernel_oom_record(sv->child, sv->job_start_ticks, line, sizeof(line))) > 0) {
+	} else if ((kernel = kernel_oom_record(sv->job_start_ticks, line, sizeof(line))) > 0) {
 		cause = "oom-kill";
 		snprintf(evidence, sizeof(evidence), "the kernel's log: %s", line);
 	} else if (sv->stop_sent) {
