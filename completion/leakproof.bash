@@ -9,7 +9,7 @@
 # values of a few options are listed here (--format, --measure, --restart,
 # --stop-signal); those of --format and --measure are offered only where the
 # option's help names them. t/e2e/test_completion.py checks them against
-# the help texts. Run ids come from
+# the help texts. `attach` offers the pids of the caller's processes. Run ids come from
 # `leakproof ls` on the store named on the command line (--store), else the
 # default one.
 
@@ -149,7 +149,7 @@ _leakproof()
 	fi
 	if [[ -n $opt ]]; then
 		case $opt in
-		--store | -s | --output | -o)
+		--store | -s | --output | -o | --log)
 			_leakproof_files "$cur"
 			return 0
 			;;
@@ -173,6 +173,8 @@ _leakproof()
 
 	case $cmd in
 	report) mapfile -t COMPREPLY < <(compgen -W "$(_leakproof_run_ids "$bin")" -- "$cur") ;;
+	attach) # the pids of the caller's own processes, the ones it may watch
+		mapfile -t COMPREPLY < <(compgen -W "$(ps -o pid= -u "$(id -u)" 2>/dev/null)" -- "$cur") ;;
 	sweep)
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -f -X '!*.yaml' -- "$cur"

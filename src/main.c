@@ -16,6 +16,7 @@ static const char usage[] =
 "\n"
 "commands:\n"
 "  run      supervise a job: sample its memory, mark steps, judge leak vs plateau\n"
+"  attach   watch a job already running (by pid) as run watches its own\n"
 "  sweep    run every trial of a search in its own supervised process\n"
 "  report   show a stored run or sweep: text, md, csv or json\n"
 "  ls       list the runs in the store\n"
@@ -30,6 +31,7 @@ static const struct cmd_entry {
 	int (*fn)(int argc, char **argv);
 } commands[] = {
 	{ "run", cmd_run },
+	{ "attach", cmd_attach },
 	{ "report", cmd_report },
 	{ "ls", cmd_ls },
 	{ "sweep", cmd_sweep },

@@ -16,6 +16,7 @@ int cmd_run(int argc, char **argv);
  * in why and the index of the option at fault in *bad (a refused value
  * also prints `leakproof run`'s own message). For sweep_opts. */
 int cmd_run_check_options(char *const *opts, size_t n, size_t first, size_t *bad, char *why, size_t whysz);
+int cmd_attach(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);

@@ -53,6 +53,8 @@ static void short_status(char *buf, size_t sz, const struct run_row *r)
 		snprintf(buf, sz, "no start");
 	else if (!strcmp(r->status, "interrupted"))
 		snprintf(buf, sz, "interrupted");
+	else if (!strcmp(r->status, "detached") || !strcmp(r->status, "ended"))
+		snprintf(buf, sz, "%s", r->status);   /* attached: its status is not known */
 	else if (r->exit_signal)
 		snprintf(buf, sz, "signal %d", r->exit_signal);
 	else

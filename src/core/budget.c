@@ -8,7 +8,10 @@
  * memory.max with memory.high 5% below it, so the job is slowed and
  * reclaimed before it is killed; v1 memory.limit_in_bytes), else the
  * sampler enforces it: SIGKILL to the whole tree past the budget (cause
- * budget-kill). --max-gpu is always polled, through NVML.
+ * budget-kill). --max-gpu is always polled, through NVML. An attached job's
+ * (attach.c) is always polled too, its cgroup not being leakproof's to
+ * limit, and its soft limit stops it (the stop signal, SIGKILL after the
+ * grace period) since nothing can start it again.
  *
  * Memory is bytes; times are CLOCK_MONOTONIC nanoseconds.
  */
@@ -50,7 +53,7 @@ void sv_announce_budgets(struct sv *sv)
 	const char *no_cg_why = sv->no_cg_why;
 	char max[32], soft[32], how[200];
 	if (o->max_mem_bytes) {
-		if (sv->have_cg && sv->cg.has_memory &&
+		if (!sv->attached && sv->have_cg && sv->cg.has_memory &&
 		    cgroup_set_limit(&sv->cg, o->max_mem_bytes,
 		                     sv->cg.version == 2 ? o->max_mem_bytes - o->max_mem_bytes / 20 : 0) == 0) {
 			sv->kernel_budget = true;
@@ -58,14 +61,16 @@ void sv_announce_budgets(struct sv *sv)
 			         sv->cg.version == 2 ? "v2 memory.max, memory.high 5% below" : "v1 memory.limit_in_bytes");
 		} else {
 			snprintf(how, sizeof(how), "by leakproof every %.3g ms (%.150s)", (double)o->interval_ns / 1e6,
-			         !sv->have_cg || !sv->cg.has_memory ? (no_cg_why[0] ? no_cg_why : "no memory cgroup")
-			                                            : "the cgroup refused the limit");
+			         sv->attached ? "attached: the job's cgroup is not leakproof's to limit"
+			         : !sv->have_cg || !sv->cg.has_memory ? (no_cg_why[0] ? no_cg_why : "no memory cgroup")
+			                                              : "the cgroup refused the limit");
 		}
 		sv->soft_bytes = o->soft_limit_bytes ? o->soft_limit_bytes : o->max_mem_bytes / 10 * 9;
 		fmt_bytes(max, sizeof(max), (double)o->max_mem_bytes);
 		fmt_bytes(soft, sizeof(soft), (double)sv->soft_bytes);
 		sv_say(sv, "memory budget %s, enforced %s; soft limit %s%s", max, how, soft,
-		       o->restart & RESTART_AT_LIMIT ? " (stop and restart there)" : "");
+		       o->restart & RESTART_AT_LIMIT ? " (stop and restart there)"
+		       : sv->attached ? " (the stop signal there, SIGKILL after the grace period)" : "");
 		store_add_event(sv->st, sv->run_id, 0, "budget", how);
 	} else if (o->soft_limit_bytes) {
 		sv->soft_bytes = o->soft_limit_bytes;
@@ -106,6 +111,8 @@ static void check_one(struct sv *sv, int64_t now, const char *what, uint64_t use
 	         fmt_bytes(u, sizeof(u), (double)used), fmt_bytes(l, sizeof(l), (double)soft));
 	if (sv->o->restart & RESTART_AT_LIMIT) {
 		sv_request_stop(sv, now, "at-limit", reason);
+	} else if (sv->attached) {   /* no restart: the soft limit is where it is stopped */
+		sv_request_stop(sv, now, NULL, reason);
 	} else if (!sv->soft_warned) {
 		sv->soft_warned = true;
 		store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "soft-limit", reason);

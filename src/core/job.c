@@ -8,16 +8,55 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/sampler.h"
 #include "core/supervise-int.h"
+#include "platform/proc.h"
+
+int sv_signal_main(struct sv *sv, int sig)
+{
+	if (!sv->attached)
+		return sigqueue(sv->child, sig, (union sigval){ .sival_int = 0 });
+#ifdef SYS_pidfd_send_signal
+	if (sv->pidfd >= 0)
+		return (int)syscall(SYS_pidfd_send_signal, sv->pidfd, sig, NULL, 0);
+#endif
+	struct proc_stat ps;   /* no pidfd: only while it is still the process attached to */
+	if (read_proc_stat(NULL, sv->child, &ps) < 0 || ps.starttime_ticks != sv->job_start_ticks) {
+		errno = ESRCH;
+		return -1;
+	}
+	return kill(sv->child, sig);
+}
+
+/* An attached job (attach.c) is in no process group of ours: the main
+ * process through its pidfd, the members of its tree the sampler finds
+ * now, and its cgroup when it is its own. */
+static void signal_attached(struct sv *sv, int sig)
+{
+	struct mem_sample s;
+	const struct proc_mem *pm;
+	sampler_sample(sv->sampler, mono_ns(), false, &s);
+	size_t n = sampler_procs(sv->sampler, &pm);
+	sv_signal_main(sv, sig);
+	for (size_t i = 0; i < n; i++)
+		if (pm[i].pid != sv->child && pm[i].pid != getpid())
+			kill(pm[i].pid, sig);
+	if (sv->have_cg)
+		cgroup_signal_all(&sv->cg, sig, 0);
+}
 
 /* Send sig to the whole job: its process group, and what left the group
  * (in its cgroup, or reparented to leakproof). */
 void sv_signal_job(struct sv *sv, int sig)
 {
+	if (sv->attached) {
+		signal_attached(sv, sig);
+		return;
+	}
 	/* The job's process group, once; it may outlive the main process. */
 	kill(-sv->child, sig);
 	/* Then what left the group: in the cgroup, or reparented to us. */

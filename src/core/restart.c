@@ -38,9 +38,9 @@ void sv_request_stop(struct sv *sv, int64_t now, const char *restart_why, const 
 	sv->restart_why = restart_why;
 	sv->stop_deadline_ns = now + sv->o->grace_ns;
 	snprintf(sv->why_stopped, sizeof(sv->why_stopped), "%s", reason);
-	/* sigqueue, not kill: a prefork stub (sweep/prefork.c) forwards a signal
-	 * to its pid alone only when it is not a kill() of its group */
-	sigqueue(sv->child, sv->o->stop_signal, (union sigval){ .sival_int = 0 });
+	/* sigqueue, not kill (job.c): a prefork stub (sweep/prefork.c) forwards
+	 * a signal to its pid alone only when it is not a kill() of its group */
+	sv_signal_main(sv, sv->o->stop_signal);
 	store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "stop-requested", reason);
 	char grace[32];
 	fmt_duration(grace, sizeof(grace), (double)sv->o->grace_ns / 1e9);

@@ -16,11 +16,14 @@
  *   restart.c    requested stops, the end of a segment, restarts
  *   tracing.c    the supervisor's side of --trace
  *   locate.c     the files that ship with leakproof
+ *   attach.c     a job leakproof did not start (`leakproof attach`): its
+ *                cgroup, its liveness, its log file, its end
  *
  * Calls between them run one way: supervise.c calls the others; observe.c
- * calls budget.c and restart.c; budget.c calls restart.c; all may call
- * console.c, job.c, guard.c and locate.c, which call none of them but
- * console.c, which tells guard.c when the terminal is raw.
+ * calls budget.c and restart.c; budget.c calls restart.c; attach.c calls
+ * observe.c and restart.c; all may call console.c, job.c, guard.c and
+ * locate.c, which call none of them but console.c, which tells guard.c when
+ * the terminal is raw.
  *
  * Times are CLOCK_MONOTONIC nanoseconds; memory is bytes.
  */
@@ -159,6 +162,14 @@ struct sv {
 	double ring_x[LIVE_RING], ring_y[LIVE_RING];
 	size_t ring_n;
 	double first_step_t;
+
+	/* attach.c: a job leakproof did not start (o->attach_pid) */
+	bool attached;
+	bool detached;                         /* leakproof stopped watching; the job went on */
+	int pidfd;                             /* its main process (pidfd_open); -1: none */
+	uint64_t job_start_ticks;              /* its /proc starttime: a pid used again differs */
+	struct log_follow *log;                /* --log: the file followed */
+	char end_how[200];                     /* how its end was known (the report's evidence) */
 };
 
 /* Seconds since the run began, for the store's timestamps. */
@@ -174,6 +185,10 @@ void sv_signal_job(struct sv *sv, int sig);
  * the first few of them into list ("pid 12 (sleep), pid 13 (sleep)"). */
 size_t sv_leftovers(struct sv *sv, char *list, size_t len);
 bool sv_reap(struct sv *sv);
+/* The job's main process alone: sigqueue (a prefork stub tells it from a
+ * kill of its group); an attached job's through its pidfd, or only while
+ * its start time is the one attached to. 0, or -1 with errno. */
+int sv_signal_main(struct sv *sv, int sig);
 
 /* guard.c: start the job's guard (0, or -1 with errno: the job runs
  * unguarded); tell it the job's process group (> 0), that none runs (0),
@@ -227,6 +242,18 @@ void sv_request_stop(struct sv *sv, int64_t now, const char *restart_why, const 
 uint64_t sv_oom_kills_now(const struct sv *sv);
 const char *sv_end_segment(struct sv *sv);
 int sv_wait_before_restart(struct sv *sv);
+
+/* attach.c */
+bool sv_attach_find_cgroup(struct sv *sv);
+void sv_attach_describe(const struct sv *sv, struct strbuf *command_json, char *cwd, size_t cwdsz);
+int sv_attach_begin(struct sv *sv);
+int sv_attach_watch_fd(const struct sv *sv);
+void sv_attach_follow(struct sv *sv);
+void sv_attach_note_end(struct sv *sv, int64_t now);
+void sv_attach_on_stop_signal(struct sv *sv, int sig, int64_t now);
+void sv_attach_end_segment(struct sv *sv);
+const char *sv_attach_status(const struct sv *sv);
+void sv_attach_release(struct sv *sv);
 
 /* tracing.c */
 int sv_trace_prepare(struct sv *sv);

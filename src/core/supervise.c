@@ -128,8 +128,11 @@ static void on_signal(struct sv *sv, int64_t now)
 			continue;
 		}
 		/* Forward to the whole job, SIGKILL after the grace period; a
-		 * second one, or one while ending, kills at once. */
-		if (sv->state == SV_RUNNING && sv->forwarded_stop) {
+		 * second one, or one while ending, kills at once. An attached
+		 * job is not ours to stop: leakproof detaches (attach.c). */
+		if (sv->attached) {
+			sv_attach_on_stop_signal(sv, sig, now);
+		} else if (sv->state == SV_RUNNING && sv->forwarded_stop) {
 			store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "signal", "second stop signal: SIGKILL");
 			sv_say(sv, "SIG%s again: SIGKILL to the job", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
 			sv->stop_deadline_ns = 0;
@@ -160,6 +163,10 @@ static void on_signal(struct sv *sv, int64_t now)
  * loaded into us (NVML's) took the SIGCHLD, on every timer tick. */
 static void note_reaped(struct sv *sv, int64_t now)
 {
+	if (sv->attached) {   /* not our child: its end is looked for */
+		sv_attach_note_end(sv, now);
+		return;
+	}
 	bool none_left = sv_reap(sv);
 	if (sv->job_stop_sig && !sv->child_exited) {
 		/* what it wrote before it stopped is passed on first */
@@ -510,7 +517,7 @@ static void loop(struct sv *sv)
 			}
 		}
 
-		struct pollfd pfd[7];
+		struct pollfd pfd[9];
 		int nfd = 0;
 		pfd[nfd++] = (struct pollfd){ .fd = sv->sigfd, .events = POLLIN };
 		pfd[nfd++] = (struct pollfd){ .fd = sv->timerfd, .events = POLLIN };
@@ -519,6 +526,8 @@ static void loop(struct sv *sv)
 		pfd[nfd++] = (struct pollfd){ .fd = sv->chanfd, .events = POLLIN };
 		pfd[nfd++] = (struct pollfd){ .fd = sv->tracefd, .events = POLLIN };
 		pfd[nfd++] = (struct pollfd){ .fd = sv->state == SV_RUNNING ? sv->infd : -1, .events = POLLIN };
+		pfd[nfd++] = (struct pollfd){ .fd = sv->state == SV_RUNNING ? sv_attach_watch_fd(sv) : -1, .events = POLLIN };
+		pfd[nfd++] = (struct pollfd){ .fd = sv->state == SV_RUNNING ? sv->pidfd : -1, .events = POLLIN };
 		int timeout = -1;
 		if (sv->state == SV_RUNNING && sv->stop_deadline_ns) {
 			int64_t left = sv->stop_deadline_ns - now;
@@ -544,6 +553,7 @@ static void loop(struct sv *sv)
 		if (pfd[1].revents & POLLIN) {
 			uint64_t ticks;
 			if (read(sv->timerfd, &ticks, sizeof(ticks)) > 0 && !sv->child_exited) {
+				sv_attach_follow(sv);
 				note_reaped(sv, now);
 				if (!sv->child_exited) {
 					sv_take_sample(sv, now);
@@ -568,6 +578,10 @@ static void loop(struct sv *sv)
 		}
 		if (pfd[6].revents & (POLLIN | POLLHUP | POLLERR))
 			sv_term_input(sv);
+		if (pfd[7].revents & POLLIN)
+			sv_attach_follow(sv);   /* the log file moved */
+		if (pfd[8].revents & (POLLIN | POLLHUP | POLLERR))
+			note_reaped(sv, now);   /* the attached job ended */
 	}
 }
 
@@ -629,7 +643,8 @@ static void sv_init(struct sv *sv, struct store *st, const struct supervise_opts
 	sv->o = o;
 	sv->st = st;
 	sv->sigfd = sv->timerfd = sv->outfd = sv->errfd = sv->chanfd = sv->tracefd = sv->stepfd = -1;
-	sv->guard_fd = sv->guard_ack = -1;
+	sv->guard_fd = sv->guard_ack = sv->pidfd = -1;
+	sv->attached = o->attach_pid > 0;
 	sv->tee_pipe[0][0] = sv->tee_pipe[0][1] = sv->tee_pipe[1][0] = sv->tee_pipe[1][1] = -1;
 	sv->epoch = -1;
 	sv->peak = -1;
@@ -638,6 +653,8 @@ static void sv_init(struct sv *sv, struct store *st, const struct supervise_opts
 	linebuf_init(&sv->chan_lb, false);
 	sv->tty = o->status_line == 1 || (o->status_line < 0 && isatty(STDERR_FILENO));
 	sv_term_init(sv);
+	if (sv->attached)
+		sv->fg_job = false;   /* its terminal is not ours to hand over */
 }
 
 /* A process a stale run recorded (pid, its start time), and the process
@@ -710,7 +727,11 @@ static void find_resources(struct sv *sv)
 {
 	const struct supervise_opts *o = sv->o;
 	supervise_end_interrupted(sv->st);
-	if (o->use_cgroup) {
+	if (sv->attached) {
+		sv->have_cg = o->use_cgroup ? sv_attach_find_cgroup(sv) : false;
+		if (!o->use_cgroup)
+			snprintf(sv->no_cg_why, sizeof(sv->no_cg_why), "--no-cgroup");
+	} else if (o->use_cgroup) {
 		if (cgroup_create_job(&sv->cg, sv->no_cg_why, sizeof(sv->no_cg_why)) == 0)
 			sv->have_cg = true;
 	} else {
@@ -735,9 +756,12 @@ static int record_run_begin(struct sv *sv)
 	uint64_t limit = sv_projection_limit(o, &limit_source);
 	sv->near_limit_bytes = (double)limit * NEAR_LIMIT_FRACTION;
 	struct strbuf cmd = STRBUF_INIT;
-	command_json(&cmd, o->argv);
 	char cwd[PATH_MAX], host[256] = "";
-	if (!getcwd(cwd, sizeof(cwd)))
+	if (sv->attached)
+		sv_attach_describe(sv, &cmd, cwd, sizeof(cwd));
+	else
+		command_json(&cmd, o->argv);
+	if (!sv->attached && !getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "?");
 	gethostname(host, sizeof(host) - 1);
 	struct placement place;  /* its SLURM allocation, its rank in a job of several */
@@ -788,8 +812,8 @@ static struct sampler *make_sampler(const struct sv *sv)
 	const struct supervise_opts *o = sv->o;
 	struct sampler_config sc;
 	sampler_config_init(&sc);
-	sc.root_pid = getpid();
-	sc.exclude_root = true;
+	sc.root_pid = sv->attached ? o->attach_pid : getpid();
+	sc.exclude_root = !sv->attached;
 	sc.cgroup_dir = sv->have_cg ? sv->cg.dir : NULL;
 	sc.cgroup_version = sv->cg.version;
 	sc.nvml = sv->nvml;
@@ -817,8 +841,9 @@ static int prepare(struct sv *sv, sigset_t *oldmask)
 	if (setup_signals(sv, oldmask) < 0)
 		return -1;
 	find_resources(sv);
-	/* before we become a subreaper: the guard must be no descendant of ours */
-	if (sv_guard_start(sv) < 0)
+	/* before we become a subreaper: the guard must be no descendant of
+	 * ours. An attached job has neither: it is not ours to end. */
+	if (!sv->attached && sv_guard_start(sv) < 0)
 		warning("cannot start the job's guard: if leakproof is killed, the job may outlive it");
 	if (record_run_begin(sv) < 0)
 		return -1;
@@ -834,7 +859,7 @@ static int prepare(struct sv *sv, sigset_t *oldmask)
 		more.rlim_cur = more.rlim_max > 65536 ? 65536 : more.rlim_max;
 		sv->raised_nofile = more.rlim_cur > sv->nofile.rlim_cur && setrlimit(RLIMIT_NOFILE, &more) == 0;
 	}
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+	if (!sv->attached && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		warning("cannot become a child subreaper: orphaned workers may escape");
 	if (setup_timer(sv) < 0)
 		return -1;
@@ -861,6 +886,17 @@ static int run_segments(struct sv *sv, sigset_t *oldmask)
 	sv->t0_ns = mono_ns();
 	sv->last_flush_ns = sv->t0_ns;
 	sv->last_proc_ns = sv->t0_ns - PROC_SAMPLE_EVERY_NS;   /* per-process rows from the first sample */
+	if (sv->attached) {   /* one segment: watched until it ends or leakproof detaches */
+		if (sv_attach_begin(sv) < 0) {
+			record_failed_start(sv, LP_EXIT_FAILURE);
+			return LP_EXIT_FAILURE;
+		}
+		loop(sv);
+		sv_status_clear(sv);
+		sv_store_pending_steps(sv);
+		sv_attach_end_segment(sv);
+		return 0;
+	}
 	int rc = begin_segment(sv, oldmask);
 	if (rc) {
 		record_failed_start(sv, rc);
@@ -901,9 +937,9 @@ static void finish(struct sv *sv, struct supervise_result *out)
 
 	struct run_end re = {
 		.ended_at = wall_seconds(),
-		.exit_code = sv->exit_signal ? -1 : sv->exit_code,
-		.exit_signal = sv->exit_signal,
-		.status = "done",
+		.exit_code = sv->exit_signal || sv->attached ? -1 : sv->exit_code,
+		.exit_signal = sv->attached ? (sv->budget_killed ? SIGKILL : 0) : sv->exit_signal,
+		.status = sv->attached ? sv_attach_status(sv) : "done",
 		.step_source = sv->step_source,
 		.steps = sv->steps,
 		.bad_lines = sv->bad_lines,
@@ -916,14 +952,14 @@ static void finish(struct sv *sv, struct supervise_result *out)
 	store_flush(sv->st);
 	out->end = re;
 	out->outcome = SUPERVISE_ENDED;
-	out->exit_status = sv->exit_signal ? 128 + sv->exit_signal : sv->exit_code;
+	out->exit_status = sv->attached ? 0 : sv->exit_signal ? 128 + sv->exit_signal : sv->exit_code;
 }
 
 /* What is left: the job's cgroup (and anything still in it), the sampler,
  * tracing, NVML, our descriptors. The store stays open: it is the caller's. */
 static void release(struct sv *sv)
 {
-	if (sv->have_cg) {
+	if (sv->have_cg && !sv->attached) {   /* an attached job's cgroup is not ours */
 		cgroup_signal_all(&sv->cg, SIGKILL, 0);
 		sv_reap(sv);
 		cgroup_remove(&sv->cg);
@@ -934,6 +970,7 @@ static void release(struct sv *sv)
 	sampler_free(sv->sampler);
 	free(sv->pending);
 	sv_trace_release(sv);
+	sv_attach_release(sv);
 	nvml_close(sv->nvml);
 	int fds[] = { sv->sigfd, sv->timerfd, sv->outfd, sv->errfd, sv->chanfd, sv->tracefd,
 	              sv->tee_pipe[0][0], sv->tee_pipe[0][1], sv->tee_pipe[1][0], sv->tee_pipe[1][1] };

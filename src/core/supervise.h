@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/sample.h"
 #include "store/store.h"
@@ -49,6 +50,11 @@ struct supervise_opts {
 	                            * 0: none (--no-census) */
 	bool census_hook;          /* --census: start the census by a startup hook
 	                            * (a sitecustomize first on PYTHONPATH) */
+	/* `leakproof attach`: a job leakproof did not start (core/attach.c,
+	 * docs/internals/attach.md); argv, restart and tracing unused */
+	pid_t attach_pid;          /* its main process; 0: start argv instead */
+	const char *follow_log;    /* a log file it writes, followed as tail -F
+	                            * for --step-regex; NULL: none */
 };
 /* The census interval without --census (the client's own, once imported)
  * and with it: docs/internals/census.md. */
@@ -91,8 +97,16 @@ struct supervise_result {
 	                            * NULL; the caller records it again judged */
 };
 
+/* A process `leakproof attach` may watch: 0, or -1 with why it may not
+ * (no such process, a zombie, PID 1, leakproof itself or one of its
+ * ancestors: *denied false, a usage error; its /proc entries unreadable
+ * for this user: *denied true). */
+int supervise_attach_check(pid_t pid, bool *denied /* out */, char *why, size_t whysz);
+
 /*
- * Supervise the job o->argv to its end, recording it as a run in st (open;
+ * Supervise the job o->argv to its end (or, with o->attach_pid, watch that
+ * process until it ends or leakproof is told to stop: the end's status is
+ * then "ended" or "detached", see core/attach.c), recording it as a run in st (open;
  * the caller's, still open on return). Fills *out and returns
  * out->exit_status. On SUPERVISE_ENDED the caller judges the run (the
  * model of a run) and records the verdict with store_run_end().

@@ -630,15 +630,17 @@ static int resolve_dir(char *out, size_t outsz, const char *mount, const char *r
 	return 0;
 }
 
-/* Find the caller's v1 memory and v2 cgroup directories. Reasons for
- * what is missing go to why. The caller frees the result with free(). */
-static struct cg_paths *load_paths(struct strbuf *why)
+/* Find the v1 memory and v2 cgroup directories of process who ("self":
+ * the caller; else a pid). Reasons for what is missing go to why. The
+ * caller frees the result with free(). */
+static struct cg_paths *load_paths_of(const char *who, struct strbuf *why)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], rel[64];
 	struct cg_paths *p = xcalloc(1, sizeof(*p));
 	char *text;
 
-	if (!join_path(path, sizeof(path), proc_root, "self/cgroup") ||
+	snprintf(rel, sizeof(rel), "%s/cgroup", who);
+	if (!join_path(path, sizeof(path), proc_root, rel) ||
 	    !(text = read_text_file(path, PROC_CGROUP_CAP))) {
 		strbuf_addf(why, "cannot read '%s': %s; ", path, strerror(errno));
 		return p;
@@ -673,6 +675,11 @@ static struct cg_paths *load_paths(struct strbuf *why)
 		resolve_dir(p->v1_dir, sizeof(p->v1_dir), p->v1_mount, p->v1_root,
 		            p->v1_path, why, "v1");
 	return p;
+}
+
+static struct cg_paths *load_paths(struct strbuf *why)
+{
+	return load_paths_of("self", why);
 }
 
 /* ---- creating the job cgroup ----------------------------------------- */
@@ -1260,6 +1267,46 @@ int cgroup_read_events(const struct job_cgroup *cg, struct cgroup_events *out)
 		out->max = failcnt;
 	}
 	return 0;
+}
+
+/* ---- a process leakproof did not start -------------------------------- */
+
+int cgroup_of_process(pid_t pid, struct job_cgroup *out, char *why, size_t whysz)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char who[32];
+	snprintf(who, sizeof(who), "%d", (int)pid);
+	memset(out, 0, sizeof(*out));
+	struct cg_paths *p = load_paths_of(who, &sb);
+	int rc = -1;
+	/* the v1 memory controller where it is mounted (its usage and
+	 * events are what a memory cgroup is for), else v2 */
+	if (p->v1_dir[0] && strcmp(p->v1_path, "/")) {
+		out->version = 1;
+		snprintf(out->dir, sizeof(out->dir), "%s", p->v1_dir);
+		out->has_memory = true;
+		rc = 0;
+	} else if (p->v2_dir[0] && strcmp(p->v2_path, "/")) {
+		char probe[PATH_MAX];
+		out->version = 2;
+		snprintf(out->dir, sizeof(out->dir), "%s", p->v2_dir);
+		out->has_memory = join_path(probe, sizeof(probe), out->dir, "memory.current") && access(probe, R_OK) == 0;
+		rc = 0;
+	} else if (!sb.len) {
+		strbuf_addstr(&sb, "it is in the root cgroup");
+	}
+	if (rc < 0)
+		set_why(why, whysz, &sb);
+	else if (why && whysz)
+		why[0] = '\0';
+	strbuf_release(&sb);
+	free(p);
+	return rc;
+}
+
+int cgroup_each_proc(const struct job_cgroup *cg, void (*fn)(pid_t pid, void *ctx), void *ctx)
+{
+	return for_each_proc(cg->dir, fn, ctx);
 }
 
 /* ---- the caller's own limit ------------------------------------------ */

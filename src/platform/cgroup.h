@@ -67,6 +67,16 @@ int cgroup_nprocs(const struct job_cgroup *cg);
  * an already removed cgroup is success. */
 int cgroup_remove(const struct job_cgroup *cg);
 
+/* The cgroup process pid is in (a process leakproof did not start): its
+ * v1 memory cgroup where that controller is mounted on v1, else its v2
+ * cgroup (has_memory when memory.current is there). -1 quietly, with the
+ * reason in why, when it is in the root cgroup or none can be found.
+ * Whether the cgroup is the process's own (not a session's, shared with
+ * others) is the caller's to judge, e.g. with cgroup_each_proc(). */
+int cgroup_of_process(pid_t pid, struct job_cgroup *out, char *why, size_t whysz);
+/* Every pid in cg's cgroup.procs through fn; how many, or -1 with errno. */
+int cgroup_each_proc(const struct job_cgroup *cg, void (*fn)(pid_t pid, void *ctx), void *ctx);
+
 /* The memory limit in force for the caller (the smallest limit of its own
  * cgroup and its ancestors); 0 when unlimited or unknown. */
 uint64_t cgroup_self_limit(void);

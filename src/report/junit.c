@@ -29,6 +29,15 @@
 static bool run_failed(const struct run_summary *s, char *outcome, size_t outsz)
 {
 	report_fmt_outcome(outcome, outsz, &s->run);
+	/* an attached job (`leakproof attach`): its exit status is unknown, or
+	 * it went on; failed only when the evidence says the OOM killer ended it */
+	if (!strcmp(s->run.status, "ended") || !strcmp(s->run.status, "detached")) {
+		const char *cause = s->nsegments ? s->segments[s->nsegments - 1].cause : "";
+		if (strcmp(cause, "oom-kill"))
+			return false;
+		snprintf(outcome, outsz, "ended by the OOM killer");
+		return true;
+	}
 	return strcmp(outcome, "exited 0") && strcmp(outcome, "running");
 }
 

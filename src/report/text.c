@@ -161,6 +161,16 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 	for (size_t i = 0; i < s->nevents; i++)
 		if (!strcmp(s->events[i].kind, "peak-rss") || !strcmp(s->events[i].kind, "steps-dropped"))
 			strbuf_addf(sb, "  note      %s\n", s->events[i].detail ? s->events[i].detail : "");
+	/* a job leakproof did not start (`leakproof attach`): which, since when */
+	for (size_t i = 0; i < s->nevents; i++)
+		if (!strcmp(s->events[i].kind, "attach") && s->events[i].detail) {
+			const char *d = s->events[i].detail, *cut = strstr(d, "; started_at=");
+			char what[400];
+			snprintf(what, sizeof(what), "%.*s", cut ? (int)(cut - d) : (int)strlen(d), d);
+			strbuf_addstr(sb, "  attached  to ");
+			render_add_clean(sb, what);
+			strbuf_addch(sb, '\n');
+		}
 
 	struct strbuf where = STRBUF_INIT;
 	if (report_add_placement(&where, &s->run))

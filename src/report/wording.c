@@ -87,6 +87,10 @@ char *report_fmt_outcome(char *buf, size_t bufsz, const struct run_row *r)
 		snprintf(buf, bufsz, "failed to start (exit %d)", r->exit_code);
 	else if (!strcmp(r->status, "interrupted"))
 		snprintf(buf, bufsz, "interrupted");
+	else if (!strcmp(r->status, "detached"))   /* leakproof attach, told to stop */
+		snprintf(buf, bufsz, "detached (leakproof stopped watching; the job went on)");
+	else if (!strcmp(r->status, "ended"))      /* leakproof attach: not its parent */
+		snprintf(buf, bufsz, "ended, exit status unknown");
 	else if (r->exit_signal && (abbrev = signal_abbrev(r->exit_signal)))
 		snprintf(buf, bufsz, "killed by signal %d (%s)", r->exit_signal, abbrev);
 	else if (r->exit_signal)

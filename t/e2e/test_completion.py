@@ -14,7 +14,7 @@ import pytest
 
 COMPLETION = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                           "completion", "leakproof.bash")
-COMMANDS = ["run", "report", "ls", "sweep", "top", "judge"]
+COMMANDS = ["run", "attach", "report", "ls", "sweep", "top", "judge"]
 
 SCRIPT = r'''
 source "$1" || exit 99
@@ -178,3 +178,9 @@ def test_the_jobs_command_after_the_double_dash(lp):
     assert complete(lp, "run", "--", "python3", "tra") == ["train.py"]
     # options after -- belong to the job: nothing of leakproof's
     assert "--max-mem" not in complete(lp, "run", "--", "python3", "--")
+
+
+def test_attach_offers_the_callers_pids(lp):
+    me = str(os.getpid())
+    assert me in complete(lp, "attach", me[:-1])
+    assert "--log" in complete(lp, "attach", "--l")

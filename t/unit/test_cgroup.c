@@ -492,6 +492,40 @@ static void test_fixture_missing_files(void)
 	CHECK_EQ_INT(cgroup_nprocs(&cg), -1);
 }
 
+/* cgroup_of_process(): another process's cgroup, read from PROC/PID/cgroup
+ * and resolved through our mounts; the root cgroup is none of its own. */
+static void counted(pid_t pid, void *ctx)
+{
+	*(long long *)ctx += pid;
+}
+
+static void test_cgroup_of_process(void)
+{
+	struct job_cgroup cg;
+	char why[256];
+	long long sum = 0;
+
+	proc_root_for_tree("tree-v2");
+	char dir[PATH_MAX + 16];
+	fmt(dir, sizeof(dir), "%s/4242", scratch);
+	mkdir(dir, 0755);
+	fmt(dir, sizeof(dir), "%s/4243", scratch);
+	mkdir(dir, 0755);
+	scratch_file("4242/cgroup", "0::/user.slice/user-1000.slice/user@1000.service/app.slice/run.scope\n");
+	scratch_file("4243/cgroup", "0::/\n");
+	CHECK_EQ_INT(cgroup_of_process(4242, &cg, why, sizeof(why)), 0);
+	CHECK_EQ_INT(cg.version, 2);
+	CHECK(strstr(cg.dir, "/tree-v2/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/run.scope") != NULL);
+	CHECK(cg.has_memory);
+	CHECK_EQ_INT(cgroup_each_proc(&cg, counted, &sum), 2);
+	CHECK_EQ_INT(sum, 4242 + 4243);
+	CHECK_EQ_INT(cgroup_of_process(4243, &cg, why, sizeof(why)), -1);   /* the root: nobody's own */
+	CHECK(strstr(why, "root cgroup") != NULL);
+	CHECK_EQ_INT(cgroup_of_process(4244, &cg, why, sizeof(why)), -1);   /* no such process */
+	CHECK(strstr(why, "4244/cgroup") != NULL);
+	remove_scratch();
+}
+
 static void test_self_limit_unknown(void)
 {
 	make_scratch();
@@ -913,6 +947,7 @@ TEST_MAIN("cgroup",
 	TEST(test_fixture_v2_reads),
 	TEST(test_fixture_missing_files),
 	TEST(test_self_limit_unknown),
+	TEST(test_cgroup_of_process),
 	TEST(test_create_fallbacks),
 	TEST(test_create_v2_scratch),
 	TEST(test_real_job),

@@ -1,0 +1,317 @@
+/*
+ * attach.c — `leakproof attach PID`: watch a job that is already running,
+ * one leakproof did not start, as `run` watches its own: the same sampler,
+ * budgets, store and summary (core/supervise.c driven with the pid; what
+ * differs is core/attach.c). In phases: parse the options, check the pid,
+ * open the store, watch, judge the stored run and print the summary.
+ */
+static const char usage[] =
+"usage: leakproof attach [options] PID\n"
+"\n"
+"Watch the job whose main process is PID, already running (started from a\n"
+"notebook, a scheduler, another shell), as `leakproof run` watches its own:\n"
+"sample the memory of its process tree (and of its cgroup when it has one of\n"
+"its own), mark its steps, enforce a budget, and say at the end whether its\n"
+"memory leaks. Nothing is stopped or traced: all it reads is /proc, the\n"
+"cgroup tree and the job's log file. The run is stored like any other, for\n"
+"`leakproof ls` and `report`, marked attached.\n"
+"\n"
+"options:\n"
+"  -i, --interval DUR     sampling interval: 100ms (default), 1ms, 0.5s, ...\n"
+"  -m, --measure M        what the verdict judges: pss (default), rss, uss,\n"
+"                         cgroup (only when the job has a cgroup of its own), gpu\n"
+"      --log FILE         a log file the job writes: followed as `tail -F`\n"
+"                         does (from its end; a new file at the path, or one\n"
+"                         truncated, is read from its start); with\n"
+"  -r, --step-regex RE    a line of it matching RE ends a step; group 1, if\n"
+"                         any, is the step number. Without steps, growth is\n"
+"                         judged per second\n"
+"  -s, --store PATH       the store (default $LEAKPROOF_STORE, else\n"
+"                         ./.leakproof/leakproof.db)\n"
+"      --max-mem SIZE     the job's memory budget: 512M, 12G, 80%; enforced by\n"
+"                         leakproof at each sample (the job's cgroup is not\n"
+"                         leakproof's to limit): at the soft limit the stop\n"
+"                         signal, SIGKILL after --grace; past the budget\n"
+"                         SIGKILL (cause budget-kill)\n"
+"      --soft-limit SIZE  where the stop signal is sent: 90% of the budget by\n"
+"                         default; SIZE or a percentage of --max-mem\n"
+"      --stop-signal SIG  what asks the job to stop: TERM (default), INT, ...\n"
+"      --grace DUR        from the stop signal to SIGKILL (default 30s)\n"
+"      --no-cgroup        do not measure the job's cgroup even when it is its own\n"
+"      --no-status-line   no live status line (drawn on stderr when it is a\n"
+"                         terminal: step, steps/s, memory, growth per step)\n"
+"  -q, --quiet            no summary at the end\n"
+"  -h, --help             this help\n"
+"\n"
+"Ctrl-C, SIGINT or SIGTERM to leakproof ends the watching, never the job\n"
+"(unless a budget asked it to stop: then it is killed): the run is stored as\n"
+"detached, with everything seen until then. When the job ends, its exit\n"
+"status cannot be known (leakproof is not its parent): the end is recorded\n"
+"from evidence, an OOM kill in its cgroup's memory.events or the kernel's\n"
+"log, else as \"ended, status unknown\". A pid used again by another program\n"
+"while attached is noticed (its start time is checked at each sample) and\n"
+"never followed.\n"
+"\n"
+"Restart options (--restart, --max-restarts) and --trace, --census are\n"
+"refused: leakproof did not start the job, and does not know its environment.\n"
+"\n"
+"exit status: 0 once the run is stored (whatever the job did); 124 for a\n"
+"usage error, or a pid that cannot be watched (none, a zombie, PID 1,\n"
+"leakproof itself or its ancestor); 125 when leakproof itself fails, or may\n"
+"not read the process (another user's).\n";
+
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "core/analyze.h"
+#include "core/scan.h"
+#include "core/supervise.h"
+#include "model/summary.h"
+#include "platform/cgroup.h"
+#include "report/report.h"
+#include "store/store.h"
+#include "store/sweeps.h"
+#include "util/util.h"
+
+enum {
+	OPT_MAX_MEM = 256, OPT_SOFT_LIMIT, OPT_STOP_SIGNAL, OPT_GRACE, OPT_LOG, OPT_NO_CGROUP,
+	OPT_NO_STATUS_LINE, OPT_REFUSED,
+};
+
+#define usage_error(...) cmd_usage_error("attach", __VA_ARGS__)
+
+static const struct option longopts[] = {
+	{ "interval", required_argument, NULL, 'i' },
+	{ "measure", required_argument, NULL, 'm' },
+	{ "step-regex", required_argument, NULL, 'r' },
+	{ "store", required_argument, NULL, 's' },
+	{ "log", required_argument, NULL, OPT_LOG },
+	{ "max-mem", required_argument, NULL, OPT_MAX_MEM },
+	{ "soft-limit", required_argument, NULL, OPT_SOFT_LIMIT },
+	{ "stop-signal", required_argument, NULL, OPT_STOP_SIGNAL },
+	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ "no-cgroup", no_argument, NULL, OPT_NO_CGROUP },
+	{ "no-status-line", no_argument, NULL, OPT_NO_STATUS_LINE },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	/* `run`'s options that make no sense for a job leakproof did not start */
+	{ "restart", required_argument, NULL, OPT_REFUSED },
+	{ "max-restarts", required_argument, NULL, OPT_REFUSED },
+	{ "trace", no_argument, NULL, OPT_REFUSED },
+	{ "trace-mean", required_argument, NULL, OPT_REFUSED },
+	{ "census", optional_argument, NULL, OPT_REFUSED },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct attach_args {
+	struct supervise_opts o;
+	const char *store_opt, *max_mem, *soft;
+	bool quiet, help;
+};
+
+/* "TERM", "SIGTERM", "15": the number, or -1. */
+static int parse_signal(const char *s)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (end != s && !*end)
+		return v > 0 && v < NSIG && v != SIGKILL && v != SIGSTOP ? (int)v : -1;
+	if (!strncasecmp(s, "SIG", 3))
+		s += 3;
+	for (int i = 1; i < NSIG; i++) {
+		const char *name = sigabbrev_np(i);
+		if (name && !strcasecmp(name, s))
+			return i == SIGKILL || i == SIGSTOP ? -1 : i;
+	}
+	return -1;
+}
+
+static int take_option(struct attach_args *a, int c, const char *arg, const char *word)
+{
+	struct supervise_opts *o = &a->o;
+	switch (c) {
+	case 'i':
+		if (parse_duration_ns(arg, &o->interval_ns) < 0)
+			return LP_EXIT_USAGE;
+		if (o->interval_ns < 100000 || o->interval_ns > 3600LL * 1000000000LL)
+			return usage_error("--interval '%s' is out of range (100us to 1h)", arg);
+		break;
+	case 'm':
+		if (measure_parse(arg, &o->measure) < 0)
+			return usage_error("unknown --measure '%s' (use pss, rss, uss, cgroup or gpu)", arg);
+		break;
+	case 'r':
+		o->step_regex = arg;
+		break;
+	case 's':
+		a->store_opt = arg;
+		break;
+	case OPT_LOG:
+		o->follow_log = arg;
+		break;
+	case OPT_MAX_MEM:
+		a->max_mem = arg;
+		break;
+	case OPT_SOFT_LIMIT:
+		a->soft = arg;
+		break;
+	case OPT_STOP_SIGNAL:
+		if ((o->stop_signal = parse_signal(arg)) <= 0)
+			return usage_error("--stop-signal '%s' is not a signal that can ask a job to stop (TERM, INT, USR1, ...)",
+			                   arg);
+		break;
+	case OPT_GRACE:
+		if (parse_duration_ns(arg, &o->grace_ns) < 0)
+			return LP_EXIT_USAGE;
+		break;
+	case OPT_NO_CGROUP:
+		o->use_cgroup = false;
+		break;
+	case OPT_NO_STATUS_LINE:
+		o->status_line = 0;
+		break;
+	case OPT_REFUSED:
+		return usage_error("'--%s' is not for `leakproof attach`: leakproof did not start the job, and does not "
+		                   "know the environment it was started with (use `leakproof run` for that)", word);
+	case 'q':
+		a->quiet = true;
+		break;
+	}
+	return 0;
+}
+
+static int parse_options(int argc, char **argv, struct attach_args *a)
+{
+	int c, li = -1;
+	memset(a, 0, sizeof(*a));
+	supervise_opts_init(&a->o);
+	a->o.no_pty = true;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":i:m:r:s:qh", longopts, &li)) != -1) {
+		if (c == 'h') {
+			a->help = true;
+			return 0;
+		}
+		if (c == ':')
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
+		if (c == '?')
+			return usage_error("unknown option '%s'", argv[optind - 1]);
+		int rc = take_option(a, c, optarg, c == OPT_REFUSED && li >= 0 ? longopts[li].name : "");
+		li = -1;
+		if (rc)
+			return rc;
+	}
+	if (optind >= argc)
+		return usage_error("%s", "no pid given: leakproof attach [options] PID");
+	if (optind + 1 < argc)
+		return usage_error("one pid only: '%s' after '%s'", argv[optind + 1], argv[optind]);
+	long long pid;
+	if (cmd_parse_int(argv[optind], 1, 0x7fffffff, &pid) < 0)
+		return usage_error("'%s' is not a process id", argv[optind]);
+	a->o.attach_pid = (pid_t)pid;
+	return 0;
+}
+
+static int validate(struct attach_args *a)
+{
+	struct supervise_opts *o = &a->o;
+	if (a->max_mem) {
+		uint64_t whole = cgroup_self_limit();
+		if (!whole) {
+			long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+			whole = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+		}
+		if (parse_size(a->max_mem, whole, &o->max_mem_bytes) < 0)
+			return LP_EXIT_USAGE;
+		if (o->max_mem_bytes < SIZE_BUDGET_MIN)
+			return usage_error("--max-mem '%s' is below 1M: no job fits in it (a unit is missing? 1G, 512M)",
+			                   a->max_mem);
+	}
+	if (a->soft) {
+		if (strchr(a->soft, '%') && !o->max_mem_bytes)
+			return usage_error("--soft-limit '%s' is a percentage of --max-mem, which is not set", a->soft);
+		if (parse_size(a->soft, o->max_mem_bytes, &o->soft_limit_bytes) < 0)
+			return LP_EXIT_USAGE;
+		if (o->soft_limit_bytes < SIZE_BUDGET_MIN || (o->max_mem_bytes && o->soft_limit_bytes > o->max_mem_bytes))
+			return usage_error("--soft-limit '%s' must be at least 1M and at most --max-mem", a->soft);
+	}
+	if (o->step_regex && !o->follow_log)
+		return usage_error("%s", "--step-regex needs --log FILE: leakproof does not see an attached job's output");
+	if (o->follow_log && !o->step_regex)
+		return usage_error("%s", "--log needs --step-regex RE: the lines that end a step");
+	if (o->step_regex && !(o->step_re = step_regex_new(o->step_regex, "--step-regex")))
+		return LP_EXIT_USAGE;
+	return 0;
+}
+
+/* Judge the stored run, record the verdict with the end, print the summary
+ * (as `run` does). */
+static void judge_and_print(struct store *st, const struct supervise_result *res, bool quiet)
+{
+	struct run_summary sum;
+	if (run_summary_load(st, res->run_id, -1, &sum) != 0)
+		return;
+	struct run_end re = res->end;
+	re.verdict = verdict_name(sum.a.verdict);
+	re.growth_bytes_per_step = sum.a.slope;
+	store_run_end(st, res->run_id, &re);
+	double q[5];
+	for (int i = 0; i < 5; i++)
+		q[i] = sum.a.points >= 2 ? sum.a.q[i] : NAN;
+	store_run_set_summary(st, res->run_id, q, sum.steps_per_second);
+	store_flush(st);
+	if (!quiet)
+		report_write(&sum, REPORT_TEXT, stderr);
+	run_summary_release(&sum);
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	struct attach_args a;
+	int status = parse_options(argc, argv, &a);
+	if (status || a.help) {
+		if (a.help)
+			fputs(usage, stdout);
+		return status;
+	}
+	status = validate(&a);
+	if (status == 0) {
+		bool denied;
+		char why[400];
+		if (supervise_attach_check(a.o.attach_pid, &denied, why, sizeof(why)) < 0) {
+			if (denied)
+				error("cannot attach: %s", why);
+			else
+				usage_error("cannot attach: %s", why);
+			status = denied ? LP_EXIT_FAILURE : LP_EXIT_USAGE;
+		}
+	}
+	const char *store_path = status ? NULL : store_default_path(a.store_opt);
+	if (store_path && store_check_target(store_path) < 0)
+		status = LP_EXIT_USAGE;
+	if (status) {
+		step_regex_free(a.o.step_re);
+		return status;
+	}
+	supervise_std_fds();
+	struct store *st = store_open(store_path);
+	if (!st) {
+		step_regex_free(a.o.step_re);
+		return LP_EXIT_FAILURE;
+	}
+	struct supervise_result res;
+	status = supervise(st, &a.o, &res);
+	if (res.outcome == SUPERVISE_ENDED)
+		judge_and_print(st, &res, a.quiet);
+	store_close(st);
+	step_regex_free(a.o.step_re);
+	return status;
+}
