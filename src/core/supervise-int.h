@@ -50,6 +50,8 @@
                                             * (the OOM flight recorder's last steps) */
 #define STATUS_EVERY_NS (NS_PER_S / 4)     /* live status line redraws */
 #define LIVE_RING 64                       /* steps kept for the live growth estimate */
+#define CENSUS_HOOKS_MAX 16                /* processes whose census hook can be woken */
+#define CENSUS_WAKE_RING 64                /* samples judged to wake the census */
 #define GUARD_ALSO_MAX 64                  /* processes outside the job's group the guard knows */
 
 struct store;
@@ -159,7 +161,27 @@ struct sv {
 	double ring_x[LIVE_RING], ring_y[LIVE_RING];
 	size_t ring_n;
 	double first_step_t;
+
+	/* the object census (census_wake.c): the processes whose dormant
+	 * startup hook said its pid, the memory judged to wake them */
+	pid_t census_pids[CENSUS_HOOKS_MAX];
+	size_t ncensus_pids;
+	bool census_woken;                     /* SIGURG sent (once) */
+	int64_t census_lines;                  /* censuses received */
+	int64_t census_hooks;                  /* hooks that said their pid */
+	struct census_wake {
+		double x[CENSUS_WAKE_RING], y[CENSUS_WAKE_RING];
+		size_t n;
+		double spacing_s;              /* between two points kept */
+		double judged_t;
+	} wake;
 };
+
+/* census_wake.c: a dormant census hook in process pid (from its
+ * `census 0 * hook=PID` line); the latest sample (seconds since the start,
+ * bytes of the measure): wakes the hooks when the memory turns to growth. */
+void sv_census_hook(struct sv *sv, int64_t pid);
+void sv_census_watch(struct sv *sv, double t, double v);
 
 /* Seconds since the run began, for the store's timestamps. */
 static inline double sv_now_t(const struct sv *sv, int64_t now_ns)
