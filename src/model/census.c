@@ -148,6 +148,10 @@ static void judge_type(struct census_report *r, struct census_row *const *rows, 
 		if (n - from >= 2)
 			c->bytes_growth = theil_sen(x + from, yb + from, n - from, NULL, NULL);
 	}
+	if (census_type_is_held(c->type) && !(c->bytes_growth >= CENSUS_HELD_MIN_ITEM_BYTES * c->growth)) {
+		r->ngrowing--;          /* a list of numbers: no memory to speak of */
+		return;
+	}
 	c->last_count = rows[n - 1]->count;
 	c->last_bytes = rows[n - 1]->bytes;
 	for (size_t i = n; i-- > 0;)
@@ -173,34 +177,46 @@ bool census_type_is_held(const char *type)
 	return held_element(type) != NULL;
 }
 
-/* A growing container that a growing type already names as its holder (or
- * whose elements are a growing type that has none) is the same finding:
- * the type keeps it, with the container's name. */
+/* A growing container that a growing type already names as its holder is
+ * the same finding: a type of tensors or arrays keeps it (it has their
+ * bytes), a plain type gives it up to the container (whose length is
+ * exact, where the type's count mixes in every other object of that type).
+ * A type with no holder whose objects a growing container holds is the
+ * same finding too: the container keeps it. */
 static void merge_held(struct census_report *r)
 {
+	bool *drop = xcalloc(r->ngrowing + 1, sizeof(bool));
+	for (size_t i = 0; i < r->ngrowing; i++) {
+		const struct census_type *c = &r->growing[i];
+		const char *elem = held_element(c->type);
+		if (!elem || !c->holder)
+			continue;
+		for (size_t j = 0; j < r->ngrowing; j++) {
+			const struct census_type *t = &r->growing[j];
+			if (held_element(t->type) || drop[j])
+				continue;
+			if (t->holder && !strcmp(t->holder, c->holder)) {
+				if (isfinite(t->bytes_growth)) {    /* tensors, arrays */
+					drop[i] = true;
+					break;
+				}
+				drop[j] = true;
+				continue;
+			}
+			if (!t->holder && !strcmp(t->type, elem))
+				drop[j] = true;
+		}
+	}
 	size_t k = 0;
 	for (size_t i = 0; i < r->ngrowing; i++) {
-		struct census_type *c = &r->growing[i];
-		const char *elem = held_element(c->type);
-		bool merged = false;
-		for (size_t j = 0; elem && c->holder && j < r->ngrowing && !merged; j++) {
-			struct census_type *t = &r->growing[j];
-			if (held_element(t->type))
-				continue;
-			if (t->holder && !strcmp(t->holder, c->holder))
-				merged = true;
-			else if (!t->holder && !strcmp(t->type, elem)) {
-				t->holder = xstrdup(c->holder);
-				merged = true;
-			}
-		}
-		if (merged) {
-			free(c->holder);
+		if (drop[i]) {
+			free(r->growing[i].holder);
 			continue;
 		}
-		r->growing[k++] = *c;
+		r->growing[k++] = r->growing[i];
 	}
 	r->ngrowing = k;
+	free(drop);
 }
 
 int census_report_load(struct store *st, int64_t run_id, size_t steps, double duration_s,

@@ -34,6 +34,11 @@
  * it, ELEMENT the key of what it holds); its count is its length, its
  * bytes an estimate of what it holds, its holder its name. */
 #define CENSUS_HELD_PREFIX "held#"
+/* A container grows as a finding when each item it gains holds this many
+ * bytes or more (its estimate): a list of floats (24 bytes each, the
+ * loss.item() of each step) is no leak to speak of; a dict, an array, a
+ * tensor, a list of a few values are. */
+#define CENSUS_HELD_MIN_ITEM_BYTES 64.0
 
 /* One type of the census that grows. */
 struct census_type {

@@ -16,6 +16,9 @@ hook.
     cache      an unbounded functools.cache `features(i)` of numpy arrays
     bounded    functools.lru_cache(maxsize=32) `features(i)`: full after 32
                steps, never growing after
+    odd        as arrays, with classes that trouble a census: one whose
+               metaclass makes it unhashable, one whose __module__ is no
+               string, many instances of each
     --steps N, --sleep S (seconds after each step), --client (mark steps)
 
 Prints "done N" at the end.
@@ -26,7 +29,7 @@ import sys
 import time
 
 ap = argparse.ArgumentParser()
-ap.add_argument("kind", choices=("torch", "arrays", "classlog", "attr", "closure", "cache", "bounded"))
+ap.add_argument("kind", choices=("torch", "arrays", "classlog", "attr", "closure", "cache", "bounded", "odd"))
 ap.add_argument("--steps", type=int, default=300)
 ap.add_argument("--sleep", type=float, default=0.02)
 ap.add_argument("--item", action="store_true")
@@ -56,6 +59,22 @@ class Trainer:
 
     def see(self, x):
         self.seen.append(x)
+
+
+class Unhashable(type):
+    def __eq__(cls, other):             # and so no __hash__: its classes are unhashable
+        return cls is other
+
+
+class Odd(metaclass=Unhashable):
+    pass
+
+
+class NoModule:
+    __module__ = property(lambda self: 1 / 0)
+
+
+odd = []
 
 
 def make_remember():
@@ -115,8 +134,10 @@ def main():
         print("done %d" % torch_job(), flush=True)
         return
     for i in range(args.steps):
-        if args.kind == "arrays":
+        if args.kind in ("arrays", "odd"):
             frames.append(np.full(1024, float(i)))
+            if args.kind == "odd" and i < 200:
+                odd.extend((Odd(), NoModule()))
         elif args.kind == "classlog":
             Recorder.log.append({"step": i, "loss": 1.0 / (i + 1), "lr": 0.1})
         elif args.kind == "attr":
