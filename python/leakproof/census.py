@@ -801,7 +801,7 @@ def _where(mod, name):
 def _name_of(c, ignore, depth=0):
     """How c (a container) can be reached by name: 'history in train.py
     (module __main__)', 'Trainer.outputs (an attribute, module __main__)',
-    'local cache of step() at train.py:42'; None when no name is found."""
+    'local cache of step() in train.py'; None when no name is found."""
     refs = gc.get_referrers(c)
     try:
         for r in refs:
@@ -843,15 +843,16 @@ def _name_of(c, ignore, depth=0):
 
 
 def _local_name(c):
-    """'local NAME of FUNCTION() at FILE:LINE' for c held by a running frame."""
+    """'local NAME of FUNCTION() in FILE' for c held by a running frame (no
+    line: the name stays the same from one census to the next)."""
     for f in list(sys._current_frames().values()):
         while f is not None:
             if not _own_frame(f) and f.f_code.co_name != "<module>":
                 try:
                     for k, v in f.f_locals.items():
                         if v is c:
-                            return "local %s of %s() at %s:%d" % (
-                                k, f.f_code.co_name, os.path.basename(f.f_code.co_filename), f.f_lineno)
+                            return "local %s of %s() in %s" % (
+                                k, f.f_code.co_name, os.path.basename(f.f_code.co_filename))
                 except Exception:
                     pass
             f = f.f_back

@@ -12,6 +12,8 @@ machine still gets the points a judgment needs; the defaults (5 s, 1%) are
 measured by bench/census_cost.
 """
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -58,7 +60,7 @@ def test_census_with_item_finds_nothing_growing(lp):
 
 
 @pytest.mark.parametrize("scope, holder", [
-    ("local", "list local history_local of main() at census_train.py:"),
+    ("local", "list local history_local of main() in census_train.py"),
     ("attr", "list Trainer.history (an attribute, module __main__)"),
 ])
 def test_census_names_locals_and_attributes(lp, scope, holder):
@@ -266,3 +268,52 @@ def test_census_flag_ignored_by_python_is_said(lp, flag):
     assert "--census: no census ran" in r.err and "-I, -E or -S" in r.err, r
     text = lp.report(fmt="text")
     assert "no census ran" in text or "no census ran" in json.dumps(lp.report()), text
+
+
+# ---- the client's census alone, in a process without a supervisor ----
+
+CLIENT_ALONE = r'''
+import json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+from leakproof import census
+lines = []
+c = census.Census(lines.append, 5.0)
+class Unhashable(type):
+    def __eq__(cls, other):
+        return cls is other
+class Odd(metaclass=Unhashable):
+    pass
+class NoModule:
+    __module__ = property(lambda self: 1 / 0)
+keep = [Odd() for _ in range(50)] + [NoModule() for _ in range(50)]
+log = []
+t0 = time.monotonic()
+while time.monotonic() - t0 < 4:
+    log.append(bytes(300))
+    for _ in range(2000):
+        sum(range(20))
+    c.at_step()
+print(json.dumps({"elapsed": time.monotonic() - t0, "cost": c.total_cost_s, "censuses": c.seq,
+                  "fulls": c.fulls, "lines": lines}))
+'''
+
+
+def test_census_schedule_front_loaded_within_budget(lp):
+    """Censuses come from a quarter of a second on, and their cost stays
+    within 1 % of the time since the census started, at the end and so at
+    every census; a class that is unhashable or whose __module__ raises
+    does not empty the census; a list of bytes at module level is named."""
+    r = subprocess.run([lp.py, "-c", CLIENT_ALONE, str(lp.repo / "python")], capture_output=True,
+                       text=True, timeout=120, env={k: v for k, v in os.environ.items()
+                                                    if not k.startswith("LEAKPROOF")})
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["censuses"] >= 8, out["censuses"]
+    assert out["fulls"] >= 1, out
+    assert out["cost"] <= 0.01 * out["elapsed"] + 0.002, out
+    types = {line.split()[2] for line in out["lines"]}
+    assert "__main__.Odd" in types and "dict" in types, sorted(types)
+    held = [line for line in out["lines"] if " held#" in line and line.endswith("list log in __main__ (module __main__)")]
+    assert held, [line for line in out["lines"] if "held#" in line]
+    first = int(held[0].split()[3])
+    assert int(held[-1].split()[3]) > first, held
