@@ -3,14 +3,15 @@
  * turns to growth (docs/internals/census.md, "When it runs"). Part of the
  * supervisor (supervise-int.h).
  *
- * Without --census, a Python job gets the census's startup hook dormant: it
- * says its pid on the channel (`census 0 * hook=PID`) and waits for
- * SIGURG, costing nothing. Here the supervisor keeps the job's memory,
- * sampled on its tick, in a ring that halves its resolution when full (so
- * it spans the whole run), judges it as the verdict would (core/analyze.c),
- * and when the verdict turns to leak sends SIGURG, once, to each process
- * whose hook said its pid. Times in seconds since the run began, memory in
- * bytes.
+ * Without --census, a Python job gets the census's startup hook dormant: a
+ * handler for SIGURG (whose default action is to ignore it), costing
+ * nothing. Here the supervisor keeps the job's memory, sampled on its tick,
+ * in a ring that halves its resolution when full (so it spans the whole
+ * run), judges it as the verdict would (core/analyze.c), and when the
+ * verdict turns to leak sends SIGURG, once, to each process of the job.
+ * With --census the hook says its pid instead (`census 0 * hook=PID`): at
+ * the end, no census and no hook means Python skipped the hook. Times in
+ * seconds since the run began, memory in bytes.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <sys/types.h>
 
 #include "core/analyze.h"
+#include "core/sampler.h"
 #include "core/supervise-int.h"
 #include "store/store.h"
 
@@ -28,20 +30,14 @@
 
 void sv_census_hook(struct sv *sv, int64_t pid)
 {
+	(void)pid;
 	sv->census_hooks++;
-	if (pid <= 1 || pid > INT32_MAX || sv->census_woken || sv->o->census_hook)
-		return;
-	for (size_t i = 0; i < sv->ncensus_pids; i++)
-		if (sv->census_pids[i] == (pid_t)pid)
-			return;
-	if (sv->ncensus_pids < CENSUS_HOOKS_MAX)
-		sv->census_pids[sv->ncensus_pids++] = (pid_t)pid;
 }
 
 void sv_census_watch(struct sv *sv, double t, double v)
 {
 	struct census_wake *w = &sv->wake;
-	if (sv->census_woken || !sv->ncensus_pids || !(v > 0))
+	if (sv->census_woken || sv->o->census_ns <= 0 || sv->o->census_hook || !(v > 0))
 		return;
 	if (w->n && t - w->x[w->n - 1] < w->spacing_s)
 		return;
@@ -69,12 +65,13 @@ void sv_census_watch(struct sv *sv, double t, double v)
 	if (a.verdict != VERDICT_LEAK || a.window_x < WAKE_MIN_WINDOW_S)
 		return;
 	sv->census_woken = true;
-	size_t sent = 0;
-	for (size_t i = 0; i < sv->ncensus_pids; i++)
-		if (kill(sv->census_pids[i], SIGURG) == 0)
+	const struct proc_mem *pm;
+	size_t n = sampler_procs(sv->sampler, &pm), sent = 0;
+	for (size_t i = 0; i < n; i++)
+		if (pm[i].pid > 0 && kill(pm[i].pid, SIGURG) == 0)
 			sent++;
 	char d[400];
-	snprintf(d, sizeof(d), "memory grows (%s): object census woken in %zu process%s", a.reason, sent,
+	snprintf(d, sizeof(d), "memory grows (%s): SIGURG to %zu process%s to wake the object census", a.reason, sent,
 	         sent == 1 ? "" : "es");
 	store_add_event(sv->st, sv->run_id, t, "census", d);
 }

@@ -50,7 +50,6 @@
                                             * (the OOM flight recorder's last steps) */
 #define STATUS_EVERY_NS (NS_PER_S / 4)     /* live status line redraws */
 #define LIVE_RING 64                       /* steps kept for the live growth estimate */
-#define CENSUS_HOOKS_MAX 16                /* processes whose census hook can be woken */
 #define CENSUS_WAKE_RING 64                /* samples judged to wake the census */
 #define GUARD_ALSO_MAX 64                  /* processes outside the job's group the guard knows */
 
@@ -162,13 +161,11 @@ struct sv {
 	size_t ring_n;
 	double first_step_t;
 
-	/* the object census (census_wake.c): the processes whose dormant
-	 * startup hook said its pid, the memory judged to wake them */
-	pid_t census_pids[CENSUS_HOOKS_MAX];
-	size_t ncensus_pids;
+	/* the object census (census_wake.c): the memory judged to wake the
+	 * dormant hook */
 	bool census_woken;                     /* SIGURG sent (once) */
 	int64_t census_lines;                  /* censuses received */
-	int64_t census_hooks;                  /* hooks that said their pid */
+	int64_t census_hooks;                  /* hooks that said their pid (--census) */
 	struct census_wake {
 		double x[CENSUS_WAKE_RING], y[CENSUS_WAKE_RING];
 		size_t n;
@@ -177,9 +174,10 @@ struct sv {
 	} wake;
 };
 
-/* census_wake.c: a dormant census hook in process pid (from its
- * `census 0 * hook=PID` line); the latest sample (seconds since the start,
- * bytes of the measure): wakes the hooks when the memory turns to growth. */
+/* census_wake.c: the census hook started in process pid (its `census 0 *
+ * hook=PID` line, --census); the latest sample (seconds since the start,
+ * bytes of the measure): wakes the dormant hooks when the memory turns to
+ * growth. */
 void sv_census_hook(struct sv *sv, int64_t pid);
 void sv_census_watch(struct sv *sv, double t, double v);
 

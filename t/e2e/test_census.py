@@ -249,7 +249,7 @@ def test_census_dormant_hook_woken_by_growth(lp):
     r, rep = holders_run(lp, "torch", "--steps", "400", "--sleep", "0.05", options=())
     assert (held_by(r) or "").startswith("list history in census_holders.py (module __main__): +"), r
     woken = [e for e in rep.get("events", []) if e.get("kind") == "census"]
-    assert woken and "woken in 1 process" in woken[0]["detail"], rep.get("events")
+    assert woken and "SIGURG to 1 process" in woken[0]["detail"], rep.get("events")
 
 
 def test_census_dormant_hook_costs_nothing_without_growth(lp):

@@ -6,11 +6,12 @@ not there (docs/internals/census.md).
 
 The supervisor puts this file's directory first on the job's PYTHONPATH
 unless --no-census. Python's site module imports the first sitecustomize
-it finds on sys.path: this one. It says its pid on the channel
-(`census 0 * hook=PID`); with LEAKPROOF_CENSUS_WAKE=SIGURG (no --census)
-it installs a handler for that signal, when the program's is the default,
-and starts nothing else: the supervisor sends the signal when the job's
-memory turns to growth, and the handler starts the census's thread. Then it
+it finds on sys.path: this one. With LEAKPROOF_CENSUS_WAKE=SIGURG (no
+--census) it installs a handler for that signal, when the program's is the
+default, and does nothing else (not even import leakproof): the supervisor
+sends the signal to the job's processes when their memory turns to growth,
+and the handler starts the census's thread. With --census it says its pid
+on the channel (`census 0 * hook=PID`) and starts the census. Then it
 looks for the next sitecustomize on the rest of sys.path and executes it
 under the name sitecustomize, so the user's hook still runs, with its own
 __file__, and its errors surface the way site reports them. Nothing here
@@ -41,19 +42,21 @@ def _woken(signum, frame):
 
 def _hook():
     try:
+        wake = os.environ.get("LEAKPROOF_CENSUS_WAKE", "")
+        if wake:
+            # dormant: no import, no thread, nothing but a signal handler
+            if not os.environ.get("LEAKPROOF_FD"):
+                return
+            import signal
+            sig = getattr(signal, wake, None)
+            if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+                signal.signal(sig, _woken)  # else the program's own: not ours to take
+            return
         import leakproof
         if not leakproof.enabled() or leakproof._census_interval() is None:
             return
-        wake = os.environ.get("LEAKPROOF_CENSUS_WAKE", "")
-        if wake:
-            import signal
-            sig = getattr(signal, wake, None)
-            if sig is None or signal.getsignal(sig) is not signal.SIG_DFL:
-                return                  # the program's own: not ours to take
-            signal.signal(sig, _woken)
         leakproof._send("census 0 * hook=%d" % os.getpid())
-        if not wake:
-            leakproof._census_start(thread=True)
+        leakproof._census_start(thread=True)
     except Exception:
         pass
 
