@@ -69,6 +69,7 @@ WALK_MAX = 20000            # objects the walk for containers looks at, per cens
 WALK_ITEMS = 64             # items of a dict looked into for nested containers
 CONTAINERS_SENT = 40        # containers reported per census (those that changed first)
 SIZE_SAMPLE = 3             # elements sampled for the bytes a container holds
+HELD_MAX = 2000             # containers followed, at most, over the run
 # The census's cost is its own thread's CPU time: what it takes from the job
 # (a census in a thread waits for the GIL too; that wait is not its cost).
 _clock = getattr(time, "thread_time", time.perf_counter)
@@ -243,7 +244,7 @@ class _Walk:
                 if self.left <= 0:
                     return
                 if isinstance(name, str) and not name.startswith("__"):
-                    self.visit(v, "%s in %s" % (name, where), modname, 0)
+                    self.try_visit(v, "%s in %s" % (name, where), modname, 0)
         for f in frames:
             code = f.f_code
             try:
@@ -254,8 +255,16 @@ class _Walk:
             for name, v in items:
                 if self.left <= 0:
                     return
-                self.visit(v, "local %s of %s() in %s" % (name, code.co_name, os.path.basename(code.co_filename)),
-                           None, 1)
+                self.try_visit(v, "local %s of %s() in %s" % (name, code.co_name, os.path.basename(code.co_filename)),
+                               None, 1)
+
+    def try_visit(self, v, name, modname, depth):
+        # an object whose type misbehaves (a __dictoffset__ or __module__
+        # that raises) is left out, not the census
+        try:
+            self.visit(v, name, modname, depth)
+        except Exception:
+            pass
 
     def add(self, name, c):
         tp = type(c)
@@ -683,11 +692,12 @@ class Census:
             for name, c in found.items():
                 try:
                     n = _length(c)
+                    items = _last_items(c, SIZE_SAMPLE) if n else []
                 except Exception:
                     continue
                 h = self.held.get(name)
                 if h is None:
-                    if n == 0 and len(self.held) > 4 * CONTAINERS_SENT:
+                    if (n == 0 and len(self.held) > 4 * CONTAINERS_SENT) or len(self.held) >= HELD_MAX:
                         continue
                     h = self.held[name] = _Held(len(self.held))
                 grew = bool(h.lengths) and n > h.lengths[-1]
@@ -697,12 +707,15 @@ class Census:
                 del h.lengths[:-(RISES_TO_TRACK + 1)]
                 if n == 0:
                     continue
-                items = _last_items(c, SIZE_SAMPLE)
-                if h.elem is None and items:
-                    h.elem = _clean(_elem_key(items[0]), TYPE_MAX_BYTES - 24)
+                try:
+                    elem = _elem_key(items[0]) if items else None
+                except Exception:
+                    elem = None
+                if h.elem is None and elem:
+                    h.elem = _clean(elem, TYPE_MAX_BYTES - 24)
                 size = int(n * (sum(map(_size, items)) / len(items))) if items else 0
-                if grew and items:
-                    growing.setdefault(_elem_key(items[0]), name)
+                if grew and elem:
+                    growing.setdefault(elem, name)
                 rows.append((not h.changed, -n, h, size, name))
                 del items
             rows.sort(key=lambda r: r[:2])
