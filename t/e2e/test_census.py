@@ -246,7 +246,7 @@ def test_census_dormant_hook_woken_by_growth(lp):
     """Without --census the hook waits; the memory of a job keeping its
     losses (with their graphs) turns to growth, the supervisor wakes it,
     and the list is named."""
-    r, rep = holders_run(lp, "torch", "--steps", "400", "--sleep", "0.05", options=())
+    r, rep = holders_run(lp, "torch", "--steps", "500", "--sleep", "0.04", "--batch", "64", options=())
     assert (held_by(r) or "").startswith("list history in census_holders.py (module __main__): +"), r
     woken = [e for e in rep.get("events", []) if e.get("kind") == "census"]
     assert woken and "SIGURG to 1 process" in woken[0]["detail"], rep.get("events")

@@ -19,7 +19,8 @@ hook.
     odd        as arrays, with classes that trouble a census: one whose
                metaclass makes it unhashable, one whose __module__ is no
                string, many instances of each
-    --steps N, --sleep S (seconds after each step), --client (mark steps)
+    --steps N, --sleep S (seconds after each step), --client (mark steps),
+    --batch B (torch: the batch; each kept loss keeps its graph, ~B KiB)
 
 Prints "done N" at the end.
 """
@@ -33,6 +34,7 @@ ap.add_argument("kind", choices=("torch", "arrays", "classlog", "attr", "closure
 ap.add_argument("--steps", type=int, default=300)
 ap.add_argument("--sleep", type=float, default=0.02)
 ap.add_argument("--item", action="store_true")
+ap.add_argument("--batch", type=int, default=4)
 ap.add_argument("--client", action="store_true")
 args = ap.parse_args()
 
@@ -117,7 +119,7 @@ def torch_job():
     model = Net()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     for _ in range(args.steps):
-        x = torch.randn(4, 6, 8)
+        x = torch.randn(args.batch, 6, 8)
         loss = nn.functional.mse_loss(model(x), x.sum(dim=(1, 2)).unsqueeze(1))
         opt.zero_grad()
         loss.backward()
