@@ -895,7 +895,7 @@ static void finish(struct sv *sv, struct supervise_result *out)
 		                : "--census: no census ran (no Python process loaded its startup hook: "
 		                  "not a Python job, or python -I, -E or -S)";
 		warning("%s", d);
-		store_add_event(sv->st, sv->run_id, sv_now_t(sv, mono_ns()), "warning", d);
+		store_add_event(sv->st, sv->run_id, sv_now_t(sv, mono_ns()), "census-none", d);
 	}
 
 	struct run_end re = {
