@@ -51,6 +51,9 @@ def _hook():
             sig = getattr(signal, wake, None)
             if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
                 signal.signal(sig, _woken)  # else the program's own: not ours to take
+                # system calls the signal falls in are restarted, not failed
+                # with EINTR in C code that does not expect it
+                signal.siginterrupt(sig, False)
             return
         import leakproof
         if not leakproof.enabled() or leakproof._census_interval() is None:
