@@ -10,7 +10,7 @@ collector tracks, which is every container, instance and tensor):
   - torch tensors, by class, device, dtype and whether they carry a grad_fn,
     with the bytes of their elements (a view counts its elements again);
   - numpy arrays (not tracked by the collector: found among the referents of
-    the tracked objects; every NUMPY_EVERY-th census, it is the dearest
+    the tracked objects, when the budget pays for it: it is the dearest
     part), by dtype, with the bytes they own (views: 0);
   - the TOP_TYPES most numerous other types, without bytes;
   - containers held by name (module globals of the job's own modules, their
@@ -63,7 +63,6 @@ TYPE_MAX_BYTES = 127
 FIRST_S = 1.0               # the first census, at the earliest, after this
 RAMP = 0.1                  # a gap is at least this share of the time since the start
 MIN_GAP_S = 0.25
-NUMPY_EVERY = 4             # the numpy search in one census out of this many
 COST_PER_BLOCK_S = 1e-7     # the first census's cost, estimated per allocated block
 WALK_MAX = 20000            # objects the walk for containers looks at, per census
 WALK_ITEMS = 64             # items of a dict looked into for nested containers
@@ -597,8 +596,7 @@ class Census:
             numpy = sys.modules.get("numpy")
             ndarray = getattr(numpy, "ndarray", None) if numpy is not None else None
             cost_so_far = _clock() - started
-            if (isinstance(ndarray, type) and self.fulls % NUMPY_EVERY == NUMPY_EVERY - 1
-                    and self._left(started) > 3 * cost_so_far):
+            if isinstance(ndarray, type) and self._left(started) > 3 * cost_so_far:
                 holders = list(itertools.compress(
                     objs, map(operator.not_, map(_NO_ARRAY_IDS.__contains__, map(id, map(type, objs))))))
                 refs = gc.get_referents(*holders)

@@ -319,12 +319,25 @@ int census_report_window(struct store *st, int64_t run_id, double t_from, double
 	size_t n;
 	if (store_load_census(st, run_id, &rows, &n) < 0)
 		return -1;
+	/* the censuses of the heap: those with type rows (a census of
+	 * containers only has none, and would make every type new) */
+	int64_t *heap = xcalloc(n + 1, sizeof(*heap));
+	size_t nheap = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(rows[i].type, "*") && !census_type_is_held(rows[i].type) &&
+		    (!nheap || heap[nheap - 1] != rows[i].seq))
+			heap[nheap++] = rows[i].seq;
 	/* the censuses ("*" rows) by time: the last at or before t_to, and
 	 * the one to compare it with */
 	int64_t seq_to = -1, seq_from = -1, seq_prev = -1, seq_first = -1;
 	double at_to = NAN, at_from = NAN, at_prev = NAN, at_first = NAN;
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(rows[i].type, "*") || rows[i].t > t_to)
+			continue;
+		bool of_heap = false;
+		for (size_t j = nheap; j-- > 0 && !of_heap;)
+			of_heap = heap[j] == rows[i].seq;
+		if (!of_heap)
 			continue;
 		if (rows[i].t <= t_from) {
 			seq_from = rows[i].seq;
@@ -348,6 +361,7 @@ int census_report_window(struct store *st, int64_t run_id, double t_from, double
 		seq_from = seq_prev;
 		at_from = at_prev;
 	}
+	free(heap);
 	if (seq_to < 0 || seq_from < 0) {
 		census_rows_free(rows, n);
 		return 0;
@@ -360,6 +374,15 @@ int census_report_window(struct store *st, int64_t run_id, double t_from, double
 		const struct census_row *c = &rows[i];
 		if (c->seq != seq_to || !strcmp(c->type, "*"))
 			continue;
+		if (census_type_is_held(c->type) && c->holder) {
+			/* a container a type names as its holder: the type says it */
+			bool said = false;
+			for (size_t j = 0; j < n && !said; j++)
+				said = rows[j].seq == seq_to && rows[j].holder && !census_type_is_held(rows[j].type) &&
+				       strcmp(rows[j].type, "*") && !strcmp(rows[j].holder, c->holder);
+			if (said)
+				continue;
+		}
 		int64_t from = 0, bytes_from = 0;
 		for (size_t j = 0; j < n; j++)
 			if (rows[j].seq == seq_from && !strcmp(rows[j].type, c->type)) {
