@@ -97,6 +97,7 @@ void sv_take_sample(struct sv *sv, int64_t now_ns)
 	keep_sample(sv, &s, now_ns);
 	sv_check_budgets(sv, &s, now_ns);
 	double v = mem_sample_value(&s, sv->o->measure);
+	sv_census_watch(sv, s.t, v);
 
 	/* per-process rows (and their kinds) once a second, and sooner while
 	 * memory climbs, so that "which process held the most" sees a job
@@ -269,6 +270,12 @@ static void on_census(struct sv *sv, double t, const struct chan_msg *m)
 	r.bytes = m->bytes;
 	r.cost_us = -1;
 	if (!strcmp(m->census_type, "*")) {
+		for (int i = 0; i < m->nkv; i++)
+			if (!strcmp(m->kv[i].name, "hook")) {   /* a dormant hook: not a census */
+				sv_census_hook(sv, (int64_t)m->kv[i].value);
+				return;
+			}
+		sv->census_lines++;
 		for (int i = 0; i < m->nkv; i++) {
 			if (!strcmp(m->kv[i].name, "objects"))
 				r.count = (int64_t)m->kv[i].value;

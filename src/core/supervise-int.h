@@ -53,6 +53,7 @@
                                             * (the OOM flight recorder's last steps) */
 #define STATUS_EVERY_NS (NS_PER_S / 4)     /* live status line redraws */
 #define LIVE_RING 64                       /* steps kept for the live growth estimate */
+#define CENSUS_WAKE_RING 64                /* samples judged to wake the census */
 #define GUARD_ALSO_MAX 64                  /* processes outside the job's group the guard knows */
 
 struct store;
@@ -170,7 +171,25 @@ struct sv {
 	uint64_t job_start_ticks;              /* its /proc starttime: a pid used again differs */
 	struct log_follow *log;                /* --log: the file followed */
 	char end_how[200];                     /* how its end was known (the report's evidence) */
+	/* the object census (census_wake.c): the memory judged to wake the
+	 * dormant hook */
+	bool census_woken;                     /* SIGURG sent (once) */
+	int64_t census_lines;                  /* censuses received */
+	int64_t census_hooks;                  /* hooks that said their pid (--census) */
+	struct census_wake {
+		double x[CENSUS_WAKE_RING], y[CENSUS_WAKE_RING];
+		size_t n;
+		double spacing_s;              /* between two points kept */
+		double judged_t;
+	} wake;
 };
+
+/* census_wake.c: the census hook started in process pid (its `census 0 *
+ * hook=PID` line, --census); the latest sample (seconds since the start,
+ * bytes of the measure): wakes the dormant hooks when the memory turns to
+ * growth. */
+void sv_census_hook(struct sv *sv, int64_t pid);
+void sv_census_watch(struct sv *sv, double t, double v);
 
 /* Seconds since the run began, for the store's timestamps. */
 static inline double sv_now_t(const struct sv *sv, int64_t now_ns)

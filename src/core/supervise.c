@@ -226,7 +226,7 @@ static char **build_env(const struct sv *sv, int chan_fd, int trace_fd)
 {
 	static const char *const unset[] = { "LEAKPROOF_FD", "LEAKPROOF_RUN", "LEAKPROOF_RESTART", "PYTHONPATH",
 	                                     "LEAKPROOF_STOP_SIGNAL", "LEAKPROOF_TRIAL", "LEAKPROOF_TRACE_*",
-	                                     "LEAKPROOF_CENSUS" };
+	                                     "LEAKPROOF_CENSUS", "LEAKPROOF_CENSUS_WAKE" };
 	size_t nunset = sizeof(unset) / sizeof(unset[0]);
 	char **env = xcalloc(nunset + 20, sizeof(char *));
 	size_t k = 0;
@@ -255,11 +255,14 @@ static char **build_env(const struct sv *sv, int chan_fd, int trace_fd)
 		strbuf_addstr(&sb, "LEAKPROOF_CENSUS=off");
 	env[k++] = strbuf_detach(&sb, NULL);
 	const char *client = python_client_dir();
+	/* without --census the hook waits, dormant, for SIGURG (census_wake.c) */
+	if (client && sv->o->census_ns > 0 && !sv->o->census_hook)
+		env[k++] = xstrdup("LEAKPROOF_CENSUS_WAKE=SIGURG");
 	if (client || pypath) {
 		strbuf_addstr(&sb, "PYTHONPATH=");
-		/* --census: the startup hook first, so that its sitecustomize is
+		/* the census's startup hook first, so that its sitecustomize is
 		 * the one Python imports; it runs the user's own after it */
-		if (client && sv->o->census_hook && sv->o->census_ns > 0)
+		if (client && sv->o->census_ns > 0)
 			strbuf_addf(&sb, "%s/leakproof/hook:", client);
 		if (client)
 			strbuf_addstr(&sb, client);
@@ -934,6 +937,15 @@ static void finish(struct sv *sv, struct supervise_result *out)
 	if (sv->ignored_channel_steps)
 		warning("ignored %lld step messages from the client because --step-regex is set",
 		        (long long)sv->ignored_channel_steps);
+	if (sv->o->census_hook && sv->o->census_ns > 0 && !sv->census_lines) {
+		/* python -I, -E or -S ignore PYTHONPATH or sitecustomize */
+		const char *d = sv->census_hooks
+		                ? "--census: no census ran (the job ended before its first census)"
+		                : "--census: no census ran (no Python process loaded its startup hook: "
+		                  "not a Python job, or python -I, -E or -S)";
+		warning("%s", d);
+		store_add_event(sv->st, sv->run_id, sv_now_t(sv, mono_ns()), "census-none", d);
+	}
 
 	struct run_end re = {
 		.ended_at = wall_seconds(),

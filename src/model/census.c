@@ -37,7 +37,63 @@ static int by_growth(const void *a, const void *b)
 	return x->growth > y->growth ? -1 : x->growth < y->growth;
 }
 
-/* Judge the rows of one type (in order of time); add it to r when it grows. */
+/* The exact null distribution of Mann–Kendall's S for n distinct values:
+ * the number of permutations of n with k inversions (Mahonian numbers),
+ * S = n(n-1)/2 - 2k. P(S >= s) = P(inversions <= (N - s) / 2). */
+double census_mk_exact_p(const double *x, const double *y, size_t n)
+{
+	if (n < 3 || n > CENSUS_EXACT_MAX)
+		return 1.0;
+	/* S over the pairs in order of x; a pair with equal x or equal y
+	 * counts half an inversion (conservative) */
+	double inv = 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++) {
+			double dx = x[j] - x[i], dy = y[j] - y[i];
+			if (dx == 0 || dy == 0)
+				inv += 0.5;
+			else if ((dx > 0) != (dy > 0))
+				inv += 1;
+		}
+	size_t k = (size_t)ceil(inv);
+	/* counts[m][k]: permutations of m with k inversions */
+	double cur[CENSUS_EXACT_MAX * CENSUS_EXACT_MAX] = { 1 }, next[CENSUS_EXACT_MAX * CENSUS_EXACT_MAX];
+	size_t top = 0;             /* the most inversions so far */
+	double total = 1;
+	for (size_t m = 2; m <= n; m++) {
+		size_t ntop = top + m - 1;
+		for (size_t q = 0; q <= ntop; q++) {
+			double v = 0;
+			for (size_t d = 0; d < m && d <= q; d++)
+				if (q - d <= top)
+					v += cur[q - d];
+			next[q] = v;
+		}
+		top = ntop;
+		memcpy(cur, next, (top + 1) * sizeof(double));
+		total *= (double)m;
+	}
+	double at_most = 0;
+	for (size_t q = 0; q <= k && q <= top; q++)
+		at_most += cur[q];
+	return at_most / total;
+}
+
+bool census_few_rising(const double *x, const double *y, size_t n, double *p_out)
+{
+	double p = census_mk_exact_p(x, y, n);
+	if (p_out)
+		*p_out = p;
+	if (n < CENSUS_FEW_POINTS || n > CENSUS_EXACT_MAX || !(p <= CENSUS_FEW_ALPHA))
+		return false;
+	double rise = y[n - 1] - y[0];
+	return rise >= CENSUS_MIN_GROWTH_OBJECTS && rise >= CENSUS_MIN_GROWTH_FRACTION * fabs(y[0]) &&
+	       x[n - 1] > x[0];
+}
+
+/* Judge the rows of one type (in order of time); add it to r when it grows:
+ * by the statistics of the verdict on CENSUS_MIN_POINTS censuses or more;
+ * on fewer, by the exact Mann–Kendall test (census_few_rising()). */
 static void judge_type(struct census_report *r, struct census_row *const *rows, size_t n, bool by_step,
                        double *x, double *y, double *yb)
 {
@@ -49,19 +105,34 @@ static void judge_type(struct census_report *r, struct census_row *const *rows, 
 		if (rows[i]->bytes < 0)
 			bytes_known = false;
 	}
-	if (n < CENSUS_MIN_POINTS)
+	if (n < CENSUS_FEW_POINTS)
 		return;
 	r->types++;
-	struct analyze_opts o;
-	analyze_opts_init(&o);
-	o.min_growth_bytes = CENSUS_MIN_GROWTH_OBJECTS;
-	o.min_growth_fraction = CENSUS_MIN_GROWTH_FRACTION;
-	o.min_points = CENSUS_MIN_POINTS;
-	o.x_unit = r->x_unit;
 	struct analysis a;
-	analyze_series(x, y, n, &o, &a);
-	if (a.verdict != VERDICT_LEAK || !(a.slope > 0))
-		return;
+	if (n >= CENSUS_MIN_POINTS) {
+		struct analyze_opts o;
+		analyze_opts_init(&o);
+		o.min_growth_bytes = CENSUS_MIN_GROWTH_OBJECTS;
+		o.min_growth_fraction = CENSUS_MIN_GROWTH_FRACTION;
+		o.min_points = CENSUS_MIN_POINTS;
+		o.x_unit = r->x_unit;
+		analyze_series(x, y, n, &o, &a);
+		if (a.verdict != VERDICT_LEAK || !(a.slope > 0))
+			return;
+	} else {
+		double p;
+		if (!census_few_rising(x, y, n, &p))
+			return;
+		memset(&a, 0, sizeof(a));
+		a.verdict = VERDICT_LEAK;
+		a.points = n;
+		a.warmup_end_x = x[0];
+		a.slope = theil_sen(x, y, n, &a.slope_low, &a.slope_high);
+		a.mk_p = p;
+		a.last_bytes = y[n - 1];
+		if (!(a.slope > 0))
+			return;
+	}
 	r->growing = xrealloc(r->growing, (r->ngrowing + 1) * sizeof(*r->growing));
 	struct census_type *c = &r->growing[r->ngrowing++];
 	memset(c, 0, sizeof(*c));
@@ -77,6 +148,10 @@ static void judge_type(struct census_report *r, struct census_row *const *rows, 
 		if (n - from >= 2)
 			c->bytes_growth = theil_sen(x + from, yb + from, n - from, NULL, NULL);
 	}
+	if (census_type_is_held(c->type) && !(c->bytes_growth >= CENSUS_HELD_MIN_ITEM_BYTES * c->growth)) {
+		r->ngrowing--;          /* a list of numbers: no memory to speak of */
+		return;
+	}
 	c->last_count = rows[n - 1]->count;
 	c->last_bytes = rows[n - 1]->bytes;
 	for (size_t i = n; i-- > 0;)
@@ -84,6 +159,64 @@ static void judge_type(struct census_report *r, struct census_row *const *rows, 
 			c->holder = xstrdup(rows[i]->holder);
 			break;
 		}
+}
+
+/* The element key of a container's key "held#N/CONTAINER/ELEMENT"; NULL
+ * for a type's key. */
+static const char *held_element(const char *type)
+{
+	if (strncmp(type, CENSUS_HELD_PREFIX, strlen(CENSUS_HELD_PREFIX)))
+		return NULL;
+	const char *p = strchr(type, '/');
+	p = p ? strchr(p + 1, '/') : NULL;
+	return p ? p + 1 : "";
+}
+
+bool census_type_is_held(const char *type)
+{
+	return held_element(type) != NULL;
+}
+
+/* A growing container that a growing type already names as its holder is
+ * the same finding: a type of tensors or arrays keeps it (it has their
+ * bytes), a plain type gives it up to the container (whose length is
+ * exact, where the type's count mixes in every other object of that type).
+ * A type with no holder whose objects a growing container holds is the
+ * same finding too: the container keeps it. */
+static void merge_held(struct census_report *r)
+{
+	bool *drop = xcalloc(r->ngrowing + 1, sizeof(bool));
+	for (size_t i = 0; i < r->ngrowing; i++) {
+		const struct census_type *c = &r->growing[i];
+		const char *elem = held_element(c->type);
+		if (!elem || !c->holder)
+			continue;
+		for (size_t j = 0; j < r->ngrowing; j++) {
+			const struct census_type *t = &r->growing[j];
+			if (held_element(t->type) || drop[j])
+				continue;
+			if (t->holder && !strcmp(t->holder, c->holder)) {
+				if (isfinite(t->bytes_growth)) {    /* tensors, arrays */
+					drop[i] = true;
+					break;
+				}
+				drop[j] = true;
+				continue;
+			}
+			if (!t->holder && !strcmp(t->type, elem))
+				drop[j] = true;
+		}
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < r->ngrowing; i++) {
+		if (drop[i]) {
+			free(r->growing[i].holder);
+			continue;
+		}
+		r->growing[k++] = r->growing[i];
+	}
+	r->ngrowing = k;
+	free(drop);
 }
 
 int census_report_load(struct store *st, int64_t run_id, size_t steps, double duration_s,
@@ -148,6 +281,7 @@ int census_report_load(struct store *st, int64_t run_id, size_t steps, double du
 		judge_type(out, typed + i, j - i, by_step, x, y, yb);
 		i = j;
 	}
+	merge_held(out);
 	if (out->ngrowing > 1)
 		qsort(out->growing, out->ngrowing, sizeof(*out->growing), by_growth);
 	free(x);
@@ -185,12 +319,25 @@ int census_report_window(struct store *st, int64_t run_id, double t_from, double
 	size_t n;
 	if (store_load_census(st, run_id, &rows, &n) < 0)
 		return -1;
+	/* the censuses of the heap: those with type rows (a census of
+	 * containers only has none, and would make every type new) */
+	int64_t *heap = xcalloc(n + 1, sizeof(*heap));
+	size_t nheap = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(rows[i].type, "*") && !census_type_is_held(rows[i].type) &&
+		    (!nheap || heap[nheap - 1] != rows[i].seq))
+			heap[nheap++] = rows[i].seq;
 	/* the censuses ("*" rows) by time: the last at or before t_to, and
 	 * the one to compare it with */
 	int64_t seq_to = -1, seq_from = -1, seq_prev = -1, seq_first = -1;
 	double at_to = NAN, at_from = NAN, at_prev = NAN, at_first = NAN;
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(rows[i].type, "*") || rows[i].t > t_to)
+			continue;
+		bool of_heap = false;
+		for (size_t j = nheap; j-- > 0 && !of_heap;)
+			of_heap = heap[j] == rows[i].seq;
+		if (!of_heap)
 			continue;
 		if (rows[i].t <= t_from) {
 			seq_from = rows[i].seq;
@@ -214,6 +361,7 @@ int census_report_window(struct store *st, int64_t run_id, double t_from, double
 		seq_from = seq_prev;
 		at_from = at_prev;
 	}
+	free(heap);
 	if (seq_to < 0 || seq_from < 0) {
 		census_rows_free(rows, n);
 		return 0;
@@ -226,6 +374,15 @@ int census_report_window(struct store *st, int64_t run_id, double t_from, double
 		const struct census_row *c = &rows[i];
 		if (c->seq != seq_to || !strcmp(c->type, "*"))
 			continue;
+		if (census_type_is_held(c->type) && c->holder) {
+			/* a container a type names as its holder: the type says it */
+			bool said = false;
+			for (size_t j = 0; j < n && !said; j++)
+				said = rows[j].seq == seq_to && rows[j].holder && !census_type_is_held(rows[j].type) &&
+				       strcmp(rows[j].type, "*") && !strcmp(rows[j].holder, c->holder);
+			if (said)
+				continue;
+		}
 		int64_t from = 0, bytes_from = 0;
 		for (size_t j = 0; j < n; j++)
 			if (rows[j].seq == seq_from && !strcmp(rows[j].type, c->type)) {
@@ -311,6 +468,9 @@ char *census_type_words(char *buf, size_t bufsz, const char *type)
 	 * for arrays, the type's name otherwise */
 	char base[128], dev[64] = "", dtype[64] = "";
 	bool grad = false;
+	const char *elem = held_element(type);
+	if (elem)                /* a container: what it holds */
+		type = *elem ? elem : "?";
 	const char *p = strchr(type, '/');
 	size_t blen = p ? (size_t)(p - type) : strlen(type);
 	snprintf(base, sizeof(base), "%.*s", (int)(blen < sizeof(base) ? blen : sizeof(base) - 1), type);

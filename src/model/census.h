@@ -23,6 +23,22 @@
 #define CENSUS_MIN_GROWTH_OBJECTS 8.0
 #define CENSUS_MIN_GROWTH_FRACTION 0.05
 #define CENSUS_MIN_POINTS 8
+/* On fewer censuses (CENSUS_FEW_POINTS to CENSUS_MIN_POINTS - 1), a type
+ * grows when the exact Mann–Kendall test finds its rise with the step this
+ * unlikely from noise: 6 censuses all rising (1/720), or 7 with one pair
+ * out of order. About 40 series are judged per run. */
+#define CENSUS_FEW_POINTS 6
+#define CENSUS_FEW_ALPHA 0.0015
+#define CENSUS_EXACT_MAX 12
+/* A container's key: "held#N/CONTAINER/ELEMENT" (N the client's number for
+ * it, ELEMENT the key of what it holds); its count is its length, its
+ * bytes an estimate of what it holds, its holder its name. */
+#define CENSUS_HELD_PREFIX "held#"
+/* A container grows as a finding when each item it gains holds this many
+ * bytes or more (its estimate): a list of floats (24 bytes each, the
+ * loss.item() of each step) is no leak to speak of; a dict, an array, a
+ * tensor, a list of a few values are. */
+#define CENSUS_HELD_MIN_ITEM_BYTES 64.0
 
 /* One type of the census that grows. */
 struct census_type {
@@ -87,6 +103,17 @@ int census_report_window(struct store *st, int64_t run_id, double t_from, double
  * types growing over the run; else that none grew. Ends with a full stop.
  * x_word: "step" or "second". Returns buf. */
 char *census_flight_words(const struct census_report *r, const char *x_word, char *buf, size_t bufsz);
+
+/* The exact one-sided p-value of Mann–Kendall's S for y rising with x, n
+ * points (3 to CENSUS_EXACT_MAX; 1 otherwise), ties counted against the
+ * rise. Pure; for tests. */
+double census_mk_exact_p(const double *x, const double *y, size_t n);
+/* Whether a series of n (CENSUS_FEW_POINTS to CENSUS_EXACT_MAX) censuses
+ * grows: census_mk_exact_p() at most CENSUS_FEW_ALPHA (into *p, may be
+ * NULL) and a rise of CENSUS_MIN_GROWTH_* from the first to the last. */
+bool census_few_rising(const double *x, const double *y, size_t n, double *p);
+/* Whether a census key is a container's ("held#N/..."). */
+bool census_type_is_held(const char *type);
 
 /* "Tensor (cpu, float32) with grad_fn", "numpy.ndarray (float64)", "list":
  * a census type in words, into buf. Returns buf. */

@@ -45,8 +45,20 @@ void census_report_text(const struct census_report *r, struct strbuf *sb)
 	cost_words(r, sb);
 	strbuf_addch(sb, '\n');
 	if (!r->ngrowing) {
-		strbuf_addf(sb, "            no type grows (%zu judged)\n", r->types);
+		strbuf_addf(sb, "            no type or container grows (%zu judged)\n", r->types);
 		return;
+	}
+	/* the answer first: what holds the fastest-growing kept object */
+	for (size_t i = 0; i < r->ngrowing; i++) {
+		const struct census_type *c = &r->growing[i];
+		if (!c->holder)
+			continue;
+		strbuf_addstr(sb, "  held by   ");
+		render_add_clean(sb, c->holder);
+		strbuf_addf(sb, ": +%.3g ", c->growth);
+		render_add_clean(sb, census_type_words(words, sizeof(words), c->type));
+		strbuf_addf(sb, " per %s, %lld now\n", unit, (long long)c->last_count);
+		break;
 	}
 	for (size_t i = 0; i < r->ngrowing && i < CENSUS_TYPES_SHOWN; i++) {
 		const struct census_type *c = &r->growing[i];
@@ -80,7 +92,7 @@ void census_report_md(const struct census_report *r, struct strbuf *sb)
 	render_add_md_cell(sb, strbuf_str(&cost));
 	strbuf_release(&cost);
 	if (!r->ngrowing) {
-		strbuf_addf(sb, "; no type grows (%zu judged).\n", r->types);
+		strbuf_addf(sb, "; no type or container grows (%zu judged).\n", r->types);
 		return;
 	}
 	strbuf_addf(sb, ".\n\n| Type | Holder | Growth/%s | Bytes/%s | Now |\n|---|---|---:|---:|---:|\n", unit, unit);
@@ -198,6 +210,8 @@ void census_report_json(const struct census_report *r, struct strbuf *sb)
 		strbuf_addstr(sb, i ? ",\n    {" : "\n    {");
 		inner(sb, "type", true);
 		strbuf_add_json_str(sb, c->type);
+		inner(sb, "container", false);
+		strbuf_addstr(sb, census_type_is_held(c->type) ? "true" : "false");
 		inner(sb, "words", false);
 		strbuf_add_json_str(sb, census_type_words(words, sizeof(words), c->type));
 		inner_num(sb, "growth_per_step", steps ? c->growth : NAN);

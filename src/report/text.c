@@ -157,9 +157,11 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 		strbuf_addch(sb, '\n');
 		add_limit(sb, s);
 	}
-	/* what the figures above lack: a run too short to sample */
+	/* what the figures above lack: a run too short to sample, a census
+	 * asked for that did not run */
 	for (size_t i = 0; i < s->nevents; i++)
-		if (!strcmp(s->events[i].kind, "peak-rss") || !strcmp(s->events[i].kind, "steps-dropped"))
+		if (!strcmp(s->events[i].kind, "peak-rss") || !strcmp(s->events[i].kind, "steps-dropped") ||
+		    !strcmp(s->events[i].kind, "census-none"))
 			strbuf_addf(sb, "  note      %s\n", s->events[i].detail ? s->events[i].detail : "");
 	/* a job leakproof did not start (`leakproof attach`): which, since when */
 	for (size_t i = 0; i < s->nevents; i++)

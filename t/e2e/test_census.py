@@ -11,6 +11,10 @@ run (LEAKPROOF_CENSUS_BUDGET), so that a job of a few seconds on a loaded
 machine still gets the points a judgment needs; the defaults (5 s, 1%) are
 measured by bench/census_cost.
 """
+import json
+import os
+import subprocess
+
 import pytest
 
 FAST = {"LEAKPROOF_CENSUS_BUDGET": "0.25"}
@@ -56,7 +60,7 @@ def test_census_with_item_finds_nothing_growing(lp):
 
 
 @pytest.mark.parametrize("scope, holder", [
-    ("local", "list local history_local of main() at census_train.py:"),
+    ("local", "list local history_local of main() in census_train.py"),
     ("attr", "list Trainer.history (an attribute, module __main__)"),
 ])
 def test_census_names_locals_and_attributes(lp, scope, holder):
@@ -93,13 +97,14 @@ def test_hook_chains_to_the_users_sitecustomize(lp):
 
 
 def test_environment_without_census_and_with_none(lp):
-    job = "import os; print('census=' + os.environ.get('LEAKPROOF_CENSUS', '?'), os.environ['PYTHONPATH'])"
+    job = ("import os; print('census=' + os.environ.get('LEAKPROOF_CENSUS', '?'), "
+           "'wake=' + os.environ.get('LEAKPROOF_CENSUS_WAKE', '-'), os.environ['PYTHONPATH'])")
     r = lp.run([lp.py, "-c", job], timeout=60)
-    assert "census=30.000" in r.out and "/hook" not in r.out, r
+    assert "census=30.000 wake=SIGURG" in r.out and "leakproof/hook:" in r.out, r
     r = lp.run([lp.py, "-c", job], "--no-census", timeout=60)
-    assert "census=off" in r.out, r
+    assert "census=off wake=-" in r.out and "/hook" not in r.out, r
     r = lp.run([lp.py, "-c", job], "--census", timeout=60)
-    assert "census=5.000" in r.out and "leakproof/hook:" in r.out, r
+    assert "census=5.000 wake=-" in r.out and "leakproof/hook:" in r.out, r
     r = lp.run(["true"], "--census=10ms", timeout=60)
     assert r.rc == 124 and "--census '10ms'" in r.err, r
 
@@ -160,3 +165,155 @@ def test_gpu_clean(lp, gpu_env):
     s, g = replay(lp, gpu_env, "clean")
     assert all(x["verdict"] != "leak" for x in s.values()), g
     assert g["diagnosis"] is None, g
+
+
+# ---- containers held by name, the default budget, the dormant hook ----
+#
+# t/workloads/census_holders.py keeps something each step in a different
+# holder. These run with the real budget (1 %): the census of containers is
+# cheap enough to come every fraction of a second from the start.
+
+HOLDERS = "census_holders.py"
+
+
+def holders_run(lp, kind, *args, options=("--census",), env=None, timeout=120):
+    r = lp.run([lp.py, lp.workload(HOLDERS), kind, *args], *options, env=env, timeout=timeout)
+    assert r.rc == 0, r
+    return r, lp.report()
+
+
+def held_by(r):
+    """The end summary's `held by` line, without its label; None without one."""
+    for line in r.err.splitlines():
+        if line.startswith("  held by   "):
+            return line[len("  held by   "):]
+    return None
+
+
+@pytest.mark.parametrize("kind, line", [
+    ("arrays", "list frames in census_holders.py (module __main__): +1 numpy.ndarray (float64) per step"),
+    ("classlog", "list Recorder.log (a class attribute, module __main__): +1 dict per step"),
+    ("attr", "list Trainer.seen (an attribute, module __main__): +1 dict per step"),
+    ("closure", "list kept in the closure of make_remember.<locals>.remember() (census_holders.py, "
+                "module __main__): +1 list per step"),
+    ("cache", "cache of features() (census_holders.py, module __main__): +1 numpy.ndarray (float64) per step"),
+    ("odd", "list frames in census_holders.py (module __main__): +1 numpy.ndarray (float64) per step"),
+])
+def test_census_names_the_container(lp, kind, line):
+    """A job that keeps a thing a step in a container (numpy arrays, bytes and
+    plain dicts the collector may not track): the container is named, with
+    what it holds, in the run's end summary; within the 1 % budget."""
+    r, rep = holders_run(lp, kind, "--steps", "300", "--sleep", "0.02", "--client")
+    assert (held_by(r) or "").startswith(line), (held_by(r), r)
+    c = rep["census"]
+    assert c["cost"]["fraction_of_run"] <= 0.012, c["cost"]
+    if kind in ("arrays", "cache", "odd"):
+        g = [x for x in c["growing"] if x["words"] == "numpy.ndarray (float64)"]
+        assert g and g[0]["bytes_per_step"] == pytest.approx(8192, rel=0.1), c
+
+
+def test_census_bounded_cache_is_not_growing(lp):
+    """functools.lru_cache(maxsize=32): full after 32 steps, at once at the
+    censuses' pace; never named."""
+    r, rep = holders_run(lp, "bounded", "--steps", "300", "--sleep", "0.02", "--client")
+    assert held_by(r) is None, r
+    assert not [g for g in rep["census"]["growing"] if "features" in (g["holder"] or "")], rep["census"]
+    assert not [g for g in rep["census"]["growing"] if g["growth_per_step"] >= 0.5], rep["census"]
+
+
+def test_census_item_list_is_no_finding(lp):
+    """A list of loss.item() floats grows too, by 32 bytes a step: no finding."""
+    r, rep = holders_run(lp, "torch", "--steps", "150", "--sleep", "0.02", "--item", "--client")
+    assert held_by(r) is None, r
+    assert not rep["census"]["growing"], rep["census"]
+
+
+def test_census_torch_history_named_early_within_budget(lp):
+    """A PyTorch job written without leakproof, keeping each step's loss
+    tensor: `--census` names the list and the tensors within a run of about
+    20 s (torch's import included) at no more than 1 % of its time."""
+    r, rep = holders_run(lp, "torch", "--steps", "250", "--sleep", "0.05")
+    line = held_by(r) or ""
+    assert line.startswith("list history in census_holders.py (module __main__): +"), r
+    assert "Tensor (cpu, float32) with grad_fn per s" in line, line
+    c = rep["census"]
+    assert rep["duration_seconds"] <= 40, rep["duration_seconds"]
+    assert c["cost"]["fraction_of_run"] <= 0.012, c["cost"]
+    assert c["censuses"] >= 8, c
+
+
+def test_census_dormant_hook_woken_by_growth(lp):
+    """Without --census the hook waits; the memory of a job keeping its
+    losses (with their graphs) turns to growth, the supervisor wakes it,
+    and the list is named."""
+    r, rep = holders_run(lp, "torch", "--steps", "500", "--sleep", "0.04", "--batch", "64", options=())
+    assert (held_by(r) or "").startswith("list history in census_holders.py (module __main__): +"), r
+    woken = [e for e in rep.get("events", []) if e.get("kind") == "census"]
+    assert woken and "SIGURG to 1 process" in woken[0]["detail"], rep.get("events")
+
+
+def test_census_dormant_hook_costs_nothing_without_growth(lp):
+    """Without --census and without growth, no census runs at all."""
+    job = "import time\nx = [[] for _ in range(1000)]\ntime.sleep(3)\n"
+    r = lp.run([lp.py, "-c", job], timeout=60)
+    assert r.rc == 0, r
+    assert lp.report()["census"] is None, lp.report()["census"]
+
+
+@pytest.mark.parametrize("flag", ["-I", "-E", "-S"])
+def test_census_flag_ignored_by_python_is_said(lp, flag):
+    job = "import time; x = []\nfor i in range(30): x.append({}); time.sleep(0.05)\n"
+    r = lp.run([lp.py, flag, "-c", job], "--census", timeout=60)
+    assert r.rc == 0, r
+    assert "--census: no census ran" in r.err and "-I, -E or -S" in r.err, r
+    text = lp.report(fmt="text")
+    assert "  note      --census: no census ran" in text, text
+
+
+# ---- the client's census alone, in a process without a supervisor ----
+
+CLIENT_ALONE = r'''
+import json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+from leakproof import census
+lines = []
+c = census.Census(lines.append, 5.0)
+class Unhashable(type):
+    def __eq__(cls, other):
+        return cls is other
+class Odd(metaclass=Unhashable):
+    pass
+class NoModule:
+    __module__ = property(lambda self: 1 / 0)
+keep = [Odd() for _ in range(50)] + [NoModule() for _ in range(50)]
+log = []
+t0 = time.monotonic()
+while time.monotonic() - t0 < 4:
+    log.append(bytes(300))
+    for _ in range(2000):
+        sum(range(20))
+    c.at_step()
+print(json.dumps({"elapsed": time.monotonic() - t0, "cost": c.total_cost_s, "censuses": c.seq,
+                  "fulls": c.fulls, "lines": lines}))
+'''
+
+
+def test_census_schedule_front_loaded_within_budget(lp):
+    """Censuses come from a quarter of a second on, and their cost stays
+    within 1 % of the time since the census started, at the end and so at
+    every census; a class that is unhashable or whose __module__ raises
+    does not empty the census; a list of bytes at module level is named."""
+    r = subprocess.run([lp.py, "-c", CLIENT_ALONE, str(lp.repo / "python")], capture_output=True,
+                       text=True, timeout=120, env={k: v for k, v in os.environ.items()
+                                                    if not k.startswith("LEAKPROOF")})
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["censuses"] >= 8, out["censuses"]
+    assert out["fulls"] >= 1, out
+    assert out["cost"] <= 0.01 * out["elapsed"] + 0.002, out
+    types = {line.split()[2] for line in out["lines"]}
+    assert "__main__.Odd" in types and "dict" in types, sorted(types)
+    held = [line for line in out["lines"] if " held#" in line and line.endswith("list log in __main__ (module __main__)")]
+    assert held, [line for line in out["lines"] if "held#" in line]
+    first = int(held[0].split()[3])
+    assert int(held[-1].split()[3]) > first, held

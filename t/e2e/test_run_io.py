@@ -125,6 +125,8 @@ def test_python_client_is_importable_and_connected(lp):
     assert r.rc == 0, r
     enabled, pythonpath = r.out.splitlines()
     assert enabled == "True"
-    # the client's directory comes first; the user's path is kept after it
-    assert pythonpath.split(os.pathsep)[-1] == "/nonexistent/user/dir"
-    assert len(pythonpath.split(os.pathsep)) == 2
+    # the census's startup hook (dormant), the client's directory, then the
+    # user's path, kept
+    parts = pythonpath.split(os.pathsep)
+    assert parts[-1] == "/nonexistent/user/dir"
+    assert len(parts) == 3 and parts[0] == os.path.join(parts[1], "leakproof", "hook"), parts
