@@ -37,7 +37,9 @@ void sv_census_hook(struct sv *sv, int64_t pid)
 void sv_census_watch(struct sv *sv, double t, double v)
 {
 	struct census_wake *w = &sv->wake;
-	if (sv->census_woken || sv->o->census_ns <= 0 || sv->o->census_hook || !(v > 0))
+	/* an attached job has no hook of ours (leakproof made not its
+	 * environment): a signal to it would reach its own handler */
+	if (sv->census_woken || sv->o->census_ns <= 0 || sv->o->census_hook || sv->attached || !(v > 0))
 		return;
 	if (w->n && t - w->x[w->n - 1] < w->spacing_s)
 		return;

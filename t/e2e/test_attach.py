@@ -389,3 +389,21 @@ def test_a_cgroup_that_is_not_the_jobs_own_is_not_measured(lp):
             time.sleep(0.05)
         sub.rmdir()
         d.rmdir()
+
+
+def test_attach_sends_no_signal_to_a_growing_job(lp):
+    """leakproof wakes the dormant census hook of a job it started with
+    SIGURG once memory grows (for 8 s or more); a job it attached to has no
+    such hook, and may handle SIGURG itself: nothing is sent to it."""
+    job, log = start_job(lp, "leak", 180, step_s=0.06)
+    try:
+        a = attach(lp, job.pid, "--log", log, "--step-regex", STEP_RE)
+        Path(f"{log}.go").touch()
+        rc, err = finish(a, timeout=60)
+        job.communicate(timeout=20)
+    finally:
+        end_job(job)
+    assert rc == 0, err
+    rep = lp.report()
+    assert rep["verdict"] == "leak", lp.describe(rep) + err
+    assert not Path(f"{log}.urg").exists(), Path(f"{log}.urg").read_text()

@@ -14,10 +14,13 @@ usage: attach_job.py MODE LOG STEPS [WORKERS] [STEP_SECONDS]
 It writes "ready" to LOG before its first step, then waits for a file
 LOG.go to exist (so that a test can attach first), and prints
 EXPECTED_GROWTH_BYTES_PER_STEP=N on stdout (the whole job's, while it
-grows). STEPS 0: forever.
+grows). STEPS 0: forever. A SIGURG to any of its processes is written to LOG.urg
+(leakproof wakes its census hook with SIGURG in the jobs it starts, never in
+one it attached to).
 """
 import multiprocessing as mp
 import os
+import signal
 import sys
 import time
 
@@ -43,6 +46,11 @@ def main():
     mode, log, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
     nworkers = int(sys.argv[4]) if len(sys.argv) > 4 else 3
     step_s = float(sys.argv[5]) if len(sys.argv) > 5 else 0.05
+
+    def urgent(signum, frame):
+        with open(log + ".urg", "a") as u:
+            u.write(f"SIGURG to {os.getpid()}\n")
+    signal.signal(signal.SIGURG, urgent)     # inherited by the forked workers
     ctx = mp.get_context("fork")
     pipes, procs = [], []
     for _ in range(nworkers):
