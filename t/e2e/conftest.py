@@ -298,9 +298,10 @@ def cluster():
 
 # ---- how the suite runs: parallel groups, skips that are not allowed ---------
 
+@pytest.hookimpl(tryfirst=True)    # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Tests of the one cluster run in one xdist worker, one after another
-    (`--dist loadgroup`); so do tests marked serial, in another."""
+    (`--dist loadgroup`)."""
     for item in items:
         if "cluster" in item.fixturenames or "pg_server" in item.fixturenames:
             item.add_marker(pytest.mark.xdist_group("cluster"))
