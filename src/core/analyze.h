@@ -65,6 +65,12 @@ struct analysis {
 	double projected_to_limit;    /* x units until limit_bytes; <0 when none */
 	double window_x;              /* length of the judged window, x units */
 	double threshold_bytes;       /* growth over the window that matters */
+	double cycle_period;          /* x units between the falls of a sawtooth
+	                               * (GC cycles) the judgment found; 0: none */
+	size_t cycles;                /* its whole cycles */
+	double rate_early, rate_late; /* when the growth accelerates: its rate over
+	                               * the first half of the window and over the
+	                               * second (bytes per x unit); 0 when not */
 };
 
 /*
