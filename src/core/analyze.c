@@ -750,7 +750,8 @@ static struct concavity concavity(const double *x, const double *y, size_t n, do
  * sawtooth is judged by what a leak would change: the floors its falls
  * reach and the peaks before them.
  *
- * A fall is a run of consecutive decreases whose total is large against the
+ * A fall is a run of consecutive decreases (equal samples inside it
+ * allowed: one taken mid-fall) whose total is large against the
  * range of the series (a quarter of its 5th–95th percentile span) and
  * against the ordinary point-to-point change (four times the 75th
  * percentile of |Δy|); noise whose falls are that large against its own
@@ -772,6 +773,9 @@ struct cycles {
 	double baseline;            /* median floor */
 	struct trend floor, peak;   /* trends of the floors and the peaks */
 	double floor_range;         /* highest floor less the lowest */
+	double floor_lift;          /* the rise of the floors' lower quartile from
+	                             * the first half of the cycles to the second,
+	                             * scaled to the span */
 	double tail_peak;           /* the highest point after the last fall */
 	double peak_max;            /* the highest peak of the whole cycles */
 };
@@ -803,8 +807,10 @@ static int find_cycles(const struct series *raw, struct work *w, struct cycles *
 			continue;
 		}
 		size_t j = i;
-		while (j + 1 < n && y[j + 1] < y[j])
+		while (j + 1 < n && y[j + 1] <= y[j])   /* a sample taken mid-fall */
 			j++;
+		while (j > i && y[j] == y[j - 1])
+			j--;
 		double f = y[i - 1] - y[j];
 		if (f >= big) {
 			low[nf] = j;
@@ -859,6 +865,13 @@ static int find_cycles(const struct series *raw, struct work *w, struct cycles *
 	cy->span = x[n - 1] - x[low[0]];
 	cy->baseline = quantile_copy(fy, nf, 0.5, tmp);
 	cy->floor_range = max_of(fy, nf) - min_of(fy, nf);
+	/* a floor is where a fall ended; a sample taken before the collector
+	 * finished, or one that freed less, leaves it higher, never lower:
+	 * the lower quartile of each half of the floors is the floor there */
+	size_t fh = nf / 2;
+	double q1 = quantile_copy(fy, fh, 0.25, tmp), q2 = quantile_copy(fy + fh, nf - fh, 0.25, tmp);
+	double x1 = quantile_copy(fx, fh, 0.5, tmp), x2 = quantile_copy(fx + fh, nf - fh, 0.5, tmp);
+	cy->floor_lift = x2 > x1 ? (q2 - q1) * (x[n - 1] - x[low[0]]) / (x2 - x1) : INFINITY;
 	struct series fs, ps;
 	struct work tw = { NULL, 0 };
 	reduce_blocks(fx, fy, nf, 0, TS_MAX_POINTS, &tw, &fs);
@@ -1140,15 +1153,43 @@ static void floor_rise(const struct series *raw, size_t from, struct work *w, do
 	*rise_high = (h3 - l1) * scale;
 }
 
+/* The standard deviation of the residuals of a and b, each around its own
+ * line of slope ba, bb (each centred on its mean), pooled. */
+static double pooled_sd(const struct series *a, double ba, const struct series *b, double bb)
+{
+	double ss = 0;
+	size_t df = 0;
+	const struct series *s[2] = { a, b };
+	double sl[2] = { ba, bb };
+	for (int k = 0; k < 2; k++) {
+		double mean = 0;
+		for (size_t i = 0; i < s[k]->n; i++)
+			mean += s[k]->y[i] - sl[k] * s[k]->x[i];
+		mean /= (double)s[k]->n;
+		for (size_t i = 0; i < s[k]->n; i++) {
+			double e = s[k]->y[i] - sl[k] * s[k]->x[i] - mean;
+			ss += e * e;
+		}
+		df += s[k]->n - 1;
+	}
+	return sqrt(ss / (double)df);
+}
+
 /*
  * Does the growth of raw[from..n) speed up? The Theil–Sen rates of the
  * window's two halves (by x), each with its 95% interval: the second's
  * lower bound above the first's upper bound, at least ACCEL_RATIO times
- * it, and by a difference that matters over half the window. A leak that
- * accelerates is no warm-up: the first half grows too, only slower.
+ * it, and by a difference that matters over half the window; and both
+ * the second half's growth and the extra growth the speed-up makes over
+ * half the window beyond any random walk's wander (WANDER_RATIO times the
+ * residual sd, as in beyond_wander(): a leak riding on a wandering heap
+ * has halves whose rates differ by a third, a stretch of a random walk
+ * turns upward). A
+ * leak that accelerates is no warm-up: the first half grows too, only
+ * slower.
  */
 static int accelerates(const struct series *raw, size_t from, double thr, struct work *w,
-                       double *early, double *late)
+                       struct trend *t1, struct trend *t2, size_t *second)
 {
 	size_t n = raw->n;
 	const double *x = raw->x + from, *y = raw->y + from;
@@ -1161,19 +1202,16 @@ static int accelerates(const struct series *raw, size_t from, double thr, struct
 	if (h < 10 || len - h < 10)
 		return 0;
 	struct series s1, s2;
-	struct trend t1, t2;
 	reduce_blocks(x, y, h, 0, TS_MAX_POINTS, w, &s1);
 	reduce_blocks(x + h, y + h, len - h, 0, TS_MAX_POINTS, w, &s2);
-	int ok = trend_fit(s1.x, s1.y, s1.n, w, Z_975, 1, &t1) == 0 &&
-	         trend_fit(s2.x, s2.y, s2.n, w, Z_975, 1, &t2) == 0 &&
-	         t2.low > t1.high && t2.slope > ACCEL_RATIO * fmax(t1.slope, 0) &&
-	         (t2.slope - t1.slope) * half >= thr;
+	int ok = trend_fit(s1.x, s1.y, s1.n, w, Z_975, 1, t1) == 0 &&
+	         trend_fit(s2.x, s2.y, s2.n, w, Z_975, 1, t2) == 0 &&
+	         t2->low > t1->high && t2->slope > ACCEL_RATIO * fmax(t1->slope, 0) &&
+	         (t2->slope - t1->slope) * half >= thr && beyond_wander(s2.x, s2.y, s2.n, t2->slope) &&
+	         (t2->slope - t1->slope) * half > WANDER_RATIO * pooled_sd(&s1, t1->slope, &s2, t2->slope);
 	series_release(&s1);
 	series_release(&s2);
-	if (ok) {
-		*early = t1.slope;
-		*late = t2.slope;
-	}
+	*second = from + h;
 	return ok;
 }
 
@@ -1193,13 +1231,14 @@ static int judge_cycles(const struct series *raw, const struct cycles *cy, const
 	const struct trend *f = &cy->floor, *p = &cy->peak;
 	a->cycle_period = cy->period;
 	a->cycles = cy->count;
-	/* floors: the upper bound of their growth, or all of them within less
-	 * than what matters and no significant rise (ten floors that wander
-	 * by 0.7 MiB leave an upper bound near 1 MiB); peaks (which vary with
+	/* floors: the upper bound of their growth, or no significant rise and
+	 * either all of them within less than what matters or their lower
+	 * quartile rising less (ten floors that wander by 0.7 MiB leave an
+	 * upper bound near 1 MiB; one collection that freed less, 5 MiB); peaks (which vary with
 	 * the period when it is irregular): no significant rise, or an upper
 	 * bound below what matters */
 	int floor_up = f->p < o->alpha && f->z > 0, peak_up = p->p < o->alpha && p->z > 0;
-	int flat = (f->high * span < thr || (cy->floor_range < thr && !floor_up)) &&
+	int flat = (f->high * span < thr || (fmin(cy->floor_range, cy->floor_lift) < thr && !floor_up)) &&
 	           (p->high * span < thr || !peak_up) && cy->tail_peak < cy->peak_max + thr;
 	int rising = floor_up && f->low * span >= thr;
 	if (!flat && !rising)
@@ -1221,8 +1260,8 @@ static int judge_cycles(const struct series *raw, const struct cycles *cy, const
 	fmt_x(per, sizeof(per), cy->period >= 10 ? nearbyint(cy->period) : cy->period);
 	if (flat) {
 		a->verdict = VERDICT_NO_LEAK;
-		set_reason(a, "memory rises and falls in cycles of ~%s %ss; floors and peaks do not rise (floors within %s over %zu cycles, %s matters)",
-		           per, unit, fmt_bytes(g1, sizeof(g1), cy->floor_range), cy->count, fmt_bytes(g2, sizeof(g2), thr));
+		set_reason(a, "memory rises and falls in cycles of ~%s %ss; floors and peaks do not rise (floors %s over %zu cycles; %s matters)",
+		           per, unit, fmt_bytes(g1, sizeof(g1), f->slope * span), cy->count, fmt_bytes(g2, sizeof(g2), thr));
 		return 1;
 	}
 	a->verdict = VERDICT_LEAK;
@@ -1282,18 +1321,29 @@ void analyze_series(const double *x, const double *y, size_t n,
 	if (find_cycles(&raw, &w, &cy) && judge_cycles(&raw, &cy, opts, a))
 		goto out;
 
-	size_t from = find_warmup(&raw, opts, &w);
-	size_t judged = n - from;
-	a->warmup_points = from;
-	a->warmup_end_x = raw.x[from];
-	double span = raw.x[n - 1] - raw.x[from];
-	a->window_x = span;
+	size_t warm = find_warmup(&raw, opts, &w);
+	a->warmup_points = warm;
+	a->warmup_end_x = raw.x[warm];
 	double floor_low, floor_high;
-	floor_rise(&raw, from, &w, &a->baseline_bytes, &a->floor_growth_bytes, &floor_low, &floor_high);
+	floor_rise(&raw, warm, &w, &a->baseline_bytes, &a->floor_growth_bytes, &floor_low, &floor_high);
 	double thr = opts->min_growth_fraction * (a->baseline_bytes > 0 ? a->baseline_bytes : 0);
 	if (thr < opts->min_growth_bytes)
 		thr = opts->min_growth_bytes;
 	a->threshold_bytes = thr;
+	/* growth that speeds up: one line through both rates leaves residuals
+	 * bent far beyond its noise, which the serial-correlation correction
+	 * takes for a wander. The second half is judged, at its own rate; the
+	 * first is no warm-up (it grows too, only slower). */
+	struct trend t1, t2;
+	size_t from = warm;
+	int accel = accelerates(&raw, warm, thr, &w, &t1, &t2, &from) && n - from >= need;
+	if (!accel)
+		from = warm;
+	else
+		floor_rise(&raw, from, &w, &a->baseline_bytes, &a->floor_growth_bytes, &floor_low, &floor_high);
+	size_t judged = n - from;
+	double span = raw.x[n - 1] - raw.x[from];
+	a->window_x = span;
 
 	reduce_blocks(raw.x + from, raw.y + from, judged, from, TS_MAX_POINTS, &w, &s);
 	struct trend t;
@@ -1308,7 +1358,7 @@ void analyze_series(const double *x, const double *y, size_t n,
 		a->slope_low = lo;
 		a->slope_high = hi;
 	}
-	const char *after = from ? " after warm-up" : "";
+	const char *after = accel ? " over the second half" : warm ? " after warm-up" : "";
 	if (judged < need) {
 		set_reason(a, "only %zu %.*s after warm-up; need %zu", judged, (int)strlen(pts) - (judged == 1), pts, need);
 		goto out;
@@ -1396,12 +1446,14 @@ void analyze_series(const double *x, const double *y, size_t n,
 		goto out;
 	}
 	a->verdict = VERDICT_LEAK;
-	if (accelerates(&raw, from, thr, &w, &a->rate_early, &a->rate_late))
-		set_reason(a, "memory grows %s per %s%s (%s) and its floor rises with it; it accelerates: %s per %s over the first half, %s after",
-		           rate, unit, after, p, fmt_bytes(g1, sizeof(g1), a->rate_early), unit,
-		           fmt_bytes(g2, sizeof(g2), a->rate_late));
-	else
+	if (accel) {
+		a->rate_early = t1.slope;
+		a->rate_late = b;
+		set_reason(a, "memory grows faster and faster%s: %s per %s over the first half, %s per %s after (%s)",
+		           warm ? " after warm-up" : "", fmt_bytes(g1, sizeof(g1), t1.slope), unit, rate, unit, p);
+	} else {
 		set_reason(a, "memory grows %s per %s%s (%s) and its floor rises with it", rate, unit, after, p);
+	}
 	if (opts->limit_bytes > 0 && b > 0) {
 		double to_limit = (opts->limit_bytes - a->last_bytes) / b;
 		a->projected_to_limit = to_limit > 0 ? to_limit : 0;

@@ -932,6 +932,18 @@ static void test_linear_from_start(void)
 	CHECK_EQ_INT(leaks, SEEDS);
 	CHECK_EQ_INT(warm_ok, SEEDS);
 	CHECK_EQ_INT(chunky_ok, SEEDS);
+
+	/* as measured (a Python list keeping 256 KiB a step): exact pages,
+	 * and the list's reallocations move the level: 8.3 MiB up for a
+	 * while at step 700, 2.4 MiB down from step 1100, 3.3 from 1800. It
+	 * was given a warm-up of 1117 steps. */
+	for (size_t i = 0; i < 2500; i++) {
+		double shift = i >= 700 && i < 760 ? 8.3 * MIB : i >= 1800 ? -3.3 * MIB : i >= 1100 ? -2.4 * MIB : 0;
+		ys[i] = page_round(10 * MIB + 260 * KIB * (double)i + shift);
+	}
+	struct analysis a = judge(2500);
+	CHECK_STR(verdict_name(a.verdict), "leak");
+	CHECK(a.warmup_points <= 250);
 }
 
 /* a leak that speeds up is said to, with its two rates, not given warm-up */
@@ -951,7 +963,7 @@ static void test_accelerating_leak(void)
 		struct analysis a = judge(800);
 		if (seed == 0)
 			printf("# accelerating leak: %s, warm-up %zu — %s\n", verdict_name(a.verdict), a.warmup_points, a.reason);
-		ok += a.verdict == VERDICT_LEAK && a.warmup_points <= 80 && strstr(a.reason, "accelerates") != NULL;
+		ok += a.verdict == VERDICT_LEAK && a.warmup_points <= 80 && strstr(a.reason, "faster and faster") != NULL;
 		rates_ok += fabs(a.rate_early - 0.5 * MIB) < 0.2 * MIB && fabs(a.rate_late - 2 * MIB) < 0.3 * MIB;
 	}
 	printf("# accelerating leak 0.5 then 2 MiB/step: said %d/%d, rates right %d/%d\n", ok, SEEDS, rates_ok, SEEDS);
@@ -966,7 +978,7 @@ static void test_accelerating_leak(void)
 	struct analysis a = judge(800);
 	CHECK_STR(verdict_name(a.verdict), "leak");
 	CHECK(a.warmup_points <= 80);
-	CHECK(strstr(a.reason, "accelerates") != NULL);
+	CHECK(strstr(a.reason, "faster and faster") != NULL);
 	CHECK(a.rate_late > 2 * a.rate_early);
 
 	/* a plain leak does not accelerate */
@@ -974,7 +986,7 @@ static void test_accelerating_leak(void)
 		ys[i] = page_round(200 * MIB + 1 * MIB * (double)i + 4 * MIB * gauss(&r));
 	a = judge(800);
 	CHECK_STR(verdict_name(a.verdict), "leak");
-	CHECK(strstr(a.reason, "accelerates") == NULL);
+	CHECK(strstr(a.reason, "faster and faster") == NULL);
 	CHECK_NEAR(a.rate_early, 0, 0);
 }
 
@@ -991,7 +1003,7 @@ static void test_cache_fill_pages(void)
 			ys[i] = page_round(100 * MIB + 400 * MIB * (1 - exp(-(double)i / 40)) + 128 * KIB * unif(&r));
 		struct analysis a = judge(600);
 		ok += a.verdict == VERDICT_NO_LEAK && a.warmup_points >= 80 && a.warmup_points <= 300 &&
-		      strstr(a.reason, "accelerates") == NULL;
+		      strstr(a.reason, "faster and faster") == NULL;
 	}
 	printf("# cache filling by pages, tau 40: no-leak with warm-up 80..300 in %d/%d\n", ok, SEEDS);
 	CHECK_EQ_INT(ok, SEEDS);
