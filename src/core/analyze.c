@@ -935,14 +935,9 @@ static int warmup_accept(const struct warmup_ctx *k, size_t v)
 	double tol = span > 0 ? k->immaterial / span : 0;
 	if (b > k->ref_high + tol)
 		return 0;
-	/* settling: the window's growth must not slow down, by a rate that
-	 * matters (the judgment's own rule; without noise, the rank test
-	 * alone finds any bend significant) */
-	if (len >= 9) {
-		struct concavity cv = concavity(c->x + v, c->y + v, len, b, k->tmp);
-		if (cv.z > CURVE_Z && cv.late < SLOW_SHARE * b)
-			return 0;
-	}
+	/* settling: the window's growth must not slow down */
+	if (len >= 9 && concavity(c->x + v, c->y + v, len, b, k->tmp).z > CURVE_Z)
+		return 0;
 	/* level: around the window's own trend, its first chunk against the
 	 * rest of it, lower and by a difference that matters (without noise,
 	 * a page is significant) */
