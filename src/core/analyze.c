@@ -763,7 +763,7 @@ static struct concavity concavity(const double *x, const double *y, size_t n, do
 #define CYCLE_RANGE_SHARE 0.25   /* a fall: at least this share of the 5-95% range */
 #define CYCLE_CHANGE_TIMES 4.0   /* ... and this many times the 75th percentile of |dy| */
 #define CYCLE_RISE_SHARE 0.5     /* no single rise in a cycle above this share of a fall */
-#define CYCLES_MIN 4             /* whole cycles needed to judge by cycles */
+#define CYCLES_MIN 5             /* whole cycles needed to judge by cycles */
 
 struct cycles {
 	size_t count;               /* whole cycles */
