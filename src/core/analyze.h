@@ -5,8 +5,12 @@
  * Pure functions on arrays; no I/O. Units: memory in bytes, x in steps (or
  * seconds when judging over time), time in seconds. The method is described
  * in docs/internals/statistics.md:
- *   - warm-up: the leading part that does not yet agree with the settled
- *     end of the series (slope, level, shape) is skipped, at most half;
+ *   - cycles: a sawtooth (memory freed in bulk, e.g. gc.collect()) of at
+ *     least 5 cycles is judged by its floors and peaks;
+ *   - warm-up: the leading part that lies below the settled end of the
+ *     series or grows faster (slope, level, shape) is skipped, at most half;
+ *   - acceleration: growth whose second half is clearly faster is judged
+ *     on that half, with both rates;
  *   - trend: Theil–Sen slope with a rank-based 95% interval (Sen 1968), on
  *     block medians when the series is long, so 100,000 steps stay fast;
  *   - significance: Mann–Kendall with the ties correction, its variance
