@@ -137,7 +137,7 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 		}
 		if (over_time && a->slope > 0)
 			strbuf_addf(sb, ", %s/h", fmt_bytes(b2, sizeof(b2), a->slope * 3600));
-		strbuf_addf(sb, ", measure %s\n", measure_name(s->measure));
+		strbuf_addf(sb, ", measure %s\n", run_summary_measure_label(s));
 		if (!a->warmup_points)
 			strbuf_addstr(sb, "  warm-up   none\n");
 		else if (over_time)
@@ -145,7 +145,7 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 		else
 			strbuf_addf(sb, "  warm-up   ended at step %.0f\n", s->warmup_steps);
 	} else {
-		strbuf_addf(sb, "  measure   %s\n", measure_name(s->measure));
+		strbuf_addf(sb, "  measure   %s\n", run_summary_measure_label(s));
 	}
 
 	if (s->nsamples || s->steps) {
