@@ -719,6 +719,7 @@ bool run_kinds_shm_is_machine_wide(const struct run_kinds *k)
 }
 
 #define PROCS_MIN_ADDED 2           /* processes piling up: at least this many more */
+#define PROCS_MIN_RISES 3           /* ... added at this many points or more */
 
 void run_kinds_processes(struct run_kinds *k, const double *x, const double *t, const double *count,
                          size_t n, const struct analyze_opts *opts)
@@ -746,6 +747,21 @@ void run_kinds_processes(struct run_kinds *k, const double *x, const double *t, 
 		}
 	double last = count[n - 1];
 	if (g.a.verdict != VERDICT_LEAK || !(g.a.slope > 0) || last - first < PROCS_MIN_ADDED)
+		return;
+	/* piling up is repeated: rises at PROCS_MIN_RISES points or more, the
+	 * first and the last a quarter of the window apart at least (workers
+	 * started together in the middle of a run are one rise, not a pile) */
+	size_t rises = 0;
+	double x_rise0 = NAN, x_rise1 = NAN;
+	for (size_t i = 1; i < n; i++)
+		if (count[i] > count[i - 1] && (!g.a.warmup_points || !isfinite(g.a.warmup_end_x) ||
+		                                x[i] >= g.a.warmup_end_x)) {
+			rises++;
+			if (!isfinite(x_rise0))
+				x_rise0 = x[i];
+			x_rise1 = x[i];
+		}
+	if (rises < PROCS_MIN_RISES || !(x_rise1 - x_rise0 >= 0.25 * (x[n - 1] - x[0])))
 		return;
 	/* the newcomers: processes first seen after the first point, alive at the end */
 	double each = 0;

@@ -487,6 +487,32 @@ static void test_processes_that_pile_up(void)
 	store_close(st);
 }
 
+/* Four workers started one after the other in a short while mid-run
+ * (a tenth of the run), then flat: a start-up, not a pile. */
+static void test_workers_started_together_do_not_pile_up(void)
+{
+	struct store *st = open_store();
+	int64_t id = begin(st);
+	for (int i = 1; i <= 300; i++) {
+		double t = i * 0.05;
+		int workers = i >= 200 ? 4 : i >= 150 ? (i - 150) / 10 : 0;
+		step(st, id, i, t, 30 * MiB + workers * 12 * MiB);
+		sample(st, id, t, 1 + workers, 30 * MiB + workers * 12 * MiB);
+		kind(st, id, t, 100, 1, 30 * MiB, 0, 0, 0);
+		for (int h = 1; h <= workers; h++)
+			kind(st, id, t, 1000 + h, 100, 12 * MiB, 0, 0, 0);
+	}
+	end(st, id, 15, 300);
+	store_flush(st);
+	struct run_summary s;
+	if (load(st, id, &s))
+		return;
+	CHECK(!s.kinds->procs_piling);
+	CHECK(!(s.kinds->has_diagnosis && s.kinds->diagnosis_kind == KIND_PROCESSES));
+	run_summary_release(&s);
+	store_close(st);
+}
+
 /*
  * 300 steps in 0.3 s, 1 MiB each: with kinds read twice in that time the
  * growth's kind is unknown, and the verdict says so (inconclusive), not
@@ -551,4 +577,5 @@ TEST_MAIN("kinds",
 	TEST(test_unmapped_shm_is_in_the_headline),
 	TEST(test_headline_says_when_it_cannot_see_the_leak),
 	TEST(test_processes_that_pile_up),
+	TEST(test_workers_started_together_do_not_pile_up),
 	TEST(test_fast_growth_unread_is_not_called_a_leak))
