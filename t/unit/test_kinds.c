@@ -388,6 +388,7 @@ static void test_unmapped_shm_is_in_the_headline(void)
 		report_render(&s, REPORT_TEXT, NULL, &sb);
 		CHECK(strstr(strbuf_str(&sb), "verdict   leak") != NULL);
 		CHECK(strstr(strbuf_str(&sb), "measure pss+shm") != NULL);
+		CHECK((strstr(strbuf_str(&sb), "pss+shm (shm: the machine's /dev/shm") != NULL) == (w == 1));
 		strbuf_reset(&sb);
 		report_render(&s, REPORT_JSON, NULL, &sb);
 		CHECK(strstr(strbuf_str(&sb), "\"measure_judged\": \"pss+shm\"") != NULL);
