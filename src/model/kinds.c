@@ -27,6 +27,7 @@
 #define FLIGHT_WINDOW_S 10.0        /* the flight recorder's last seconds */
 #define MIB (1024.0 * 1024.0)
 #define SHOWN_MIN_BYTES MIB         /* a series is listed from this size */
+#define SHM_SETTLE_S 0.5            /* unmapped shmem counts when it lasts this long */
 #define COW_FLAT_SHARE 0.10         /* copy-on-write that stopped after this share
                                      * of the run's x is named in a flat run */
 
@@ -684,31 +685,66 @@ double run_kinds_unmapped_shm(const struct run_kinds *k, const double *t, size_t
 	double top = 0;
 	for (size_t i = 0; i < n; i++)
 		out[i] = 0;
-	if (!k || !k->nrows)
+	if (!k || !k->nrows || !n)
 		return 0;
 	const struct kproc *whole = find_proc(k->procs, k->nprocs, 0);
 	if (!whole)
 		return 0;
-	size_t *cur = xcalloc(k->nprocs, sizeof(size_t));
+	/* Each process's mapped shmem is its last rollup's, the cgroup's is
+	 * read apart from it: shared memory a process maps and frees (an
+	 * anonymous shared mmap, 8 MiB of temporaries a step) would show here
+	 * until its next rollup. So a process counts the most it mapped within
+	 * SHM_SETTLE_S either side, and what is left must last that long (the
+	 * least over the same window): what nobody maps stays, and passes; a
+	 * figure that grows lags by SHM_SETTLE_S. */
+	double *all = xmalloc(n * sizeof(double)), *mapped = xcalloc(n, sizeof(double));
+	double *v = xmalloc(n * sizeof(double));
+	size_t cur = 0;
 	for (size_t i = 0; i < n; i++) {
-		double all = NAN, mapped = 0;
-		for (size_t p = 0; p < k->nprocs; p++) {
+		if (i && t[i] < t[i - 1])
+			cur = 0;
+		all[i] = held(k->rows, whole, KIND_SHMEM, t[i], &cur);
+	}
+	for (size_t p = 0; p < k->nprocs; p++) {
+		if (k->procs[p].pid == 0)
+			continue;
+		cur = 0;
+		for (size_t i = 0; i < n; i++) {
 			if (i && t[i] < t[i - 1])
-				cur[p] = 0;
-			double v = held(k->rows, &k->procs[p], KIND_SHMEM, t[i], &cur[p]);
-			if (!isfinite(v))
-				continue;
-			if (k->procs[p].pid == 0)
-				all = v;
-			else
-				mapped += v;
+				cur = 0;
+			double x = held(k->rows, &k->procs[p], KIND_SHMEM, t[i], &cur);
+			v[i] = isfinite(x) ? x : 0;
 		}
-		if (isfinite(all) && all > mapped) {
-			out[i] = all - mapped;
-			top = fmax(top, out[i]);
+		for (size_t i = 0, lo = 0, hi = 0; i < n; i++) {
+			while (lo < i && t[lo] < t[i] - SHM_SETTLE_S)
+				lo++;
+			if (hi < i)
+				hi = i;
+			while (hi + 1 < n && t[hi + 1] <= t[i] + SHM_SETTLE_S)
+				hi++;
+			double most = 0;
+			for (size_t j = lo; j <= hi; j++)
+				most = fmax(most, v[j]);
+			mapped[i] += most;
 		}
 	}
-	free(cur);
+	for (size_t i = 0; i < n; i++)
+		v[i] = isfinite(all[i]) && all[i] > mapped[i] ? all[i] - mapped[i] : 0;
+	for (size_t i = 0, lo = 0, hi = 0; i < n; i++) {
+		while (lo < i && t[lo] < t[i] - SHM_SETTLE_S)
+			lo++;
+		if (hi < i)
+			hi = i;
+		while (hi + 1 < n && t[hi + 1] <= t[i] + SHM_SETTLE_S)
+			hi++;
+		out[i] = v[i];
+		for (size_t j = lo; j <= hi; j++)
+			out[i] = fmin(out[i], v[j]);
+		top = fmax(top, out[i]);
+	}
+	free(all);
+	free(mapped);
+	free(v);
 	return top;
 }
 
