@@ -113,8 +113,8 @@ void sv_take_sample(struct sv *sv, int64_t now_ns)
 		sv->last_proc_ns = now_ns;
 	}
 	/* kind rows every 200 ms; while memory moves fast (a MiB since the
-	 * last look), every 5 ms (each sample: every tick, and at steps) for
-	 * the first 3 s of it, then twice as long apart every 3 s, back to
+	 * last look), every 10 ms (every tick at 100 Hz) for the first 3 s
+	 * of it, then twice as long apart every 3 s, back to
 	 * 200 ms after 18 s: growth that lasts a fraction of a second has its
 	 * kinds stored as it goes, a job that grows for hours is not stored
 	 * at the sampling rate (docs/internals/growth-kinds.md, "Fast growth") */

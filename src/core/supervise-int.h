@@ -45,7 +45,7 @@
 #define FLUSH_EVERY_NS NS_PER_S            /* commit the store this often */
 #define PROC_SAMPLE_EVERY_NS NS_PER_S      /* per-process rows this often */
 #define KINDS_EVERY_NS (NS_PER_S / 5)      /* kind rows that moved, this often */
-#define KINDS_FAST_EVERY_NS (NS_PER_S / 200) /* ... while memory moves fast, this often */
+#define KINDS_FAST_EVERY_NS (NS_PER_S / 100) /* ... while memory moves fast, this often */
 #define KINDS_FAST_MOVE_BYTES (1024.0 * 1024) /* fast: it moved this much since the last look */
 #define KINDS_FAST_FOR_NS (3 * NS_PER_S)   /* ... for this long, then twice as long apart */
 #define NEAR_LIMIT_FRACTION 0.8            /* memory above this part of the limit: */
