@@ -58,6 +58,8 @@ static void store_kind_rows(struct sv *sv, int64_t now_ns, double t)
 		sv->memstat_reads = reads;
 		struct kind_row k = { .t = t, .name = "cgroup", .anon = ms.anon_bytes,
 		                      .file = ms.file_cache_bytes, .shmem = ms.shmem_bytes };
+		if (sampler_job_kinds_dev_shm(sv->sampler))
+			snprintf(k.name, sizeof(k.name), "/dev/shm");   /* no cgroup: the machine's */
 		store_add_kind_sample(sv->st, sv->run_id, &k);
 	}
 	sv->last_kinds_ns = now_ns;
@@ -111,8 +113,27 @@ void sv_take_sample(struct sv *sv, int64_t now_ns)
 		store_proc_rows(sv, s.t);
 		sv->last_proc_ns = now_ns;
 	}
-	if (now_ns - sv->last_kinds_ns >= KINDS_EVERY_NS)
+	/* kind rows every 200 ms; while memory moves fast (a MiB since the
+	 * last look), every 10 ms (every tick at 100 Hz) for the first 3 s
+	 * of it, then twice as long apart every 3 s, back to
+	 * 200 ms after 18 s: growth that lasts a fraction of a second has its
+	 * kinds stored as it goes, a job that grows for hours is not stored
+	 * at the sampling rate (docs/internals/growth-kinds.md, "Fast growth") */
+	bool fast = fabs(level - sv->kinds_level) >= KINDS_FAST_MOVE_BYTES;
+	int64_t kinds_every = KINDS_EVERY_NS;
+	if (fast && !sv->kinds_fast_since_ns)
+		sv->kinds_fast_since_ns = now_ns;
+	if (fast) {
+		int64_t periods = (now_ns - sv->kinds_fast_since_ns) / KINDS_FAST_FOR_NS;
+		if (periods < 6 && KINDS_FAST_EVERY_NS << periods < KINDS_EVERY_NS)
+			kinds_every = KINDS_FAST_EVERY_NS << periods;
+	}
+	if (now_ns - sv->last_kinds_ns >= kinds_every) {
+		if (!fast)
+			sv->kinds_fast_since_ns = 0;   /* a look that saw no fast move ends it */
+		sv->kinds_level = level;
 		store_kind_rows(sv, now_ns, s.t);
+	}
 	if (now_ns - sv->last_flush_ns >= (near ? NEAR_LIMIT_EVERY_NS : FLUSH_EVERY_NS)) {
 		store_flush(sv->st);
 		sv->last_flush_ns = now_ns;

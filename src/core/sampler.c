@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,6 +66,11 @@
 #define STEP_MEMSTAT_EVERY_NS 100000000LL /* ... at a step boundary: at most this often */
 #define STEP_ROLLUP_EVERY_NS 1000000000LL /* a member's rollup at a step boundary, when it
                                            * moved by REFRESH_FLOOR_BYTES: at most this often */
+#define MEMSTAT_FAST_MOVE_BYTES (256u << 10) /* the usage moved this much since memory.stat:
+                                           * read it again at once, on the CPU budget */
+#define MEMSTAT_FAST_EVERY_NS 5000000LL   /* ... but not more often than this (a sample is
+                                           * taken at every step: thousands a second) */
+#define DEV_SHM "/dev/shm"                /* without a cgroup: the machine's shmem files */
 #define KINDS_MOVE_BYTES (64u << 10)      /* a kind moved by this much: its row is due */
 #define KINDS_HEARTBEAT_NS 5000000000LL   /* ... and at least this often */
 #define MOVE_REFRESH_EVERY_NS 100000000LL  /* an RSS move alone: at most this often */
@@ -199,6 +205,10 @@ struct sampler {
 	int64_t memstat_ns;         /* when memory.stat was last read */
 	uint64_t usage_at_memstat;  /* the usage then: unchanged, so is memory.stat */
 	uint64_t memstat_reads;     /* successful reads so far */
+	bool dev_shm;               /* no cgroup: memstat's shmem is DEV_SHM's growth */
+	uint64_t dev_shm_base;      /* DEV_SHM's used bytes when the sampler began */
+	int64_t memstat_sent_ns;    /* ... the last reading given out, and its value */
+	uint64_t memstat_sent;
 	char *procs_buf;
 	size_t procs_cap;
 	pid_t *pids;
@@ -609,6 +619,38 @@ static void update_cow(struct member *m, const struct proc_smaps *sm)
 	m->cow = cow < m->cow_base ? cow : m->cow_base;
 }
 
+/* Bytes in use in the tmpfs at path; false when it cannot be read. */
+static bool tmpfs_used(const char *path, uint64_t *out)
+{
+	struct statvfs v;
+	if (statvfs(path, &v) < 0 || v.f_blocks < v.f_bfree)
+		return false;
+	*out = (uint64_t)(v.f_blocks - v.f_bfree) * (uint64_t)v.f_frsize;
+	return true;
+}
+
+/* Without a cgroup, the shared memory the job may hold unmapped: how much
+ * the machine's DEV_SHM grew since the sampler began (anybody's files:
+ * the kinds say so). A new reading is given out (memstat_reads) when it
+ * moved by KINDS_MOVE_BYTES or after KINDS_HEARTBEAT_NS. */
+static void read_dev_shm(struct sampler *s, int64_t now_ns)
+{
+	uint64_t used;
+	s->memstat_ns = now_ns;
+	if (!tmpfs_used(DEV_SHM, &used))
+		return;
+	uint64_t v = used > s->dev_shm_base ? used - s->dev_shm_base : 0;
+	uint64_t d = v > s->memstat_sent ? v - s->memstat_sent : s->memstat_sent - v;
+	if (s->have_memstat && d < KINDS_MOVE_BYTES && now_ns - s->memstat_sent_ns < KINDS_HEARTBEAT_NS)
+		return;
+	memset(&s->memstat, 0, sizeof(s->memstat));
+	s->memstat.shmem_bytes = v;
+	s->memstat_sent = v;
+	s->memstat_sent_ns = now_ns;
+	s->have_memstat = true;
+	s->memstat_reads++;
+}
+
 static void read_rollup(struct sampler *s, struct member *m, int64_t now_ns)
 {
 	struct proc_smaps sm;
@@ -836,6 +878,10 @@ struct sampler *sampler_new(const struct sampler_config *cfg)
 	struct sampler *s = xcalloc(1, sizeof(*s));
 	s->cfg = *cfg;
 	s->root = cfg->proc_root ? cfg->proc_root : PROC_ROOT_DEFAULT;
+	/* without a cgroup of the job's own, the shared memory nobody maps
+	 * is looked for in the machine's /dev/shm (the real one only: a fake
+	 * proc root is a test's) */
+	s->dev_shm = !cfg->cgroup_dir && !strcmp(s->root, "/proc") && tmpfs_used(DEV_SHM, &s->dev_shm_base);
 	long page = sysconf(_SC_PAGESIZE);
 	s->page_bytes = page > 0 ? (uint64_t)page : 4096;
 	s->procs_fd = s->usage_fd = s->loadavg_fd = -1;
@@ -1051,14 +1097,28 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 		s->usage = v;
 	}
 	/* memory.stat: dearer (a larger text), and only for the kinds, so at
-	 * most once a second and only when the usage moved since */
+	 * most every 200 ms (100 ms at a step) and only when the usage moved
+	 * since; but when the usage moved fast (by MEMSTAT_FAST_MOVE_BYTES
+	 * since the last read), at once, every 5 ms at most and only while
+	 * the CPU budget of the rollups has credit (each read is charged to
+	 * it): growth that lasts a fraction of a second gets its kinds read
+	 * like slow growth */
+	uint64_t moved = s->usage > s->usage_at_memstat ? s->usage - s->usage_at_memstat :
+	                 s->usage_at_memstat - s->usage;
 	if (s->cfg.cgroup_dir && s->usage_fd >= 0 &&
 	    (force_exact || (now_ns - s->memstat_ns >= (step ? STEP_MEMSTAT_EVERY_NS : MEMSTAT_EVERY_NS) &&
-	                     (!s->memstat_ns || s->usage != s->usage_at_memstat)))) {
+	                     (!s->memstat_ns || s->usage != s->usage_at_memstat)) ||
+	     (moved >= MEMSTAT_FAST_MOVE_BYTES && s->credit_ns > 0 &&
+	      now_ns - s->memstat_ns >= MEMSTAT_FAST_EVERY_NS))) {
+		int64_t t0 = thread_cpu_ns();
 		s->memstat_ns = now_ns;
 		s->usage_at_memstat = s->usage;
 		s->have_memstat = cgroup_read_memstat(s->cfg.cgroup_dir, &s->memstat) == 0;
 		s->memstat_reads += s->have_memstat;
+		s->credit_ns -= (double)(thread_cpu_ns() - t0);
+	} else if (s->dev_shm && (force_exact || now_ns - s->memstat_ns >= (step ? STEP_MEMSTAT_EVERY_NS :
+	                                                                       MEMSTAT_EVERY_NS))) {
+		read_dev_shm(s, now_ns);
 	}
 	for (size_t i = 0; i < s->n; i++)
 		s->m[i].exact_now = false;
@@ -1247,6 +1307,11 @@ uint64_t sampler_job_kinds(const struct sampler *s, struct cgroup_memstat *out)
 		return 0;
 	*out = s->memstat;
 	return s->memstat_reads;
+}
+
+bool sampler_job_kinds_dev_shm(const struct sampler *s)
+{
+	return s->dev_shm;
 }
 
 bool sampler_gpu_is_device_total(const struct sampler *s)

@@ -109,7 +109,8 @@ int64_t sampler_rollup_ns(const struct sampler *s);
 size_t sampler_kinds_due(struct sampler *s, int64_t now_ns, const struct proc_mem **out);
 
 /* The job cgroup's page cache, shmem and anonymous memory (memory.stat,
- * read at most once a second, only when its usage moved). Returns how many
+ * read at most every 200 ms, 100 ms at a step, only when its usage moved;
+ * at once when it moved by 256 KiB, on the rollups' CPU budget). Returns how many
  * times it was read so far (a new number: a new reading), 0 without a
  * cgroup or before a first read. */
 struct cgroup_memstat;
@@ -118,6 +119,11 @@ uint64_t sampler_job_kinds(const struct sampler *s, struct cgroup_memstat *out);
 /* True when the latest GPU figure is the devices' whole usage: NVML listed
  * processes but none of the tree's (a container's own PID namespace), or
  * only without sizes. Per-process gpu is 0 then. */
+/* True when the job has no cgroup and sampler_job_kinds()'s shmem is the
+ * growth of the machine's /dev/shm since the sampler began (file cache and
+ * anon 0): shared memory the job may hold unmapped, anybody's files. */
+bool sampler_job_kinds_dev_shm(const struct sampler *s);
+
 bool sampler_gpu_is_device_total(const struct sampler *s);
 
 #endif

@@ -48,6 +48,9 @@
 #define FLUSH_EVERY_NS NS_PER_S            /* commit the store this often */
 #define PROC_SAMPLE_EVERY_NS NS_PER_S      /* per-process rows this often */
 #define KINDS_EVERY_NS (NS_PER_S / 5)      /* kind rows that moved, this often */
+#define KINDS_FAST_EVERY_NS (NS_PER_S / 100) /* ... while memory moves fast, this often */
+#define KINDS_FAST_MOVE_BYTES (1024.0 * 1024) /* fast: it moved this much since the last look */
+#define KINDS_FAST_FOR_NS (3 * NS_PER_S)   /* ... for this long, then twice as long apart */
 #define NEAR_LIMIT_FRACTION 0.8            /* memory above this part of the limit: */
 #define NEAR_LIMIT_EVERY_NS (NS_PER_S / 5) /* per-process rows and flushes this often
                                             * (the OOM flight recorder's last steps) */
@@ -142,6 +145,9 @@ struct sv {
 	int64_t last_flush_ns, last_proc_ns, last_status_ns;
 	double proc_level;                     /* the measure at the last per-process rows */
 	int64_t last_kinds_ns;                 /* kind rows last looked at */
+	double kinds_level;                    /* the memory then (the larger of the measure
+	                                        * and the cgroup's usage) */
+	int64_t kinds_fast_since_ns;           /* memory moving fast since then; 0: not */
 	uint64_t memstat_reads;                /* the cgroup's kinds last stored */
 	double near_limit_bytes;               /* NEAR_LIMIT_FRACTION of the limit; 0: none */
 	bool tty, status_drawn;

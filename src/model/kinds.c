@@ -27,6 +27,7 @@
 #define FLIGHT_WINDOW_S 10.0        /* the flight recorder's last seconds */
 #define MIB (1024.0 * 1024.0)
 #define SHOWN_MIN_BYTES MIB         /* a series is listed from this size */
+#define SHM_SETTLE_S 0.5            /* unmapped shmem counts when it lasts this long */
 #define COW_FLAT_SHARE 0.10         /* copy-on-write that stopped after this share
                                      * of the run's x is named in a flat run */
 
@@ -36,7 +37,13 @@ static const char *const kind_names[KIND_COUNT] = {
 
 const char *mem_kind_name(enum mem_kind k)
 {
-	return k < KIND_COUNT ? kind_names[k] : "?";
+	return k < KIND_COUNT ? kind_names[k] : k == KIND_PROCESSES ? "processes" : "?";
+}
+
+/* pid 0's rows: the job's cgroup, or (no cgroup) the machine's /dev/shm */
+static bool machine_shm(const char *name)
+{
+	return !strcmp(name, "/dev/shm");
 }
 
 /* One process of the rows: its rows' indices in time order. */
@@ -116,7 +123,7 @@ static struct kproc *group(const struct kind_row *rows, size_t n, size_t *np)
 	for (size_t i = 0; i < nps; i++) {
 		struct kproc *p = &ps[i];
 		if (p->pid == 0)
-			snprintf(p->role, sizeof(p->role), "cgroup");
+			snprintf(p->role, sizeof(p->role), "%s", machine_shm(p->name) ? "/dev/shm" : "cgroup");
 		else if (p->worker)
 			snprintf(p->role, sizeof(p->role), "worker %d", ++workers);
 		else if (!have_main && !find_proc(ps, nps, p->ppid)) {
@@ -183,8 +190,12 @@ static const char *x_word(const struct analyze_opts *o)
 /* "pid 4242 (worker 1)", "the job's cgroup" */
 static void who(char *buf, size_t sz, const struct growth_kind *g)
 {
-	if (g->pid == 0)
+	if (g->pid == 0 && machine_shm(g->name))
+		snprintf(buf, sz, "the machine's /dev/shm (the job has no cgroup of its own)");
+	else if (g->pid == 0)
 		snprintf(buf, sz, "the job's cgroup");
+	else if (g->pid < 0)
+		snprintf(buf, sz, "the process tree");
 	else
 		snprintf(buf, sz, "pid %d (%s)", g->pid, g->role);
 }
@@ -252,12 +263,17 @@ static void diagnose(struct run_kinds *out, const struct analysis *run, const st
 			culprit = &out->k[i];
 	if (culprit) {
 		out->has_diagnosis = true;
+		out->diagnosis_leak = true;
 		out->diagnosis_kind = culprit->kind;
 		who(w, sizeof(w), culprit);
 		int n = snprintf(out->diagnosis, sizeof(out->diagnosis), "leak \xe2\x80\x94 %s memory of %s grows %s per %s",
 		                 culprit->kind == KIND_ANONYMOUS ? "anonymous" :
 		                 culprit->kind == KIND_SHMEM ? "shared" : "GPU",
 		                 w, fmt_bytes(b1, sizeof(b1), culprit->a.slope), xw);
+		if (culprit->pid == 0 && culprit->kind == KIND_SHMEM)
+			n += snprintf(out->diagnosis + n, sizeof(out->diagnosis) - (size_t)n,
+			              " (files in /dev/shm or tmpfs, shared memory segments: memory no process"
+			              " needs to map to hold)");
 		const struct growth_kind *main_anon = NULL, *also = NULL;
 		for (size_t i = 0; i < out->n; i++) {
 			const struct growth_kind *g = &out->k[i];
@@ -272,11 +288,43 @@ static void diagnose(struct run_kinds *out, const struct analysis *run, const st
 			              w, fmt_bytes(b1, sizeof(b1), also->a.slope), xw);
 		}
 		bool main_grows = main_anon && main_anon->a.verdict == VERDICT_LEAK;
-		if (strcmp(culprit->role, "main") && main_anon && !main_grows) {
+		if (out->procs_piling)
+			n += snprintf(out->diagnosis + n, sizeof(out->diagnosis) - (size_t)n,
+			              "; processes pile up too (%.0f alive at the end, from %.0f)", out->procs_last,
+			              out->procs_first);
+		if (culprit->pid > 0 && strcmp(culprit->role, "main") && main_anon && !main_grows) {
 			snprintf(out->diagnosis + n, sizeof(out->diagnosis) - (size_t)n, "; the parent is flat");
 		} else if (!also && !strcmp(culprit->role, "main") && out->cow_workers) {
 			snprintf(out->diagnosis + n, sizeof(out->diagnosis) - (size_t)n, "; the workers are flat");
 		}
+		return;
+	}
+
+	/* processes that pile up, each flat: a leak of processes */
+	if (out->procs_piling) {
+		const struct growth_kind *main_anon = NULL;
+		for (size_t i = 0; i < out->n; i++)
+			if (out->k[i].kind == KIND_ANONYMOUS && !strcmp(out->k[i].role, "main"))
+				main_anon = &out->k[i];
+		out->has_diagnosis = true;
+		out->diagnosis_leak = true;
+		out->diagnosis_kind = KIND_PROCESSES;
+		int n;
+		if (out->procs_per_x < 1)
+			n = snprintf(out->diagnosis, sizeof(out->diagnosis),
+			             "processes \xe2\x80\x94 +1 every %.3g %ss, %.0f alive at the end (from %.0f)",
+			             1 / out->procs_per_x, xw, out->procs_last, out->procs_first);
+		else
+			n = snprintf(out->diagnosis, sizeof(out->diagnosis),
+			             "processes \xe2\x80\x94 +%.3g per %s, %.0f alive at the end (from %.0f)",
+			             out->procs_per_x, xw, out->procs_last, out->procs_first);
+		if (out->procs_each_bytes > 0)
+			n += snprintf(out->diagnosis + n, sizeof(out->diagnosis) - (size_t)n, ", ~%s each",
+			              fmt_bytes(b1, sizeof(b1), out->procs_each_bytes));
+		n += snprintf(out->diagnosis + n, sizeof(out->diagnosis) - (size_t)n,
+		              "; processes started and never ended");
+		if (main_anon && main_anon->a.verdict != VERDICT_LEAK)
+			snprintf(out->diagnosis + n, sizeof(out->diagnosis) - (size_t)n, "; the main process is flat");
 		return;
 	}
 
@@ -492,7 +540,8 @@ int run_kinds_load(struct store *st, int64_t run_id, const double *step_x, const
 	for (size_t i = 0; i < nps; i++) {
 		for (int k = 0; k < KIND_COUNT; k++) {
 			const struct kproc *p = &ps[i];
-			if ((p->pid == 0 && k != KIND_FILE && k != KIND_SHMEM) || (k == KIND_COW && !p->worker))
+			if ((p->pid == 0 && k != KIND_FILE && k != KIND_SHMEM) || (k == KIND_COW && !p->worker) ||
+			    (p->pid == 0 && k == KIND_FILE && machine_shm(p->name)))
 				continue;
 			size_t cur = 0, n = 0;
 			double peak = 0, first = NAN, last = 0;
@@ -535,8 +584,12 @@ int run_kinds_load(struct store *st, int64_t run_id, const double *step_x, const
 		qsort(out->k, out->n, sizeof(*out->k), by_growth);
 
 	judge_cow(out, rows, ps, nps, gx, gt, ng);
-	if (ng)
+	if (ng) {
+		out->x_first = gx[0];
+		out->x_last = gx[ng - 1];
+		out->diagnosed = true;
 		diagnose(out, run, opts, gx[0], gx[ng - 1]);
+	}
 	flight_recorder(out, rows, ps, nps, step_t, nsteps, segments, nsegments, run_started_at, top_site,
 	                x_word(opts));
 
@@ -573,6 +626,7 @@ unsigned run_kinds_totals(const struct run_kinds *k, const double *t, size_t n, 
 	if (!k || !k->nrows)
 		return 0;
 	size_t *cur = xcalloc(k->nprocs * KIND_COUNT, sizeof(size_t));
+	bool cg_dev_shm = run_kinds_shm_is_machine_wide(k);
 	for (size_t i = 0; i < n; i++) {
 		double sum[KIND_COUNT], cg[KIND_COUNT];
 		bool alive = false, cg_alive = false;
@@ -596,7 +650,10 @@ unsigned run_kinds_totals(const struct run_kinds *k, const double *t, size_t n, 
 				}
 			}
 		}
-		if (cg_alive) {              /* the cgroup's page cache and shmem */
+		if (cg_alive && cg_dev_shm) {
+			/* no cgroup: the machine's /dev/shm, mapped or not */
+			sum[KIND_SHMEM] = fmax(sum[KIND_SHMEM], cg[KIND_SHMEM]);
+		} else if (cg_alive) {       /* the cgroup's page cache and shmem */
 			sum[KIND_FILE] = cg[KIND_FILE];
 			sum[KIND_SHMEM] = cg[KIND_SHMEM];
 		}
@@ -621,4 +678,181 @@ void run_kinds_flight_append(struct run_kinds *k, const char *sentence)
 	if (!sentence || !*sentence || len + 2 >= sizeof(k->flight))
 		return;
 	snprintf(k->flight + len, sizeof(k->flight) - len, "%s%s", len ? " " : "", sentence);
+}
+
+double run_kinds_unmapped_shm(const struct run_kinds *k, const double *t, size_t n, double *out)
+{
+	double top = 0;
+	for (size_t i = 0; i < n; i++)
+		out[i] = 0;
+	if (!k || !k->nrows || !n)
+		return 0;
+	const struct kproc *whole = find_proc(k->procs, k->nprocs, 0);
+	if (!whole)
+		return 0;
+	/* Each process's mapped shmem is its last rollup's, the cgroup's is
+	 * read apart from it: shared memory a process maps and frees (an
+	 * anonymous shared mmap, 8 MiB of temporaries a step) would show here
+	 * until its next rollup. So a process counts the most it mapped within
+	 * SHM_SETTLE_S either side, and what is left must last that long (the
+	 * least over the same window): what nobody maps stays, and passes; a
+	 * figure that grows lags by SHM_SETTLE_S. */
+	double *all = xmalloc(n * sizeof(double)), *mapped = xcalloc(n, sizeof(double));
+	double *v = xmalloc(n * sizeof(double));
+	size_t cur = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i && t[i] < t[i - 1])
+			cur = 0;
+		all[i] = held(k->rows, whole, KIND_SHMEM, t[i], &cur);
+	}
+	for (size_t p = 0; p < k->nprocs; p++) {
+		if (k->procs[p].pid == 0)
+			continue;
+		cur = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (i && t[i] < t[i - 1])
+				cur = 0;
+			double x = held(k->rows, &k->procs[p], KIND_SHMEM, t[i], &cur);
+			v[i] = isfinite(x) ? x : 0;
+		}
+		for (size_t i = 0, lo = 0, hi = 0; i < n; i++) {
+			while (lo < i && t[lo] < t[i] - SHM_SETTLE_S)
+				lo++;
+			if (hi < i)
+				hi = i;
+			while (hi + 1 < n && t[hi + 1] <= t[i] + SHM_SETTLE_S)
+				hi++;
+			double most = 0;
+			for (size_t j = lo; j <= hi; j++)
+				most = fmax(most, v[j]);
+			mapped[i] += most;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = isfinite(all[i]) && all[i] > mapped[i] ? all[i] - mapped[i] : 0;
+	for (size_t i = 0, lo = 0, hi = 0; i < n; i++) {
+		while (lo < i && t[lo] < t[i] - SHM_SETTLE_S)
+			lo++;
+		if (hi < i)
+			hi = i;
+		while (hi + 1 < n && t[hi + 1] <= t[i] + SHM_SETTLE_S)
+			hi++;
+		out[i] = v[i];
+		for (size_t j = lo; j <= hi; j++)
+			out[i] = fmin(out[i], v[j]);
+		top = fmax(top, out[i]);
+	}
+	free(all);
+	free(mapped);
+	free(v);
+	return top;
+}
+
+bool run_kinds_shm_is_machine_wide(const struct run_kinds *k)
+{
+	const struct kproc *whole = k ? find_proc(k->procs, k->nprocs, 0) : NULL;
+	return whole && machine_shm(whole->name);
+}
+
+#define PROCS_MIN_ADDED 2           /* processes piling up: at least this many more */
+#define PROCS_MIN_RISES 3           /* ... added at this many points or more */
+
+void run_kinds_processes(struct run_kinds *k, const double *x, const double *t, const double *count,
+                         size_t n, const struct analyze_opts *opts)
+{
+	if (!k || n < 2)
+		return;
+	if (!k->diagnosed) {
+		k->x_first = x[0];
+		k->x_last = x[n - 1];
+		k->diagnosed = true;
+	}
+	double *y = xmalloc(n * sizeof(double));
+	for (size_t i = 0; i < n; i++)
+		y[i] = count[i] * MIB;          /* a process weighs a MiB: the effect floor is one */
+	struct growth_kind g;
+	memset(&g, 0, sizeof(g));
+	analyze_series(x, y, n, opts, &g.a);
+	free(y);
+	/* alive when the judged window began (after warm-up), and at the end */
+	double first = count[0];
+	for (size_t i = 0; i < n; i++)
+		if (!g.a.warmup_points || !isfinite(g.a.warmup_end_x) || x[i] >= g.a.warmup_end_x) {
+			first = count[i];
+			break;
+		}
+	double last = count[n - 1];
+	if (g.a.verdict != VERDICT_LEAK || !(g.a.slope > 0) || last - first < PROCS_MIN_ADDED)
+		return;
+	/* piling up is repeated: rises at PROCS_MIN_RISES points or more, the
+	 * first and the last a quarter of the window apart at least (workers
+	 * started together in the middle of a run are one rise, not a pile) */
+	size_t rises = 0;
+	double x_rise0 = NAN, x_rise1 = NAN;
+	for (size_t i = 1; i < n; i++)
+		if (count[i] > count[i - 1] && (!g.a.warmup_points || !isfinite(g.a.warmup_end_x) ||
+		                                x[i] >= g.a.warmup_end_x)) {
+			rises++;
+			if (!isfinite(x_rise0))
+				x_rise0 = x[i];
+			x_rise1 = x[i];
+		}
+	if (rises < PROCS_MIN_RISES || !(x_rise1 - x_rise0 >= 0.25 * (x[n - 1] - x[0])))
+		return;
+	/* the newcomers: processes first seen after the first point, alive at the end */
+	double each = 0;
+	int nnew = 0;
+	for (size_t p = 0; p < k->nprocs; p++) {
+		const struct kproc *q = &k->procs[p];
+		if (q->pid <= 0 || q->worker || q->first_t <= t[0])
+			continue;
+		size_t cur = 0;
+		double v = held(k->rows, q, KIND_ANONYMOUS, t[n - 1], &cur);
+		if (isfinite(v)) {
+			each += v;
+			nnew++;
+		}
+	}
+	k->procs_piling = true;
+	k->procs_first = first;
+	k->procs_last = last;
+	k->procs_per_x = g.a.slope / MIB;
+	k->procs_each_bytes = nnew ? each / nnew : 0;
+	/* listed like a kind: its growth is the memory the processes add */
+	g.kind = KIND_PROCESSES;
+	g.pid = -1;
+	snprintf(g.name, sizeof(g.name), "processes");
+	snprintf(g.role, sizeof(g.role), "the tree");
+	double scale = k->procs_each_bytes > 0 ? k->procs_each_bytes / MIB : 1;
+	g.a.slope *= scale;
+	g.a.slope_low *= scale;
+	g.a.slope_high *= scale;
+	g.bytes = last * k->procs_each_bytes;
+	g.first_bytes = first * k->procs_each_bytes;
+	k->k = xrealloc(k->k, (k->n + 1) * sizeof(*k->k));
+	k->k[k->n++] = g;
+	qsort(k->k, k->n, sizeof(*k->k), by_growth);
+}
+
+void run_kinds_rediagnose(struct run_kinds *k, const struct analysis *run, const struct analyze_opts *opts)
+{
+	if (!k || !k->diagnosed)
+		return;
+	k->has_diagnosis = false;
+	k->diagnosis_leak = false;
+	k->overrides_verdict = false;
+	k->diagnosis[0] = '\0';
+	diagnose(k, run, opts, k->x_first, k->x_last);
+}
+
+size_t run_kinds_readings(const struct run_kinds *k, double t0, double t1)
+{
+	size_t n = 0;
+	double last = NAN;
+	for (size_t i = 0; k && i < k->nrows; i++)
+		if (k->rows[i].t >= t0 && k->rows[i].t <= t1 && k->rows[i].t != last) {
+			last = k->rows[i].t;
+			n++;
+		}
+	return n;
 }

@@ -28,14 +28,22 @@ enum mem_kind {
 	KIND_FILE,             /* file-backed: mapped files; the cgroup's page cache */
 	KIND_SHMEM,            /* shared memory: shmem, tmpfs, /dev/shm */
 	KIND_GPU,              /* GPU memory (NVML, per process) */
-	KIND_COUNT
+	KIND_COUNT,
+	/* Not a kind of any one process, so outside KIND_COUNT (no rows,
+	 * totals or flight-recorder columns): processes that pile up in the
+	 * tree. Its growth_kind has pid -1 (the tree) and its growth is the
+	 * memory they add per step. */
+	KIND_PROCESSES = KIND_COUNT
 };
-const char *mem_kind_name(enum mem_kind k);  /* "anonymous", "copy-on-write", "file-cache", ... */
+/* "anonymous", "copy-on-write", "file-cache", ..., "processes" */
+const char *mem_kind_name(enum mem_kind k);
 
 /* One series: a kind of one process (pid 0: the job's cgroup), judged. */
 struct growth_kind {
 	enum mem_kind kind;
-	int pid, ppid;               /* pid 0: the job's cgroup as a whole */
+	int pid, ppid;               /* pid 0: the job's cgroup as a whole (or, named
+	                              * "/dev/shm", the machine's /dev/shm when the
+	                              * job has no cgroup); -1: the tree (processes) */
 	char name[32];               /* the process's name ("cgroup" for pid 0) */
 	char role[48];               /* "main", "worker 1", "cgroup", or the name */
 	struct analysis a;           /* on the run's x */
@@ -62,6 +70,8 @@ struct run_kinds {
 	bool has_diagnosis;
 	enum mem_kind diagnosis_kind;
 	char diagnosis[512];         /* "copy-on-write — 2 forked workers ..."; "" none */
+	bool diagnosis_leak;         /* it names a leak: a process's own memory,
+	                              * shmem nobody maps, processes piling up */
 	bool overrides_verdict;      /* the verdict was leak, and the growth is only
 	                              * page cache or copy-on-write that stopped */
 	/* copy-on-write of the forked workers, summed */
@@ -71,6 +81,15 @@ struct run_kinds {
 	double cow_flat_since_x;     /* NAN: not flat */
 	double cow_level_bytes;      /* rising: the run's measure once every worker has
 	                              * copied all it shares (now + bound - copied); 0 */
+
+	/* processes that pile up (run_kinds_processes()) */
+	bool procs_piling;
+	double procs_first, procs_last;  /* alive at the judged window's start, at the end */
+	double procs_per_x;              /* processes added per step (second) */
+	double procs_each_bytes;         /* the newcomers' anonymous memory, on average */
+	/* the run's x the kinds were judged on, for run_kinds_rediagnose() */
+	double x_first, x_last;
+	bool diagnosed;                  /* diagnose() ran (the grid was not empty) */
 
 	/* the OOM flight recorder; oom false when the run did not end so */
 	bool oom;
@@ -117,6 +136,39 @@ void run_kinds_release(struct run_kinds *k);
  * (1 << k); 0 when the run stored no kinds.
  */
 unsigned run_kinds_totals(const struct run_kinds *k, const double *t, size_t n, double *out[KIND_COUNT]);
+
+/*
+ * Shared memory the job holds that no process maps (files in /dev/shm or
+ * another tmpfs, SysV and POSIX segments nobody attached), at the n times
+ * t: the cgroup's shmem minus the processes' mapped shmem (PSS), at least
+ * 0; without a cgroup, the growth of the machine's /dev/shm since the job
+ * began, less what the processes map. out (n values) gets 0 where it is
+ * not known. Returns the largest value (0: none, or no such rows).
+ */
+double run_kinds_unmapped_shm(const struct run_kinds *k, const double *t, size_t n, double *out);
+
+/* True when the shared memory above comes from the machine's /dev/shm
+ * (the job had no cgroup of its own), not from the job's cgroup. */
+bool run_kinds_shm_is_machine_wide(const struct run_kinds *k);
+
+/*
+ * Processes that pile up: count[i] processes alive in the tree at x[i]
+ * (n points, the run's judged x), judged with opts like a memory series
+ * (each process weighing a MiB). When the count grows (judged leak, and by
+ * 2 or more), sets procs_* and adds a KIND_PROCESSES growth kind; then
+ * run_kinds_rediagnose() names it. t[i] is x[i]'s time (seconds since
+ * the run began), for the newcomers' memory.
+ */
+void run_kinds_processes(struct run_kinds *k, const double *x, const double *t, const double *count,
+                         size_t n, const struct analyze_opts *opts);
+
+/* The diagnosis again, for a new judgment of the run (run: the measure
+ * changed, or run_kinds_processes() found processes piling up). */
+void run_kinds_rediagnose(struct run_kinds *k, const struct analysis *run, const struct analyze_opts *opts);
+
+/* How many times kinds were stored between t0 and t1 (seconds since the
+ * run began): the distinct times of its rows. */
+size_t run_kinds_readings(const struct run_kinds *k, double t0, double t1);
 
 /* Append sentence (a whole sentence, ending with its full stop) to the
  * flight recorder's paragraph, after a space; cut to fit. */

@@ -29,6 +29,8 @@
 
 #define MAX_BINS 2000
 #define SHORT_RUN_BINS 100
+#define KINDS_MIN_READINGS 5   /* a leak's kinds read fewer times than this: unknown */
+#define SHM_COUNTED_BYTES (1024.0 * 1024.0)  /* unmapped shmem joins the measure from this */
 
 /* ---- the command ----------------------------------------------------- */
 
@@ -182,6 +184,97 @@ static void trace_top_site_words(const struct trace_report *tr, char *buf, size_
 		         r->frames[r->blame].library, g, tr->x_unit);
 }
 
+/* Processes alive at each of the n times t (sorted or not): the last
+ * sample at or before it, the first one before any. */
+static void processes_at(const struct run_summary *s, const double *t, size_t n, double *out)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i && t[i] < t[i - 1])
+			j = 0;
+		while (j + 1 < s->nsamples && s->samples[j + 1].t <= t[i])
+			j++;
+		out[i] = s->nsamples ? s->samples[j].nprocs : 0;
+	}
+}
+
+/*
+ * One judgment of all the memory the job makes the machine hold. Shared
+ * memory no process maps (files left in /dev/shm or a tmpfs, segments
+ * nobody attached) is in no process's PSS, RSS or USS: when the job held
+ * a MiB or more of it, it is added to the series (the measure becomes
+ * "pss+shm") and the run judged again, so that the verdict and the
+ * diagnosis speak of the same memory. Then processes that pile up in the
+ * tree (model/kinds.c) are judged, and the diagnosis made again.
+ * x, xt, y: the judged series (n points), y changed in place.
+ */
+static void judge_all_memory(struct run_summary *s, struct run_kinds *k, const double *x, const double *xt,
+                             double *y, size_t n, const struct analyze_opts *opts)
+{
+	if (!n)
+		return;
+	bool again = false;
+	if (s->measure == MEASURE_PSS || s->measure == MEASURE_RSS || s->measure == MEASURE_USS) {
+		double *u = xmalloc(n * sizeof(double));
+		if (run_kinds_unmapped_shm(k, xt, n, u) >= SHM_COUNTED_BYTES) {
+			for (size_t i = 0; i < n; i++) {
+				y[i] += u[i];
+				if (y[i] > (double)s->peak_bytes)
+					s->peak_bytes = (uint64_t)y[i];
+			}
+			s->measure_shm = true;
+			s->measure_shm_machine = run_kinds_shm_is_machine_wide(k);
+			analyze_series(x, y, n, opts, &s->a);
+			s->verdict_judged = s->a.verdict;
+			if (s->a.warmup_points && isfinite(s->a.warmup_end_x))
+				s->warmup_steps = s->a.warmup_end_x;
+			s->projected_seconds = -1;
+			if (s->a.projected_to_limit >= 0 && isfinite(s->a.projected_to_limit)) {
+				if (!strcmp(s->x_unit, "s"))
+					s->projected_seconds = s->a.projected_to_limit;
+				else if (s->steps_per_second > 0)
+					s->projected_seconds = s->a.projected_to_limit / s->steps_per_second;
+			}
+			again = true;
+		}
+		free(u);
+	}
+	double *c = xmalloc(n * sizeof(double));
+	processes_at(s, xt, n, c);
+	run_kinds_processes(k, x, xt, c, n, opts);
+	free(c);
+	if (again || k->procs_piling)
+		run_kinds_rediagnose(k, &s->a, opts);
+
+	/* Growth too fast for its kinds to be read: not called a leak blind */
+	if (s->a.verdict == VERDICT_LEAK && !k->has_diagnosis && k->nrows) {
+		size_t from = 0;
+		while (from + 1 < n && s->a.warmup_points && isfinite(s->a.warmup_end_x) && x[from] < s->a.warmup_end_x)
+			from++;
+		size_t seen = run_kinds_readings(k, xt[from], xt[n - 1]);
+		if (seen < KINDS_MIN_READINGS) {
+			char g[32], d[32];
+			s->a.verdict = VERDICT_INCONCLUSIVE;
+			s->kinds_unread = true;
+			snprintf(s->a.reason, sizeof(s->a.reason),
+			         "memory grew %s per %s, but over %s only, too fast for its kinds to be read"
+			         " (%zu reading%s): a leak cannot be told from page cache or copy-on-write",
+			         fmt_bytes(g, sizeof(g), s->a.slope), strcmp(s->x_unit, "s") ? "step" : "second",
+			         fmt_duration(d, sizeof(d), xt[n - 1] - xt[from]), seen, seen == 1 ? "" : "s");
+		}
+	}
+}
+
+const char *run_summary_measure_label(const struct run_summary *s)
+{
+	static const char *const with_shm[MEASURE_COUNT] = {
+		[MEASURE_PSS] = "pss+shm", [MEASURE_RSS] = "rss+shm", [MEASURE_USS] = "uss+shm",
+	};
+	if (s->measure_shm && s->measure < MEASURE_COUNT && with_shm[s->measure])
+		return with_shm[s->measure];
+	return measure_name(s->measure);
+}
+
 static double median_step_rate(const struct step_rec *st, size_t n)
 {
 	if (n < 2)
@@ -298,6 +391,8 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 	} else {
 		s->x_unit = "s";
 		n = bin_samples(s->samples, s->nsamples, s->measure, x, y, &s->bin_seconds);
+		for (size_t i = 0; i < n; i++)
+			xt[i] = x[i];
 	}
 
 	/* The limit a projection aims at. */
@@ -315,7 +410,6 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 	opts.x_unit = s->x_unit;
 	analyze_series(x, y, n, &opts, &s->a);
 	s->verdict_judged = s->a.verdict;
-	free(y);
 
 	if (s->a.warmup_points && isfinite(s->a.warmup_end_x))
 		s->warmup_steps = s->a.warmup_end_x;
@@ -378,13 +472,15 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 	trace_top_site_words(s->trace, top_site, sizeof(top_site));
 	int k_rc = run_kinds_load(st, id, x, xt, by_step ? n : 0, s->bin_seconds, s->run.started_at, &opts, &s->a,
 	                          s->segments, s->nsegments, top_site, s->kinds);
-	free(x);
-	free(xt);
-	x = xt = NULL;
 	if (k_rc < 0)
 		goto fail;
-	compose_reason(s);
 	struct run_kinds *k = s->kinds;
+	judge_all_memory(s, k, x, xt, y, n, &opts);
+	free(x);
+	free(xt);
+	free(y);
+	x = xt = y = NULL;
+	compose_reason(s);
 	if (k->oom && s->census) {
 		/* the flight recorder says what Python objects grew at the end */
 		char words[640];
@@ -406,11 +502,19 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 		snprintf(s->reason, sizeof(s->reason), "memory grew, but as %s that is not a leak (see the diagnosis)",
 		         mem_kind_name(s->kinds->diagnosis_kind));
 	}
+	if (k->diagnosis_leak && s->a.verdict != VERDICT_LEAK) {
+		/* one judgment: a headline that cannot see the leak says so */
+		size_t len = strlen(s->reason);
+		snprintf(s->reason + len, sizeof(s->reason) - len,
+		         "; but the diagnosis below finds a leak that the measure %s does not count",
+		         run_summary_measure_label(s));
+	}
 	return 0;
 
 fail:   /* a store that cannot be read: nothing half-loaded is kept */
 	free(x);
 	free(xt);
+	free(y);
 	run_summary_release(s);
 	return -1;
 }

@@ -28,6 +28,13 @@ struct run_summary {
 	char **argv;                   /* the command, parsed from run.command_json */
 	size_t argc;
 	enum measure measure;          /* what the judgment used */
+	bool measure_shm;              /* ... plus the shared memory no process maps
+	                                * (files in /dev/shm, tmpfs; segments): the
+	                                * job held a MiB or more of it */
+	bool kinds_unread;             /* memory grew too fast for its kinds to be read:
+	                                * judged inconclusive, not leak */
+	bool measure_shm_machine;      /* that shared memory is the machine's /dev/shm's
+	                                * growth (the job had no cgroup of its own) */
 	const char *x_unit;            /* "step" or "s" (judged over time: no steps) */
 	double bin_seconds;            /* width of the time bins when x_unit is "s" */
 	struct analysis a;             /* the judgment */
@@ -72,6 +79,10 @@ struct run_summary {
 int run_summary_load(struct store *st, int64_t run_id, int measure_override,
                      struct run_summary *out);
 void run_summary_release(struct run_summary *s);
+
+/* The measure judged in words: "pss", or "pss+shm" when it counts the
+ * shared memory no process maps. A static string. */
+const char *run_summary_measure_label(const struct run_summary *s);
 
 /* Parse a JSON array of strings (runs.command) into *argv (*argc strings,
  * NULL-terminated); something else becomes one string, the text itself.

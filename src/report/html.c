@@ -206,7 +206,7 @@ static void add_header(struct strbuf *sb, const struct run_summary *s)
 	}
 	strbuf_addstr(sb, "<div class=\"cards\">\n");
 	if (render_have_slope(s)) {
-		snprintf(b2, sizeof(b2), "growth%s (%s)", render_x_suffix(s), measure_name(s->measure));
+		snprintf(b2, sizeof(b2), "growth%s (%s)", render_x_suffix(s), run_summary_measure_label(s));
 		card(sb, render_signed_bytes(b, sizeof(b), s->a.slope), b2);
 	}
 	if (s->nsamples || s->steps)
@@ -294,7 +294,7 @@ static void add_quantile_table(struct strbuf *sb, const struct run_summary *s, c
 	strbuf_addf(sb, "<table class=\"lp-quantiles\"><thead><tr><th>%s</th>", label);
 	for (int q = 0; q < 5; q++)
 		strbuf_addf(sb, "<th>%s</th>", heads[q]);
-	strbuf_addf(sb, "</tr></thead><tbody><tr><td>%s</td>", measure_name(s->measure));
+	strbuf_addf(sb, "</tr></thead><tbody><tr><td>%s</td>", run_summary_measure_label(s));
 	for (int q = 0; q < 5; q++)
 		strbuf_addf(sb, "<td class=\"n\">%s</td>", isfinite(c->q[q]) ? fmt_bytes(b, sizeof(b), c->q[q]) : "-");
 	strbuf_addstr(sb, "</tr></tbody></table>\n");

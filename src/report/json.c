@@ -198,6 +198,8 @@ void report_write_json(const struct run_summary *s, const struct report_extras *
 	key_str(sb, "reason", s->reason);
 	key_str(sb, "analysis_reason", a->reason);
 	key_str(sb, "measure", measure_name(s->measure));
+	/* the measure judged: "pss+shm" when it counts shared memory no process maps */
+	key_str(sb, "measure_judged", run_summary_measure_label(s));
 	key_str(sb, "x_unit", s->x_unit);
 	key_num(sb, "bin_seconds", steps ? NAN : s->bin_seconds);
 	key_num(sb, "points", (double)a->points);

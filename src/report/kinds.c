@@ -44,7 +44,22 @@ void render_kinds_text(const struct run_summary *s, struct strbuf *sb)
 		if (!render_kind_shown(s, g))
 			continue;
 		strbuf_addf(sb, "  %-9s %-13s ", shown ? "" : "by kind", short_kind(g->kind));
-		if (g->pid)
+		if (g->kind == KIND_PROCESSES) {
+			/* processes that pile up: how many, how fast, how big */
+			if (k->procs_per_x < 1)
+				strbuf_addf(sb, "+1 every %.3g %ss", 1 / k->procs_per_x, s->steps ? "step" : "second");
+			else
+				strbuf_addf(sb, "+%.3g%s", k->procs_per_x, render_x_suffix(s));
+			strbuf_addf(sb, ", %.0f alive", k->procs_last);
+			if (k->procs_each_bytes > 0)
+				strbuf_addf(sb, ", ~%s each", fmt_bytes(b2, sizeof(b2), k->procs_each_bytes));
+			strbuf_addf(sb, " (%s%s)\n", render_signed_bytes(b1, sizeof(b1), g->a.slope), render_x_suffix(s));
+			shown++;
+			continue;
+		}
+		if (g->pid == 0 && !strcmp(g->role, "/dev/shm"))
+			strbuf_addstr(sb, "the machine's (");
+		else if (g->pid)
 			strbuf_addf(sb, "pid %d (", g->pid);
 		else
 			strbuf_addstr(sb, "the job's cgroup (");
@@ -121,7 +136,7 @@ void render_kinds_json(const struct run_summary *s, struct strbuf *sb)
 		strbuf_addstr(sb, i ? ",\n    {" : "\n    {");
 		str_member(sb, "kind", mem_kind_name(g->kind), true);
 		strbuf_addstr(sb, ", \"process\": ");
-		if (g->pid)
+		if (g->pid > 0)
 			strbuf_addf(sb, "%d", g->pid);
 		else
 			strbuf_addstr(sb, "null");
@@ -132,6 +147,12 @@ void render_kinds_json(const struct run_summary *s, struct strbuf *sb)
 		num_member(sb, "bytes", g->bytes, false);
 		num_member(sb, "first_bytes", g->first_bytes, false);
 		num_member(sb, "bound_bytes", g->kind == KIND_COW ? g->bound_bytes : NAN, false);
+		if (g->kind == KIND_PROCESSES) {
+			num_member(sb, "alive", k->procs_last, false);
+			num_member(sb, "alive_first", k->procs_first, false);
+			num_member(sb, "processes_per_step", k->procs_per_x, false);
+			num_member(sb, "bytes_each", k->procs_each_bytes, false);
+		}
 		strbuf_addch(sb, '}');
 	}
 	strbuf_addstr(sb, k && k->n ? "\n  ]" : "]");
@@ -219,13 +240,13 @@ void render_kinds_json(const struct run_summary *s, struct strbuf *sb)
 
 /* ---- Markdown and HTML ---------------------------------------------------- */
 
-/* "pid 4242" or "cgroup", into buf */
+/* "4242", "cgroup" or "tree" (processes that pile up), into buf */
 static const char *process_words(char *buf, size_t sz, int pid)
 {
-	if (pid)
+	if (pid > 0)
 		snprintf(buf, sz, "%d", pid);
 	else
-		snprintf(buf, sz, "cgroup");
+		snprintf(buf, sz, pid ? "tree" : "cgroup");
 	return buf;
 }
 

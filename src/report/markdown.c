@@ -46,7 +46,7 @@ void report_write_md(const struct run_summary *s, const struct report_extras *x,
 	render_outcome_line(&cell, s);
 	add_row(sb, "Run", strbuf_str(&cell));
 
-	add_row(sb, "Measure", measure_name(s->measure));
+	add_row(sb, "Measure", run_summary_measure_label(s));
 	if (render_have_slope(s)) {
 		strbuf_reset(&cell);
 		strbuf_addf(&cell, "%s%s", render_signed_bytes(b1, sizeof(b1), a->slope), render_x_suffix(s));

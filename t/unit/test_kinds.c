@@ -329,6 +329,226 @@ static void test_kinds_in_every_format(void)
 	store_close(st);
 }
 
+/* A kind row of pid (0: the cgroup, named name) with shared memory. */
+static void kind_shm(struct store *st, int64_t id, double t, int pid, int ppid, const char *name, double anon,
+                     double shmem)
+{
+	struct kind_row k = { .t = t, .pid = pid, .ppid = ppid, .anon = (uint64_t)anon, .shmem = (uint64_t)shmem };
+	snprintf(k.name, sizeof(k.name), "%s", name);
+	store_add_kind_sample(st, id, &k);
+}
+
+static void sample(struct store *st, int64_t id, double t, int nprocs, double pss)
+{
+	struct mem_sample m = { .t = t, .nprocs = nprocs, .pss_exact = true };
+	m.rss = m.pss = m.uss = (uint64_t)pss;
+	store_add_sample(st, id, &m);
+}
+
+/*
+ * Files left in /dev/shm: the job's PSS is flat (nobody maps them), the
+ * cgroup's shmem (or, without a cgroup, the machine's /dev/shm) grows 1 MiB
+ * a step. The headline judges PSS plus that shmem ("pss+shm") and says
+ * leak, as the diagnosis does; the same growth mapped by the process is in
+ * its PSS already and is not added twice.
+ */
+static void shm_run(const char *whole, bool mapped, struct run_summary *s, struct store *st)
+{
+	int64_t id = begin(st);
+	for (int i = 1; i <= 200; i++) {
+		double t = i * 0.05, shm = i * MiB;
+		step(st, id, i, t, 50 * MiB + (mapped ? shm : 0));
+		sample(st, id, t, 1, 50 * MiB + (mapped ? shm : 0));
+		kind_shm(st, id, t, 100, 1, "python3", 40 * MiB, mapped ? shm : 0);
+		kind_shm(st, id, t, 0, 0, whole, 40 * MiB, shm);
+	}
+	end(st, id, 10, 200);
+	store_flush(st);
+	load(st, id, s);
+}
+
+static void test_unmapped_shm_is_in_the_headline(void)
+{
+	const char *wholes[] = { "cgroup", "/dev/shm" };
+	for (int w = 0; w < 2; w++) {
+		struct store *st = open_store();
+		struct run_summary s;
+		shm_run(wholes[w], false, &s, st);
+		const struct run_kinds *k = s.kinds;
+		CHECK(s.measure_shm);
+		CHECK_EQ_INT(s.measure_shm_machine, w == 1);
+		CHECK_STR(run_summary_measure_label(&s), "pss+shm");
+		CHECK_EQ_INT(s.a.verdict, VERDICT_LEAK);
+		CHECK(fabs(s.a.slope - MiB) < 0.05 * MiB);
+		CHECK(k->has_diagnosis && k->diagnosis_leak);
+		CHECK_EQ_INT(k->diagnosis_kind, KIND_SHMEM);
+		CHECK(strstr(k->diagnosis, w ? "the machine's /dev/shm" : "the job's cgroup") != NULL);
+		CHECK(strstr(k->diagnosis, "the parent is flat") == NULL);
+		struct strbuf sb = STRBUF_INIT;
+		report_render(&s, REPORT_TEXT, NULL, &sb);
+		CHECK(strstr(strbuf_str(&sb), "verdict   leak") != NULL);
+		CHECK(strstr(strbuf_str(&sb), "measure pss+shm") != NULL);
+		CHECK((strstr(strbuf_str(&sb), "pss+shm (shm: the machine's /dev/shm") != NULL) == (w == 1));
+		strbuf_reset(&sb);
+		report_render(&s, REPORT_JSON, NULL, &sb);
+		CHECK(strstr(strbuf_str(&sb), "\"measure_judged\": \"pss+shm\"") != NULL);
+		strbuf_release(&sb);
+		run_summary_release(&s);
+		store_close(st);
+	}
+	/* mapped: in PSS already */
+	struct store *st = open_store();
+	struct run_summary s;
+	shm_run("cgroup", true, &s, st);
+	CHECK(!s.measure_shm);
+	CHECK_STR(run_summary_measure_label(&s), "pss");
+	CHECK_EQ_INT(s.a.verdict, VERDICT_LEAK);
+	CHECK(fabs(s.a.slope - MiB) < 0.05 * MiB);
+	run_summary_release(&s);
+	store_close(st);
+}
+
+/* A headline whose measure does not count what the diagnosis finds says
+ * so: here a cgroup usage that stays flat while its shmem grows (the
+ * measure is the user's choice; only pss, rss and uss get "+shm"). */
+static void test_headline_says_when_it_cannot_see_the_leak(void)
+{
+	struct store *st = open_store();
+	int64_t id = begin(st);
+	for (int i = 1; i <= 200; i++) {
+		double t = i * 0.05;
+		struct step_rec r = { .step = i, .epoch = -1 };
+		r.mem.t = t;
+		r.mem.nprocs = 1;
+		r.mem.rss = r.mem.pss = r.mem.uss = r.mem.cgroup = (uint64_t)(50 * MiB);
+		r.mem.has_cgroup = true;
+		store_add_step(st, id, &r);
+		kind_shm(st, id, t, 100, 1, "python3", 40 * MiB, 0);
+		kind_shm(st, id, t, 0, 0, "cgroup", 40 * MiB, i * MiB);
+	}
+	end(st, id, 10, 200);
+	store_flush(st);
+	struct run_summary s;
+	CHECK_EQ_INT(run_summary_load(st, id, MEASURE_CGROUP, &s), 0);
+	CHECK(!s.measure_shm);
+	CHECK(s.kinds->diagnosis_leak);
+	CHECK(s.a.verdict != VERDICT_LEAK);
+	CHECK(strstr(s.reason, "the diagnosis below finds a leak that the measure cgroup does not count") != NULL);
+	run_summary_release(&s);
+	store_close(st);
+}
+
+/*
+ * A helper process started every 10 steps, never ended, each holding
+ * 12 MiB; main flat. The diagnosis and the table name the processes, not
+ * main.
+ */
+static void test_processes_that_pile_up(void)
+{
+	struct store *st = open_store();
+	int64_t id = begin(st);
+	for (int i = 1; i <= 300; i++) {
+		double t = i * 0.05;
+		int helpers = i / 10;
+		step(st, id, i, t, 30 * MiB + helpers * 12 * MiB);
+		sample(st, id, t, 1 + helpers, 30 * MiB + helpers * 12 * MiB);
+		kind(st, id, t, 100, 1, 30 * MiB, 0, 0, 0);
+		for (int h = 1; h <= helpers; h++)
+			kind(st, id, t, 1000 + h, 100, 12 * MiB, 0, 0, 0);
+	}
+	end(st, id, 15, 300);
+	store_flush(st);
+	struct run_summary s;
+	if (load(st, id, &s))
+		return;
+	const struct run_kinds *k = s.kinds;
+	CHECK_EQ_INT(s.a.verdict, VERDICT_LEAK);
+	CHECK(k->procs_piling);
+	CHECK(k->has_diagnosis && k->diagnosis_leak);
+	CHECK_EQ_INT(k->diagnosis_kind, KIND_PROCESSES);
+	CHECK(fabs(k->procs_per_x - 0.1) < 0.01);
+	CHECK(fabs(k->procs_each_bytes - 12 * MiB) < MiB);
+	CHECK(k->procs_last == 31);
+	CHECK(strstr(k->diagnosis, "+1 every 10 steps, 31 alive") != NULL);
+	CHECK(strstr(k->diagnosis, "the main process is flat") != NULL);
+	CHECK(k->n && k->k[0].kind == KIND_PROCESSES);
+	for (size_t i = 0; i < k->n; i++)
+		CHECK(!(k->k[i].a.verdict == VERDICT_LEAK && !strcmp(k->k[i].role, "main")));
+	struct strbuf sb = STRBUF_INIT;
+	report_render(&s, REPORT_TEXT, NULL, &sb);
+	CHECK(strstr(strbuf_str(&sb), "by kind   processes     +1 every 10 steps, 31 alive, ~12.0 MiB each") != NULL);
+	strbuf_reset(&sb);
+	report_render(&s, REPORT_JSON, NULL, &sb);
+	CHECK(strstr(strbuf_str(&sb), "\"kind\": \"processes\", \"process\": null") != NULL);
+	strbuf_reset(&sb);
+	report_render(&s, REPORT_MD, NULL, &sb);
+	CHECK(strstr(strbuf_str(&sb), "| processes | tree |") != NULL);
+	strbuf_release(&sb);
+	run_summary_release(&s);
+	store_close(st);
+}
+
+/* Four workers started one after the other in a short while mid-run
+ * (a tenth of the run), then flat: a start-up, not a pile. */
+static void test_workers_started_together_do_not_pile_up(void)
+{
+	struct store *st = open_store();
+	int64_t id = begin(st);
+	for (int i = 1; i <= 300; i++) {
+		double t = i * 0.05;
+		int workers = i >= 200 ? 4 : i >= 150 ? (i - 150) / 10 : 0;
+		step(st, id, i, t, 30 * MiB + workers * 12 * MiB);
+		sample(st, id, t, 1 + workers, 30 * MiB + workers * 12 * MiB);
+		kind(st, id, t, 100, 1, 30 * MiB, 0, 0, 0);
+		for (int h = 1; h <= workers; h++)
+			kind(st, id, t, 1000 + h, 100, 12 * MiB, 0, 0, 0);
+	}
+	end(st, id, 15, 300);
+	store_flush(st);
+	struct run_summary s;
+	if (load(st, id, &s))
+		return;
+	CHECK(!s.kinds->procs_piling);
+	CHECK(!(s.kinds->has_diagnosis && s.kinds->diagnosis_kind == KIND_PROCESSES));
+	run_summary_release(&s);
+	store_close(st);
+}
+
+/*
+ * 300 steps in 0.3 s, 1 MiB each: with kinds read twice in that time the
+ * growth's kind is unknown, and the verdict says so (inconclusive), not
+ * leak; read every 10 ms, the same growth is named (anonymous, a leak).
+ */
+static void test_fast_growth_unread_is_not_called_a_leak(void)
+{
+	for (int every = 0; every < 2; every++) {
+		struct store *st = open_store();
+		int64_t id = begin(st);
+		for (int i = 1; i <= 300; i++) {
+			double t = 1 + i * 0.001;
+			step(st, id, i, t, 50 * MiB + i * MiB);
+			if (every ? i % 10 == 0 : i == 1 || i == 200)
+				kind(st, id, t, 100, 1, 40 * MiB + i * MiB, 0, 0, 0);
+		}
+		end(st, id, 2, 300);
+		store_flush(st);
+		struct run_summary s;
+		if (load(st, id, &s))
+			return;
+		if (!every) {
+			CHECK_EQ_INT(s.a.verdict, VERDICT_INCONCLUSIVE);
+			CHECK(s.kinds_unread);
+			CHECK(strstr(s.reason, "too fast for its kinds to be read (2 readings)") != NULL);
+		} else {
+			CHECK_EQ_INT(s.a.verdict, VERDICT_LEAK);
+			CHECK(!s.kinds_unread);
+			CHECK_EQ_INT(s.kinds->diagnosis_kind, KIND_ANONYMOUS);
+		}
+		run_summary_release(&s);
+		store_close(st);
+	}
+}
+
 static void cleanup(void)
 {
 	char cmd[256];
@@ -354,4 +574,9 @@ TEST_MAIN("kinds",
 	TEST(test_worker_leak_parent_flat),
 	TEST(test_page_cache_is_not_a_leak),
 	TEST(test_flight_recorder),
-	TEST(test_kinds_in_every_format))
+	TEST(test_kinds_in_every_format),
+	TEST(test_unmapped_shm_is_in_the_headline),
+	TEST(test_headline_says_when_it_cannot_see_the_leak),
+	TEST(test_processes_that_pile_up),
+	TEST(test_workers_started_together_do_not_pile_up),
+	TEST(test_fast_growth_unread_is_not_called_a_leak))

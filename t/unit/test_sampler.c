@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "core/sampler.h"
+#include "platform/cgroup.h"
 #include "platform/nvml.h"
 #include "platform/proc.h"
 #include "util/util.h"
@@ -1164,6 +1165,100 @@ static void test_real_cgroup(void)
 	}
 }
 
+/*
+ * Memory that moves fast has its memory.stat read as it moves: a child in
+ * the job's cgroup gains 1 MiB (touched) before each of 10 samples 10 ms
+ * apart in sampler time; memory.stat is read at most every 200 ms when the
+ * usage moves slowly, but a move of 256 KiB or more reads it at once (on
+ * the rollups' budget, 5 ms apart at most): nearly every sample sees a new
+ * reading, and the last one holds the child's growth.
+ */
+static void memstat_follows_fast_growth(int version)
+{
+	char parent[2048], dir[4096];
+	if (!own_cgroup_dir(version, parent, sizeof(parent))) {
+		printf("# skip: no cgroup v%d hierarchy here\n", version);
+		return;
+	}
+	snprintf(dir, sizeof(dir), "%s/lp-sampler-fast-%d", parent, (int)getpid());
+	if (mkdir(dir, 0755) < 0) {
+		printf("# skip: cannot make a cgroup here: %s\n", strerror(errno));
+		return;
+	}
+	int go[2], done[2];
+	if (pipe(go) < 0 || pipe(done) < 0) {
+		CHECK(0);
+		return;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		char c;
+		close(go[1]);
+		close(done[0]);
+		while (read(go[0], &c, 1) == 1) {
+			char *p = malloc(1 << 20);
+			for (size_t i = 0; p && i < (1u << 20); i += 4096)
+				p[i] = 1;
+			if (write(done[1], "k", 1) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(go[0]);
+	close(done[1]);
+	enter_cgroup(dir, pid);
+	struct sampler_config cfg;
+	sampler_config_init(&cfg);
+	cfg.root_pid = getpid();
+	cfg.exclude_root = true;
+	cfg.cgroup_dir = dir;
+	cfg.cgroup_version = version;
+	struct sampler *s = sampler_new(&cfg);
+	CHECK(s != NULL);
+	struct mem_sample ms;
+	struct cgroup_memstat st;
+	memset(&st, 0, sizeof(st));
+	int64_t t = mono_ns();
+	usleep(300000);                          /* past the membership interval */
+	t += 300000000;
+	sampler_sample(s, t, false, &ms);
+	uint64_t first = sampler_job_kinds(s, &st), last = first;
+	uint64_t anon0 = st.anon_bytes;
+	int fresh = 0;
+	for (int i = 0; i < 10; i++) {
+		char c;
+		if (write(go[1], "g", 1) != 1 || read(done[0], &c, 1) != 1)
+			break;
+		t += 10000000;
+		sampler_sample(s, t, false, &ms);
+		uint64_t r = sampler_job_kinds(s, &st);
+		fresh += r != last;
+		last = r;
+	}
+	printf("# cgroup v%d: memory.stat read at %d of 10 samples 10 ms apart, each after 1 MiB more;"
+	       " its anon %llu -> %llu KiB\n", version, fresh, (unsigned long long)(anon0 >> 10),
+	       (unsigned long long)(st.anon_bytes >> 10));
+	if (first) {
+		CHECK(fresh >= 8);
+		CHECK(st.anon_bytes >= anon0 + (8u << 20));
+	} else {
+		printf("# skip: no memory.stat in cgroup v%d (no memory controller)\n", version);
+	}
+	close(go[1]);
+	waitpid(pid, NULL, 0);
+	close(done[0]);
+	sampler_free(s);
+	for (int tries = 0; rmdir(dir) < 0 && errno == EBUSY && tries < 100; tries++)
+		usleep(10000);
+}
+
+static void test_real_cgroup_memstat_follows_fast_growth(void)
+{
+	memstat_follows_fast_growth(2);
+	memstat_follows_fast_growth(1);
+}
+
 static int64_t thread_cpu_ns(void)
 {
 	struct timespec ts;
@@ -1320,4 +1415,5 @@ TEST_MAIN("sampler",
 	TEST(test_real_fork_after_read),
 	TEST(test_real_tree_changes),
 	TEST(test_real_cgroup),
+	TEST(test_real_cgroup_memstat_follows_fast_growth),
 	TEST(test_real_tick_cost))
