@@ -351,7 +351,7 @@ static bool flush_once(struct store *st)
 	return copied && db_commit(st->db) == DB_OK;
 }
 
-int store_flush(struct store *st)
+int batch_flush(struct store *st)
 {
 	if (!st || st->readonly)
 		return 0;
@@ -402,8 +402,6 @@ int store_flush(struct store *st)
 		}
 	}
 	store_check_dropped(st);
-	if (st->pending_end.run_id)
-		store_retry_run_end(st, false);
 	if (ok)
 		st->write_failed = false;
 	st->batch_failed = false;

@@ -149,6 +149,9 @@ int64_t store_schema_version(void);
 /* The staging tables and the statements of the write path. 0, or -1 with
  * the reason in why. */
 int store_batch_open(struct store *st, char *why, size_t whysz);
+/* Write the held rows in one transaction (store_flush() without the retry
+ * of a run's end that runs.c keeps): 0, or -1 after a message. */
+int batch_flush(struct store *st);
 /* Finalize them (what is held is dropped: store_flush() first). */
 void store_batch_close(struct store *st);
 

@@ -709,7 +709,7 @@ int store_mark_stale_runs(struct store *st)
 		run_once(st, "UPDATE segments SET cause = 'interrupted' WHERE run_id = ?1 AND ended_at IS NULL",
 		         "a run whose supervisor is gone", bind_run_id, &marks[i].id);
 	}
-	if (store_flush(st) < 0)
+	if (batch_flush(st) < 0)
 		return -1;
 	st->stale = xcalloc(MAX_STALE, sizeof(*st->stale));
 	if (where)

@@ -174,6 +174,16 @@ struct store *store_open_readonly(const char *path)
  * its reserve is spent. */
 #define END_WAIT_S 30
 
+/* The held rows written (batch.c), then a run's end that did not fit
+ * before tried again (runs.c): each flush may find the room it lacked. */
+int store_flush(struct store *st)
+{
+	int r = batch_flush(st);
+	if (st && !st->readonly && st->pending_end.run_id)
+		store_retry_run_end(st, false);
+	return r;
+}
+
 void store_close(struct store *st)
 {
 	if (!st)
