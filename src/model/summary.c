@@ -31,6 +31,7 @@
 #define SHORT_RUN_BINS 100
 #define KINDS_MIN_READINGS 5   /* a leak's kinds read fewer times than this: unknown */
 #define SHM_COUNTED_BYTES (1024.0 * 1024.0)  /* unmapped shmem joins the measure from this */
+#define GPU_COUNTED_BYTES (1024.0 * 1024.0)  /* and GPU memory (NVML), from this */
 
 /* ---- the command ----------------------------------------------------- */
 
@@ -208,22 +209,45 @@ static void processes_at(const struct run_summary *s, const double *t, size_t n,
  * tree (model/kinds.c) are judged, and the diagnosis made again.
  * x, xt, y: the judged series (n points), y changed in place.
  */
+/* The job's GPU memory at each time of xt (the last sample at or before
+ * it that read NVML; 0 before any) into g; the most it held. */
+static double gpu_at(const struct run_summary *s, const double *xt, size_t n, double *g)
+{
+	double most = 0, last = 0;
+	size_t j = 0;
+	for (size_t i = 0; i < n; i++) {
+		for (; j < s->nsamples && s->samples[j].t <= xt[i]; j++)
+			if (s->samples[j].has_gpu)
+				last = (double)s->samples[j].gpu;
+		g[i] = last;
+		most = fmax(most, last);
+	}
+	return most;
+}
+
 static void judge_all_memory(struct run_summary *s, struct run_kinds *k, const double *x, const double *xt,
-                             double *y, size_t n, const struct analyze_opts *opts)
+                             double *y, size_t n, const struct analyze_opts *opts, bool measure_asked)
 {
 	if (!n)
 		return;
 	bool again = false;
 	if (s->measure == MEASURE_PSS || s->measure == MEASURE_RSS || s->measure == MEASURE_USS) {
 		double *u = xmalloc(n * sizeof(double));
-		if (run_kinds_unmapped_shm(k, xt, n, u) >= SHM_COUNTED_BYTES) {
+		bool shm = run_kinds_unmapped_shm(k, xt, n, u) >= SHM_COUNTED_BYTES;
+		/* GPU memory is memory the job holds too (device memory, which a
+		 * host measure does not see): in the one judgment unless the
+		 * host measure alone was asked for */
+		double *g = xmalloc(n * sizeof(double));
+		bool gpu = !measure_asked && gpu_at(s, xt, n, g) >= GPU_COUNTED_BYTES;
+		if (shm || gpu) {
 			for (size_t i = 0; i < n; i++) {
-				y[i] += u[i];
+				y[i] += (shm ? u[i] : 0) + (gpu ? g[i] : 0);
 				if (y[i] > (double)s->peak_bytes)
 					s->peak_bytes = (uint64_t)y[i];
 			}
-			s->measure_shm = true;
-			s->measure_shm_machine = run_kinds_shm_is_machine_wide(k);
+			s->measure_shm = shm;
+			s->measure_shm_machine = shm && run_kinds_shm_is_machine_wide(k);
+			s->measure_gpu = gpu;
 			analyze_series(x, y, n, opts, &s->a);
 			s->verdict_judged = s->a.verdict;
 			if (s->a.warmup_points && isfinite(s->a.warmup_end_x))
@@ -238,6 +262,7 @@ static void judge_all_memory(struct run_summary *s, struct run_kinds *k, const d
 			again = true;
 		}
 		free(u);
+		free(g);
 	}
 	double *c = xmalloc(n * sizeof(double));
 	processes_at(s, xt, n, c);
@@ -267,11 +292,15 @@ static void judge_all_memory(struct run_summary *s, struct run_kinds *k, const d
 
 const char *run_summary_measure_label(const struct run_summary *s)
 {
-	static const char *const with_shm[MEASURE_COUNT] = {
-		[MEASURE_PSS] = "pss+shm", [MEASURE_RSS] = "rss+shm", [MEASURE_USS] = "uss+shm",
+	static const char *const with[4][MEASURE_COUNT] = {
+		{ [MEASURE_PSS] = "pss", [MEASURE_RSS] = "rss", [MEASURE_USS] = "uss" },
+		{ [MEASURE_PSS] = "pss+shm", [MEASURE_RSS] = "rss+shm", [MEASURE_USS] = "uss+shm" },
+		{ [MEASURE_PSS] = "pss+gpu", [MEASURE_RSS] = "rss+gpu", [MEASURE_USS] = "uss+gpu" },
+		{ [MEASURE_PSS] = "pss+shm+gpu", [MEASURE_RSS] = "rss+shm+gpu", [MEASURE_USS] = "uss+shm+gpu" },
 	};
-	if (s->measure_shm && s->measure < MEASURE_COUNT && with_shm[s->measure])
-		return with_shm[s->measure];
+	int also = (s->measure_shm ? 1 : 0) + (s->measure_gpu ? 2 : 0);
+	if (also && s->measure < MEASURE_COUNT && with[also][s->measure])
+		return with[also][s->measure];
 	return measure_name(s->measure);
 }
 
@@ -475,7 +504,7 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 	if (k_rc < 0)
 		goto fail;
 	struct run_kinds *k = s->kinds;
-	judge_all_memory(s, k, x, xt, y, n, &opts);
+	judge_all_memory(s, k, x, xt, y, n, &opts, measure_override >= 0);
 	free(x);
 	free(xt);
 	free(y);

@@ -31,6 +31,9 @@ struct run_summary {
 	bool measure_shm;              /* ... plus the shared memory no process maps
 	                                * (files in /dev/shm, tmpfs; segments): the
 	                                * job held a MiB or more of it */
+	bool measure_gpu;              /* ... plus the job's GPU memory (NVML): it held a
+	                                * MiB or more of it, and the measure was not
+	                                * asked for by name (report --measure) */
 	bool kinds_unread;             /* memory grew too fast for its kinds to be read:
 	                                * judged inconclusive, not leak */
 	bool measure_shm_machine;      /* that shared memory is the machine's /dev/shm's

@@ -29,6 +29,27 @@ def test_measure_gpu_finds_a_gpu_leak(lp, gpu_env):
     assert lp.report(measure="pss")["verdict"] != "leak"
 
 
+def test_gpu_memory_is_in_the_one_judgment(lp, gpu_env):
+    """Without --measure, a job whose host memory is flat while its GPU
+    memory grows is a leak in the headline, judged on host and GPU memory
+    together (measure pss+gpu), never no-leak above a diagnosis of a GPU
+    leak (seen on an H200: "verdict no-leak" over "diagnosis leak — GPU
+    memory … grows 31.2 MiB per step"). report --measure pss asks for the
+    host alone."""
+    r = lp.run([lp.py, lp.workload("fake_gpu.py"), "120", "1024", "8"], "--interval", "20ms",
+               env=gpu_env, timeout=120)
+    assert r.rc == 0, r
+    rep = lp.report()
+    assert rep["measure"] == "pss" and rep["measure_judged"] == "pss+gpu", lp.describe(rep)
+    assert rep["verdict"] == "leak", lp.describe(rep)
+    want = lp.expected_growth(r.stderr)
+    assert abs(rep["growth_bytes_per_step"] - want) <= 0.15 * want, lp.describe(rep)
+    assert rep["peak_bytes"] >= (1024 + 8 * 100) * lp.MIB
+    assert "measure pss+gpu" in r.err, r.err
+    host = lp.report(measure="pss")
+    assert host["measure_judged"] == "pss" and host["verdict"] != "leak", lp.describe(host)
+
+
 def test_measure_gpu_flat(lp, gpu_env):
     r = lp.run([lp.py, lp.workload("fake_gpu.py"), "100", "4096", "0"], "--measure", "gpu",
                "--interval", "20ms", env=gpu_env, timeout=120)
