@@ -24,8 +24,11 @@ holder: a container above that grows with it, else it remembers the ids of
 its objects, takes a new one at the next census and walks
 gc.get_referrers() up to a container with a name.
 
-Cost: a census takes time while holding the GIL (about 25 ms for 100,000
-objects without the numpy search on the development VM). The censuses come
+Cost: a census of the heap takes about 25 ms for 100,000 objects without
+the numpy search on the development VM. It goes through the heap SLICE
+objects at a time, letting other threads run between slices, and is left
+out while its list of every object (8 bytes each) would be over LIST_FLOOR
+and LIST_FRACTION of the process's memory. The censuses come
 early (the first after FIRST_S, the gaps growing with the time since the
 start: RAMP of it, at most the interval asked) and each waits until the
 time spent in all of them stays under COST_FRACTION of the time since the
@@ -69,6 +72,10 @@ WALK_ITEMS = 64             # items of a dict looked into for nested containers
 CONTAINERS_SENT = 40        # containers reported per census (those that changed first)
 SIZE_SAMPLE = 3             # elements sampled for the bytes a container holds
 HELD_MAX = 2000             # containers followed, at most, over the run
+SLICE = 50000               # objects of the heap handled per C call; other threads run between
+LIST_FLOOR = 8 << 20        # a census of the heap always allowed while its list is under this
+LIST_FRACTION = 0.02        # else only while its list is under this share of the process's memory
+BLOCKS_PER_OBJECT = 3       # allocated blocks per tracked object, assumed before the first census
 # The census's cost is its own thread's CPU time: what it takes from the job
 # (a census in a thread waits for the GIL too; that wait is not its cost).
 _clock = getattr(time, "thread_time", time.perf_counter)
@@ -373,6 +380,54 @@ def _last_items(c, k):
     return list(itertools.islice(c, k))
 
 
+def _slices(objs):
+    """objs SLICE at a time, letting the job's other threads run between
+    slices: a C call over the whole heap would hold the GIL for it all."""
+    for start in range(0, len(objs), SLICE):
+        yield objs[start:start + SLICE]
+        time.sleep(0)
+
+
+_SIZED = (list, tuple, dict, collections.deque, collections.OrderedDict, collections.defaultdict)
+
+
+def _big(objs):
+    """The lists, tuples, dicts and deques of objs with more than SLICE
+    items: their referents, asked for all at once, would be one list of
+    millions (and one C call)."""
+    try:
+        sized = _of_types(objs, {id(t) for t in _SIZED}, {id(t): t for t in _SIZED})
+        return list(itertools.compress(sized, map(SLICE.__lt__, map(len, sized))))
+    except Exception:
+        return []
+
+
+def _items(c):
+    """What a big dict or deque holds that may be an array: a copy of its
+    values (a dict's keys are hashable, never arrays); [] when it changed
+    size while being read."""
+    try:
+        return list(c.values()) if isinstance(c, dict) else list(c)
+    except Exception:
+        return []
+
+
+def _blocks():
+    try:
+        return sys.getallocatedblocks()
+    except Exception:
+        return 0
+
+
+def _rss():
+    """The process's resident memory in bytes; None when unknown."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except Exception:
+        return None
+
+
 class _Held:
     """One container held by name, across censuses."""
     __slots__ = ("num", "lengths", "elem", "changed")
@@ -440,6 +495,8 @@ class Census:
         self.nmodules_seen = -1
         self.plain_types = {}               # key -> the type it names, last census
         self._objects = 0
+        self._blocks = 0                    # sys.getallocatedblocks() at the last census of the heap
+        self.big_heap = False               # this census's heap left out for its list's size
 
     # ---- scheduling ----
 
@@ -456,6 +513,7 @@ class Census:
         has left pays for it (the last one's cost; for the first, an
         estimate from the heap's size). The others only read the lengths
         of the containers held by name, which costs little."""
+        self.big_heap = False
         cost = self.full_cost_s
         if cost is None:
             try:
@@ -464,11 +522,32 @@ class Census:
                 cost = 0.0
         if self.room() < cost:
             return False
+        if self._list_too_big():
+            self.big_heap = True
+            return False
         # not while modules are being imported (the heap is being built,
         # and counting it then costs most), unless that goes on
         stable = len(sys.modules) == self.nmodules_seen or self.lights >= 4
         self.nmodules_seen = len(sys.modules)
         return stable
+
+    def _list_too_big(self):
+        """Whether the list of every tracked object (8 bytes each) that a
+        census of the heap builds would add more than LIST_FLOOR and more
+        than LIST_FRACTION of the process's memory to it. Its length is the
+        last census's, scaled by the allocated blocks since; before the
+        first, a share of the blocks (BLOCKS_PER_OBJECT: untracked ints,
+        floats and strings count there too)."""
+        blocks = _blocks()
+        if self._objects and self._blocks:
+            n = self._objects * blocks / self._blocks
+        else:
+            n = blocks / BLOCKS_PER_OBJECT
+        size = 8 * n
+        if size <= LIST_FLOOR:
+            return False
+        rss = _rss()
+        return rss is not None and size > LIST_FRACTION * rss
 
     def room(self, now=None):
         """CPU seconds the budget has left now, beyond what censuses took."""
@@ -545,9 +624,9 @@ class Census:
             else:
                 self.lights += 1
             self._schedule(cost)
-            lines.append("census %d * objects=%d cost_us=%d interval_s=%r%s"
+            lines.append("census %d * objects=%d cost_us=%d interval_s=%r%s%s"
                          % (self.seq, self._objects, int(cost * 1e6), round(self.interval_s, 3),
-                            "" if full else " containers=1"))
+                            "" if full else " containers=1", " big_heap=1" if self.big_heap else ""))
             for line in lines:
                 self.send(line)
             self.seq += 1
@@ -564,8 +643,14 @@ class Census:
         members = {}                         # key -> objects, for tracked keys only
         objs = gc.get_objects()
         self._objects = len(objs)
+        self._blocks = _blocks()
         try:
-            by_id, type_of = _count_types(objs)
+            by_id, type_of = collections.Counter(), {}
+            for part in _slices(objs):
+                ids, tps = _count_types(part)
+                by_id.update(ids)
+                type_of.update(tps)
+            part = None
             torch = sys.modules.get("torch")
             tensor_base = getattr(torch, "Tensor", None) if torch is not None else None
             tensor_ids = set()
@@ -579,7 +664,11 @@ class Census:
             want = set(self.tracked) | {k for k, h in self.history.items() if self._rising(h)}
             # one pass over the heap for the tensors and the plain types under watch
             want_ids = {i for k, i in self.plain_types.items() if k in want and i in by_id}
-            picked = _of_types(objs, tensor_ids | want_ids, type_of) if tensor_ids or want_ids else []
+            picked = []
+            if tensor_ids or want_ids:
+                for part in _slices(objs):
+                    picked += _of_types(part, tensor_ids | want_ids, type_of)
+                part = None
             if tensor_ids:
                 names = {}
                 for o in picked:
@@ -597,13 +686,27 @@ class Census:
             ndarray = getattr(numpy, "ndarray", None) if numpy is not None else None
             cost_so_far = _clock() - started
             if isinstance(ndarray, type) and self._left(started) > 3 * cost_so_far:
-                holders = list(itertools.compress(
-                    objs, map(operator.not_, map(_NO_ARRAY_IDS.__contains__, map(id, map(type, objs))))))
-                refs = gc.get_referents(*holders)
-                del holders
                 subs = _subclasses(ndarray)
-                arrays = {id(o): o for o in _of_types(refs, {id(t) for t in subs}, {id(t): t for t in subs})}
-                del refs
+                sub_ids, sub_of = {id(t) for t in subs}, {id(t): t for t in subs}
+                arrays = {}
+                for part in _slices(objs):
+                    holders = list(itertools.compress(
+                        part, map(operator.not_, map(_NO_ARRAY_IDS.__contains__, map(id, map(type, part))))))
+                    big = _big(holders)
+                    if big:
+                        big_ids = {id(o) for o in big}
+                        holders = list(itertools.compress(
+                            holders, map(operator.not_, map(big_ids.__contains__, map(id, holders)))))
+                    refs = gc.get_referents(*holders)
+                    del holders
+                    arrays.update((id(o), o) for o in _of_types(refs, sub_ids, sub_of))
+                    del refs
+                    for c in big:            # a list of millions: its items a slice at a time
+                        for items in _slices(c if type(c) in (list, tuple) else _items(c)):
+                            arrays.update((id(o), o) for o in _of_types(items, sub_ids, sub_of))
+                        items = c = None
+                    big = None
+                part = None
                 for o in arrays.values():
                     key = "%s/%s" % (_type_name(type(o)), o.dtype)
                     counts[key] += 1
@@ -648,9 +751,11 @@ class Census:
                     del self.history[key]
             return lines
         finally:
-            del objs
             picked = None
             members.clear()
+            while objs:                      # dropped a slice at a time too
+                del objs[-SLICE:]
+                time.sleep(0)
 
     def _user_modules(self):
         """The job's own modules (not the standard library's, not installed
