@@ -69,6 +69,7 @@ static const char usage[] =
 #define TOP_SITES 5             /* allocation sites kept per run */
 #define LIST_SPARK 8            /* sparkline width in the list */
 #define JUDGE_BUDGET_S 0.2      /* judging runs first seen ended, per refresh */
+#define SETTLE_S 30.0           /* an ended run is read on this long after its end */
 
 /* ---- what is known of one run ------------------------------------------ */
 
@@ -119,6 +120,8 @@ struct run_state {
 	int64_t judge_cost_ns;
 	bool judged_final;          /* judged after the run ended */
 	bool read_final;            /* read whole after it ended: never read again */
+	int64_t end_seen_ns;        /* mono_ns when first read ended; 0 not yet */
+	bool segment_open;          /* its last segment has no end yet */
 	struct judgment j;
 	double to_limit;            /* seconds at the current rate; <0 none */
 };
@@ -266,7 +269,9 @@ static int judge(struct top *t, struct run_state *r)
 	run_summary_release(&s);
 	r->judged_ns = mono_ns();
 	r->judge_cost_ns = r->judged_ns - t0;
-	r->judged_final = r->run.ended_at > 0;
+	/* final with all the run wrote; or one a reader calls interrupted,
+	 * whose supervisor writes no more */
+	r->judged_final = r->read_final || (r->run.ended_at > 0 && r->segment_open);
 	return 0;
 }
 
@@ -276,7 +281,7 @@ static bool due_for_judgment(const struct run_state *r, int64_t now)
 		return true;
 	if (r->judged_final)
 		return false;
-	if (r->run.ended_at > 0)
+	if (r->read_final)
 		return true;            /* once more, with all it wrote */
 	int64_t every = (int64_t)(JUDGE_EVERY_S * 1e9);
 	if (r->judge_cost_ns * JUDGE_COST_FACTOR > every)
@@ -354,7 +359,7 @@ static int refresh_run(struct top *t, struct run_state *r, struct run_row *row, 
 		}
 	}
 	/* the end of the run is written before that of its last segment */
-	bool segment_open = nsegs && segs[nsegs - 1].ended_at <= 0;
+	r->segment_open = nsegs && segs[nsegs - 1].ended_at <= 0;
 	double last_at = r->run.started_at + (r->has_last ? r->last_t : 0);
 	if (r->run.ended_at > 0)
 		r->state = "ended";
@@ -364,14 +369,19 @@ static int refresh_run(struct top *t, struct run_state *r, struct run_row *row, 
 		r->state = "running";
 	segment_rows_free(segs, nsegs);
 
-	if (may_judge(r, now_ns, judge_until_ns) && judge(t, r) < 0)
-		return -1;
-	r->to_limit = time_to_limit(r);
 	/* An ended run's rows change no more: read once after its end and
 	 * that of its last segment (the supervisor flushes its samples before
 	 * it ends the run, then closes the segment). A run a reader calls
-	 * interrupted (its supervisor gone) keeps its segment open: read on. */
-	r->read_final = r->run.ended_at > 0 && !segment_open;
+	 * interrupted (its supervisor gone) keeps its segment open: read on.
+	 * And for SETTLE_S after the end: a supervisor whose PostgreSQL store
+	 * was away writes the end it queued before the samples it buffered. */
+	if (r->run.ended_at > 0 && !r->end_seen_ns)
+		r->end_seen_ns = now_ns;
+	r->read_final = r->run.ended_at > 0 && !r->segment_open &&
+	                (now - r->run.ended_at >= SETTLE_S || now_ns - r->end_seen_ns >= (int64_t)(SETTLE_S * 1e9));
+	if (may_judge(r, now_ns, judge_until_ns) && judge(t, r) < 0)
+		return -1;
+	r->to_limit = time_to_limit(r);
 	return 0;
 }
 
