@@ -37,6 +37,7 @@ static const char usage[] =
 
 #include <curses.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <langinfo.h>
 #include <locale.h>
@@ -1190,6 +1191,82 @@ static bool on_key(struct top *t, struct screen *sc, int ch)
 	return true;
 }
 
+/*
+ * While the screen is ncurses', what the store's layers say on standard
+ * error (a PostgreSQL store "unreachable", then "reachable again") goes
+ * to a pipe, its last line to the footer: written to the terminal it
+ * landed over the table, where ncurses, which does not know, redrew only
+ * the cells it changed, so an ended run's row kept pieces of it (digits of
+ * a server's address in MEM, the likely cause of 7.7 MiB shown as 716M).
+ * Both ends non-blocking: a message the pipe has no room for is lost,
+ * never waited on.
+ */
+struct captured_stderr {
+	int saved;                  /* the real standard error; -1 none */
+	int rd;
+};
+
+static void capture_stderr(struct captured_stderr *c)
+{
+	int p[2];
+	c->saved = -1;
+	c->rd = -1;
+	fflush(stderr);
+	if (pipe(p) < 0)
+		return;
+	c->saved = dup(STDERR_FILENO);
+	if (c->saved < 0 || dup2(p[1], STDERR_FILENO) < 0) {
+		if (c->saved >= 0)
+			close(c->saved);
+		c->saved = -1;
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	close(p[1]);
+	c->rd = p[0];
+	fcntl(c->rd, F_SETFL, fcntl(c->rd, F_GETFL) | O_NONBLOCK);
+	fcntl(STDERR_FILENO, F_SETFL, fcntl(STDERR_FILENO, F_GETFL) | O_NONBLOCK);
+	fcntl(c->rd, F_SETFD, FD_CLOEXEC);
+	fcntl(c->saved, F_SETFD, FD_CLOEXEC);
+}
+
+/* What was said since the last call: its last line into msg. Whether
+ * anything was. */
+static bool read_captured(struct captured_stderr *c, char *msg, size_t sz)
+{
+	if (c->rd < 0)
+		return false;
+	fflush(stderr);
+	char buf[4096];
+	bool any = false;
+	ssize_t n;
+	while ((n = read(c->rd, buf, sizeof(buf) - 1)) > 0) {
+		any = true;
+		buf[n] = '\0';
+		while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+			buf[--n] = '\0';
+		char *line = strrchr(buf, '\n');
+		line = line ? line + 1 : buf;
+		if (!strncmp(line, "leakproof: ", 11))
+			line += 11;
+		if (*line)
+			snprintf(msg, sz, "%.*s", (int)(sz - 1), line);
+	}
+	return any;
+}
+
+static void release_stderr(struct captured_stderr *c)
+{
+	if (c->saved < 0)
+		return;
+	fflush(stderr);
+	dup2(c->saved, STDERR_FILENO);
+	close(c->saved);
+	close(c->rd);
+	c->saved = c->rd = -1;
+}
+
 static int interactive(struct top *t, double delay)
 {
 	struct sigaction sa;
@@ -1200,8 +1277,11 @@ static int interactive(struct top *t, double delay)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
+	struct captured_stderr cap;
+	capture_stderr(&cap);
 	SCREEN *scr = newterm(NULL, stdout, stdin);
 	if (!scr) {
+		release_stderr(&cap);
 		error("cannot use the terminal (TERM=%s); try 'leakproof top --once'",
 		      getenv("TERM") ? getenv("TERM") : "");
 		return 1;
@@ -1224,10 +1304,12 @@ static int interactive(struct top *t, double delay)
 			if (reload(t) < 0) {
 				/* Say so and go on: a store being migrated or
 				 * copied reads again at the next refresh. The
-				 * message went to the terminal: repaint it all. */
+				 * store's own message went to the pipe. */
 				snprintf(sc.message, sizeof(sc.message), "cannot read the store; trying again");
-				clearok(curscr, TRUE);
 			}
+			char said[sizeof(sc.message)];
+			if (read_captured(&cap, said, sizeof(said)) && !sc.message[0])
+				snprintf(sc.message, sizeof(sc.message), "%s", said);
 			order(t);
 			next = now + period;
 		}
@@ -1242,6 +1324,7 @@ static int interactive(struct top *t, double delay)
 	}
 	endwin();
 	delscreen(scr);
+	release_stderr(&cap);
 	return 0;
 }
 
