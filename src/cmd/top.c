@@ -37,6 +37,7 @@ static const char usage[] =
 
 #include <curses.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <langinfo.h>
 #include <locale.h>
@@ -45,6 +46,7 @@ static const char usage[] =
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
@@ -67,6 +69,8 @@ static const char usage[] =
 #define LOST_AFTER_S 15.0       /* no sample for this long and its job gone: lost */
 #define TOP_SITES 5             /* allocation sites kept per run */
 #define LIST_SPARK 8            /* sparkline width in the list */
+#define JUDGE_BUDGET_S 0.2      /* judging runs first seen ended, per refresh */
+#define SETTLE_S 30.0           /* an ended run is read on this long after its end */
 
 /* ---- what is known of one run ------------------------------------------ */
 
@@ -116,6 +120,9 @@ struct run_state {
 	int64_t judged_ns;          /* mono_ns of the judgment; 0 never */
 	int64_t judge_cost_ns;
 	bool judged_final;          /* judged after the run ended */
+	bool read_final;            /* read whole after it ended: never read again */
+	int64_t end_seen_ns;        /* mono_ns when first read ended; 0 not yet */
+	bool segment_open;          /* its last segment has no end yet */
 	struct judgment j;
 	double to_limit;            /* seconds at the current rate; <0 none */
 };
@@ -137,6 +144,11 @@ struct top {
 	bool reverse;
 	char filter[128];
 	bool utf8;
+	bool judge_all;             /* --once: every run judged before the snapshot */
+	bool file_store;            /* a file (not a server): watched for replacement */
+	bool have_ino;
+	dev_t dev;                  /* the store file's, when opened */
+	ino_t ino;
 };
 
 static void run_state_free(struct run_state *r)
@@ -258,7 +270,9 @@ static int judge(struct top *t, struct run_state *r)
 	run_summary_release(&s);
 	r->judged_ns = mono_ns();
 	r->judge_cost_ns = r->judged_ns - t0;
-	r->judged_final = r->run.ended_at > 0;
+	/* final with all the run wrote; or one a reader calls interrupted,
+	 * whose supervisor writes no more */
+	r->judged_final = r->read_final || (r->run.ended_at > 0 && r->segment_open);
 	return 0;
 }
 
@@ -268,7 +282,7 @@ static bool due_for_judgment(const struct run_state *r, int64_t now)
 		return true;
 	if (r->judged_final)
 		return false;
-	if (r->run.ended_at > 0)
+	if (r->read_final)
 		return true;            /* once more, with all it wrote */
 	int64_t every = (int64_t)(JUDGE_EVERY_S * 1e9);
 	if (r->judge_cost_ns * JUDGE_COST_FACTOR > every)
@@ -298,13 +312,26 @@ static bool job_gone(const struct top *t, const struct run_state *r, const struc
 	return read_proc_stat(NULL, seg->pid, &ps) < 0 || ps.state == 'Z' || ps.state == 'X';
 }
 
-/* Read one run again: its row, new samples, segments; judge when due. */
-static int refresh_run(struct top *t, struct run_state *r, int64_t now_ns, double now)
+/* Whether r may be judged now: a running run when due; one first seen
+ * ended while this refresh's judging budget lasts (judge_until_ns; 0: no
+ * budget), so that the first screen of a store with many runs ended lately
+ * comes at once and their judgments over the next refreshes. */
+static bool may_judge(const struct run_state *r, int64_t now_ns, int64_t judge_until_ns)
+{
+	if (!due_for_judgment(r, now_ns))
+		return false;
+	return r->judged_ns || r->run.ended_at <= 0 || !judge_until_ns || mono_ns() < judge_until_ns;
+}
+
+/* Read one run again, its row given (row: taken): new samples, segments;
+ * judge when due. */
+static int refresh_run(struct top *t, struct run_state *r, struct run_row *row, int64_t now_ns, double now,
+                       int64_t judge_until_ns)
 {
 	run_row_release(&r->run);
-	int rc = store_get_run(t->st, r->id, &r->run);
-	if (rc)
-		return rc < 0 ? -1 : 1;
+	r->run = *row;
+	memset(row, 0, sizeof(*row));
+	row->id = r->run.id;        /* still found by id (reload()'s bsearch) */
 	if (!r->command)
 		set_command(r);
 
@@ -332,6 +359,8 @@ static int refresh_run(struct top *t, struct run_state *r, int64_t now_ns, doubl
 			break;
 		}
 	}
+	/* the end of the run is written before that of its last segment */
+	r->segment_open = nsegs && segs[nsegs - 1].ended_at <= 0;
 	double last_at = r->run.started_at + (r->has_last ? r->last_t : 0);
 	if (r->run.ended_at > 0)
 		r->state = "ended";
@@ -341,7 +370,17 @@ static int refresh_run(struct top *t, struct run_state *r, int64_t now_ns, doubl
 		r->state = "running";
 	segment_rows_free(segs, nsegs);
 
-	if (due_for_judgment(r, now_ns) && judge(t, r) < 0)
+	/* An ended run's rows change no more: read once after its end and
+	 * that of its last segment (the supervisor flushes its samples before
+	 * it ends the run, then closes the segment). A run a reader calls
+	 * interrupted (its supervisor gone) keeps its segment open: read on.
+	 * And for SETTLE_S after the end: a supervisor whose PostgreSQL store
+	 * was away writes the end it queued before the samples it buffered. */
+	if (r->run.ended_at > 0 && !r->end_seen_ns)
+		r->end_seen_ns = now_ns;
+	r->read_final = r->run.ended_at > 0 && !r->segment_open &&
+	                (now - r->run.ended_at >= SETTLE_S || now_ns - r->end_seen_ns >= (int64_t)(SETTLE_S * 1e9));
+	if (may_judge(r, now_ns, judge_until_ns) && judge(t, r) < 0)
 		return -1;
 	r->to_limit = time_to_limit(r);
 	return 0;
@@ -352,30 +391,124 @@ static bool lost_long_ago(const struct run_state *r, double now)
 	return !strcmp(r->state, "lost") && now - (r->run.started_at + r->last_t) > RECENT_S;
 }
 
-/* Read the store again. 0, or -1 after a message. */
+static int compare_row_ids(const void *a, const void *b)
+{
+	int64_t x = ((const struct run_row *)a)->id, y = ((const struct run_row *)b)->id;
+	return (x > y) - (x < y);
+}
+
+static void drop_runs(struct top *t)
+{
+	for (size_t i = 0; i < t->nruns; i++)
+		run_state_free(t->runs[i]);
+	free(t->runs);
+	t->runs = NULL;
+	t->nruns = 0;
+}
+
+/* The store file's identity now; false when it is gone. */
+static bool store_file_id(const struct top *t, dev_t *dev, ino_t *ino)
+{
+	struct stat sb;
+	if (stat(t->path, &sb) < 0)
+		return false;
+	*dev = sb.st_dev;
+	*ino = sb.st_ino;
+	return true;
+}
+
+/*
+ * A store file deleted, or replaced by another at its path (a new inode):
+ * what top holds open is the old one, which nobody writes any more. Close
+ * it, forget its runs, and open what is at the path now. 0 (also when
+ * nothing is there yet: the list is empty until it is), or -1.
+ */
+static int follow_store_file(struct top *t)
+{
+	if (!t->file_store)
+		return 0;
+	dev_t dev;
+	ino_t ino;
+	bool exists = store_file_id(t, &dev, &ino);
+	if (t->st && exists && t->have_ino && dev == t->dev && ino == t->ino)
+		return 0;
+	if (t->st && exists && !t->have_ino)
+		return 0;
+	if (t->st) {
+		store_close(t->st);
+		t->st = NULL;
+		drop_runs(t);
+	}
+	if (!exists)
+		return 0;
+	t->st = store_open_readonly(t->path);
+	if (!t->st)
+		return -1;
+	t->have_ino = store_file_id(t, &t->dev, &t->ino);
+	return 0;
+}
+
+/*
+ * Read the store again: the list of runs (ids and ends) in one statement,
+ * the rows of those not yet read whole after their end in one more, then
+ * their new samples and segments. An ended run read once is kept as it is.
+ * 0, or -1 after a message.
+ */
 static int reload(struct top *t)
 {
+	if (follow_store_file(t) < 0)
+		return -1;
+	if (!t->st)
+		return 0;
 	double now = wall_seconds();
 	int64_t now_ns = mono_ns();
-	int64_t *ids;
-	size_t nids;
-	if (store_live_run_ids(t->st, now - RECENT_S, &ids, &nids) < 0)
+	int64_t judge_until_ns = t->judge_all ? 0 : now_ns + (int64_t)(JUDGE_BUDGET_S * 1e9);
+	struct live_run *list;
+	size_t nlist;
+	if (store_live_runs(t->st, now - RECENT_S, &list, &nlist) < 0)
 		return -1;
+	int64_t *need = xcalloc(nlist ? nlist : 1, sizeof(*need));
+	size_t nneed = 0;
+	for (size_t i = 0; i < nlist; i++) {
+		struct run_state *r = find_run(t, list[i].id);
+		if (!r || !r->read_final)
+			need[nneed++] = list[i].id;
+	}
+	struct run_row *rows = NULL;
+	size_t nrows = 0;
+	if (nneed && store_get_runs(t->st, need, nneed, &rows, &nrows) < 0) {
+		free(need);
+		free(list);
+		return -1;
+	}
+	free(need);
+	if (nrows)
+		qsort(rows, nrows, sizeof(*rows), compare_row_ids);
+
 	for (size_t i = 0; i < t->nruns; i++)
 		t->runs[i]->seen = false;
-	struct run_state **next = xcalloc(nids ? nids : 1, sizeof(*next));
+	struct run_state **next = xcalloc(nlist ? nlist : 1, sizeof(*next));
 	size_t nnext = 0;
 	int status = 0;
-	for (size_t i = 0; i < nids; i++) {
-		struct run_state *r = find_run(t, ids[i]);
+	for (size_t i = 0; i < nlist; i++) {
+		struct run_state *r = find_run(t, list[i].id);
+		if (r && r->read_final) {
+			r->seen = true;
+			if (may_judge(r, now_ns, judge_until_ns) && judge(t, r) < 0)
+				status = -1;
+			next[nnext++] = r;
+			continue;
+		}
+		struct run_row key = { .id = list[i].id };
+		struct run_row *row = nrows ? bsearch(&key, rows, nrows, sizeof(*rows), compare_row_ids) : NULL;
 		if (!r) {
 			r = xcalloc(1, sizeof(*r));
-			r->id = ids[i];
+			r->id = list[i].id;
 			r->last_t = -1;
 			r->state = "running";
 		}
 		r->seen = true;
-		int rc = status ? 1 : refresh_run(t, r, now_ns, now);
+		int rc = status || !row ? 1 : refresh_run(t, r, row, now_ns, now, judge_until_ns);
 		if (rc < 0)
 			status = -1;
 		if (rc || lost_long_ago(r, now)) {
@@ -391,7 +524,8 @@ static int reload(struct top *t)
 		if (!t->runs[i]->seen)
 			run_state_free(t->runs[i]);
 	free(t->runs);
-	free(ids);
+	run_rows_free(rows, nrows);
+	free(list);
 	t->runs = next;
 	t->nruns = nnext;
 	return status;
@@ -918,7 +1052,7 @@ static void draw_detail(struct top *t, struct screen *sc)
 
 	struct proc_row *procs = NULL;
 	size_t nprocs = 0;
-	if (store_live_procs(t->st, r->id, &procs, &nprocs) < 0)
+	if (t->st && store_live_procs(t->st, r->id, &procs, &nprocs) < 0)
 		snprintf(sc->message, sizeof(sc->message), "cannot read the run's processes");
 	if (nprocs) {
 		snprintf(buf, sizeof(buf), "processes at %.1f s:", procs[0].t);
@@ -1057,6 +1191,82 @@ static bool on_key(struct top *t, struct screen *sc, int ch)
 	return true;
 }
 
+/*
+ * While the screen is ncurses', what the store's layers say on standard
+ * error (a PostgreSQL store "unreachable", then "reachable again") goes
+ * to a pipe, its last line to the footer: written to the terminal it
+ * landed over the table, where ncurses, which does not know, redrew only
+ * the cells it changed, so an ended run's row kept pieces of it (digits of
+ * a server's address in MEM, the likely cause of 7.7 MiB shown as 716M).
+ * Both ends non-blocking: a message the pipe has no room for is lost,
+ * never waited on.
+ */
+struct captured_stderr {
+	int saved;                  /* the real standard error; -1 none */
+	int rd;
+};
+
+static void capture_stderr(struct captured_stderr *c)
+{
+	int p[2];
+	c->saved = -1;
+	c->rd = -1;
+	fflush(stderr);
+	if (pipe(p) < 0)
+		return;
+	c->saved = dup(STDERR_FILENO);
+	if (c->saved < 0 || dup2(p[1], STDERR_FILENO) < 0) {
+		if (c->saved >= 0)
+			close(c->saved);
+		c->saved = -1;
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	close(p[1]);
+	c->rd = p[0];
+	fcntl(c->rd, F_SETFL, fcntl(c->rd, F_GETFL) | O_NONBLOCK);
+	fcntl(STDERR_FILENO, F_SETFL, fcntl(STDERR_FILENO, F_GETFL) | O_NONBLOCK);
+	fcntl(c->rd, F_SETFD, FD_CLOEXEC);
+	fcntl(c->saved, F_SETFD, FD_CLOEXEC);
+}
+
+/* What was said since the last call: its last line into msg. Whether
+ * anything was. */
+static bool read_captured(struct captured_stderr *c, char *msg, size_t sz)
+{
+	if (c->rd < 0)
+		return false;
+	fflush(stderr);
+	char buf[4096];
+	bool any = false;
+	ssize_t n;
+	while ((n = read(c->rd, buf, sizeof(buf) - 1)) > 0) {
+		any = true;
+		buf[n] = '\0';
+		while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+			buf[--n] = '\0';
+		char *line = strrchr(buf, '\n');
+		line = line ? line + 1 : buf;
+		if (!strncmp(line, "leakproof: ", 11))
+			line += 11;
+		if (*line)
+			snprintf(msg, sz, "%.*s", (int)(sz - 1), line);
+	}
+	return any;
+}
+
+static void release_stderr(struct captured_stderr *c)
+{
+	if (c->saved < 0)
+		return;
+	fflush(stderr);
+	dup2(c->saved, STDERR_FILENO);
+	close(c->saved);
+	close(c->rd);
+	c->saved = c->rd = -1;
+}
+
 static int interactive(struct top *t, double delay)
 {
 	struct sigaction sa;
@@ -1067,8 +1277,11 @@ static int interactive(struct top *t, double delay)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 
+	struct captured_stderr cap;
+	capture_stderr(&cap);
 	SCREEN *scr = newterm(NULL, stdout, stdin);
 	if (!scr) {
+		release_stderr(&cap);
 		error("cannot use the terminal (TERM=%s); try 'leakproof top --once'",
 		      getenv("TERM") ? getenv("TERM") : "");
 		return 1;
@@ -1091,10 +1304,12 @@ static int interactive(struct top *t, double delay)
 			if (reload(t) < 0) {
 				/* Say so and go on: a store being migrated or
 				 * copied reads again at the next refresh. The
-				 * message went to the terminal: repaint it all. */
+				 * store's own message went to the pipe. */
 				snprintf(sc.message, sizeof(sc.message), "cannot read the store; trying again");
-				clearok(curscr, TRUE);
 			}
+			char said[sizeof(sc.message)];
+			if (read_captured(&cap, said, sizeof(said)) && !sc.message[0])
+				snprintf(sc.message, sizeof(sc.message), "%s", said);
 			order(t);
 			next = now + period;
 		}
@@ -1109,6 +1324,7 @@ static int interactive(struct top *t, double delay)
 	}
 	endwin();
 	delscreen(scr);
+	release_stderr(&cap);
 	return 0;
 }
 
@@ -1174,6 +1390,9 @@ int cmd_top(int argc, char **argv)
 	t.st = store_open_readonly(t.path);
 	if (!t.st)
 		return 1;
+	t.file_store = !strstr(t.path, "://") && strncmp(t.path, "postgres", 8);
+	t.have_ino = t.file_store && store_file_id(&t, &t.dev, &t.ino);
+	t.judge_all = once || !tty;
 	if (gethostname(t.host, sizeof(t.host) - 1) < 0)
 		t.host[0] = '\0';
 	setlocale(LC_CTYPE, "");   /* not LC_NUMERIC: JSON numbers keep their point */
@@ -1188,10 +1407,9 @@ int cmd_top(int argc, char **argv)
 	} else {
 		status = interactive(&t, delay);
 	}
-	for (size_t i = 0; i < t.nruns; i++)
-		run_state_free(t.runs[i]);
-	free(t.runs);
+	drop_runs(&t);
 	free(t.shown);
-	store_close(t.st);
+	if (t.st)
+		store_close(t.st);
 	return status;
 }

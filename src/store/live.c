@@ -21,22 +21,24 @@ static uint64_t col_u64(struct db_stmt *s, int i)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
-static void read_id(struct db_stmt *s, void *row)
+static void read_live_run(struct db_stmt *s, void *row)
 {
-	*(int64_t *)row = db_column_int64(s, 0);
+	struct live_run *r = row;
+	r->id = db_column_int64(s, 0);
+	r->ended_at = db_column_is_null(s, 1) ? 0 : db_column_double(s, 1);
 }
 
-int store_live_run_ids(struct store *st, double ended_since, int64_t **out, size_t *n)
+int store_live_runs(struct store *st, double ended_since, struct live_run **out, size_t *n)
 {
 	struct db_stmt *s;
 	int rc;
 	*out = NULL;
 	*n = 0;
-	if (db_prepare(st->db, "SELECT id FROM runs WHERE ended_at IS NULL OR ended_at >= ?1 ORDER BY id DESC",
-	               false, &s) != DB_OK)
+	if (db_prepare(st->db, "SELECT id, ended_at FROM runs WHERE ended_at IS NULL OR ended_at >= ?1"
+	                       " ORDER BY id DESC", false, &s) != DB_OK)
 		return store_read_error(st);
 	db_bind_double(s, 1, ended_since);
-	*out = store_load_rows(st, s, sizeof(**out), read_id, NULL, n, &rc);
+	*out = store_load_rows(st, s, sizeof(**out), read_live_run, NULL, n, &rc);
 	return rc;
 }
 

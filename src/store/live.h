@@ -17,9 +17,15 @@
 
 #include "store/store.h"
 
-/* Ids of the runs still running and of those that ended at or after
- * ended_since, newest first. 0, or -1 after a message. */
-int store_live_run_ids(struct store *st, double ended_since, int64_t **out, size_t *n);
+/* The runs still running and those that ended at or after ended_since,
+ * newest first: id, and ended_at (Unix time; 0 while running). Only these
+ * two columns: top reads the whole row (store_get_runs()) of the runs it
+ * has not seen ended. 0, or -1 after a message. */
+struct live_run {
+	int64_t id;
+	double ended_at;
+};
+int store_live_runs(struct store *st, double ended_since, struct live_run **out, size_t *n);
 
 /* The samples of run_id taken after after_t (seconds into the run; -1:
  * all), the newest max of them, oldest first. 0, or -1 after a message. */

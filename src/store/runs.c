@@ -862,6 +862,49 @@ static void drop_runs(void *rows, size_t n)
 	run_rows_free(rows, n);
 }
 
+int store_get_runs(struct store *st, const int64_t *ids, size_t nids, struct run_row **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	for (size_t i = 0; i < nids;) {
+		/* the ids as literals, GET_RUNS_CHUNK a statement: no parameter limit to meet */
+		enum { GET_RUNS_CHUNK = 256 };
+		struct strbuf where = STRBUF_INIT;
+		strbuf_addstr(&where, "WHERE id IN (");
+		for (size_t k = 0; k < GET_RUNS_CHUNK && i < nids; k++, i++)
+			strbuf_addf(&where, "%s%lld", k ? ", " : "", (long long)ids[i]);
+		strbuf_addstr(&where, ")");
+		size_t sqlsz = where.len + 4096;
+		char *sql = xmalloc(sqlsz);
+		struct db_stmt *s;
+		enum db_rc prc = db_prepare(st->db, run_select(st, strbuf_str(&where), sql, sqlsz), false, &s);
+		free(sql);
+		strbuf_release(&where);
+		if (prc != DB_OK) {
+			int rc = store_read_error(st);
+			run_rows_free(*out, *n);
+			*out = NULL;
+			*n = 0;
+			return rc;
+		}
+		int rc;
+		size_t m;
+		struct run_row *rows = store_load_rows(st, s, sizeof(*rows), read_run, drop_runs, &m, &rc);
+		if (rc < 0) {
+			run_rows_free(*out, *n);
+			*out = NULL;
+			*n = 0;
+			return -1;
+		}
+		*out = xrealloc(*out, (*n + m ? *n + m : 1) * sizeof(**out));
+		if (m)
+			memcpy(*out + *n, rows, m * sizeof(*rows));
+		*n += m;
+		free(rows);
+	}
+	return 0;
+}
+
 int store_list_runs(struct store *st, struct run_row **out, size_t *n)
 {
 	struct db_stmt *s;

@@ -225,6 +225,10 @@ void run_row_release(struct run_row *r);
 
 /* id 0 means the latest run. Returns 0, 1 when there is no such run, -1. */
 int store_get_run(struct store *st, int64_t id, struct run_row *out);
+/* The rows of the runs of ids (nids of them), in one statement per 256;
+ * ids not in the store are left out, the order is the store's. The array
+ * is the caller's (run_rows_free()). 0, or -1 after a message. */
+int store_get_runs(struct store *st, const int64_t *ids, size_t nids, struct run_row **out, size_t *n);
 /* All runs, newest first; *out is an array of *n rows, freed with
  * run_rows_free(). */
 int store_list_runs(struct store *st, struct run_row **out, size_t *n);

@@ -648,3 +648,28 @@ def test_a_server_disk_full_at_the_end_keeps_the_end_until_it_fits(pg):
     assert not run.get("lost"), run   # no row was lost: only the end waited
     assert run["ended_at"] - run["started_at"] < time.time() - t0 - 2, run   # when the job ended
     assert "interrupted" not in pg.ls()
+
+
+def test_top_screen_stays_whole_across_a_server_restart(pg):
+    """`leakproof top` on the server's store while the server restarts:
+    what the store's layer says ("unreachable", "reachable again") goes
+    to top's footer, never over its table (written to the terminal, it
+    scrolled the screen and left pieces of itself in rows ncurses did not
+    redraw, the likely cause of an ended 7.7 MiB run shown as 716M)."""
+    from test_top import Tmux, check_exit, exited_cleanly, row_with
+    r = pg.run(["env", "SMALL_RUN=1", "sleep", "1"], "-q")
+    assert r.rc == 0, r
+    top = Tmux(pg, "-d", "0.3")
+    try:
+        before = top.wait("the run listed", lambda s: row_with(s, "SMALL_RUN"), timeout=30)
+        line = row_with(before, "SMALL_RUN")[2]
+        pg.server.pg_ctl("restart", "-m", "fast")
+        time.sleep(3)        # several refreshes: the lost connection, then the new one
+        screen = top.wait("the list after the restart",
+                          lambda s: s.startswith("leakproof top: 0 running, 1 ended lately"), timeout=20)
+        assert row_with(screen, "SMALL_RUN") and row_with(screen, "SMALL_RUN")[2] == line, screen
+        assert all("postgresql://" not in s for s in screen.splitlines()[:-1]), screen
+        top.keys("q")
+        check_exit(top.wait("top gone after q", exited_cleanly, timeout=30))
+    finally:
+        top.kill()

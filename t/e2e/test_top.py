@@ -332,3 +332,85 @@ def test_a_run_whose_supervisor_died_is_not_shown_running(lp):
     except pytest.fail.Exception:
         pytest.fail(f"the run is still shown running; top says: {last[0]}")
     assert run["state"] != "running", run
+
+
+def clone_ended_runs(store, n):
+    """n copies of run 1 of the SQLite store (its row, segments and
+    samples), ended within the last minute: a store with many runs ended
+    lately, made in a second rather than n runs of a job."""
+    import sqlite3
+    db = sqlite3.connect(store)
+    try:
+        def cols(table, skip):
+            return ", ".join(r[1] for r in db.execute(f"PRAGMA table_info({table})") if r[1] != skip)
+        runs, segs, samples = cols("runs", "id"), cols("segments", "run_id"), cols("samples", "run_id")
+        now = time.time()
+        for i in range(n):
+            rid = db.execute(f"INSERT INTO runs ({runs}) SELECT {runs} FROM runs WHERE id = 1").lastrowid
+            db.execute("UPDATE runs SET started_at = ?, ended_at = ? WHERE id = ?", (now - 70, now - 60 + i * 0.01, rid))
+            db.execute(f"INSERT INTO segments (run_id, {segs}) SELECT ?, {segs} FROM segments WHERE run_id = 1", (rid,))
+            db.execute(f"INSERT INTO samples (run_id, {samples}) SELECT ?, {samples} FROM samples WHERE run_id = 1",
+                       (rid,))
+        db.commit()
+    finally:
+        db.close()
+
+
+def top_pid(top):
+    """The pid of the leakproof top running in the tmux pane (the pane's
+    shell's child)."""
+    shell = int(top.run("display-message", "-p", "#{pane_pid}").strip())
+    with open(f"/proc/{shell}/task/{shell}/children") as f:
+        children = f.read().split()
+    return int(children[0]) if children else None
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_many_ended_runs_are_read_once(lp, tmux_top):
+    """300 runs ended lately, refreshed 5 times a second: their rows do not
+    change after their end, so top reads them once and then costs next to
+    nothing (it read each again at every refresh: a third of a core here).
+    Every one is listed and judged all the same."""
+    r = lp.run(["sh", "-c", "sleep 0.3"], "-q")
+    assert r.rc == 0, r
+    clone_ended_runs(lp.store, 300)
+    top = tmux_top("-d", "0.2")
+    top.wait("all 301 runs listed", lambda s: "0 running, 301 ended lately" in s, timeout=60)
+    pid = top_pid(top)
+    assert pid, top.screen()
+    time.sleep(2)        # runs first seen ended are judged over the first refreshes
+    c0, w0 = cpu_seconds(pid), time.monotonic()
+    time.sleep(4)
+    share = (cpu_seconds(pid) - c0) / (time.monotonic() - w0)
+    assert share < 0.10, f"top used {100 * share:.0f}% of a core watching 301 ended runs"
+    screen = top.screen()
+    assert "0 running, 301 ended lately" in screen and rows(screen), screen
+    top.keys("q")
+    check_exit(top.wait("top gone after q", exited_cleanly, timeout=30))
+
+    runs = once_json(lp)
+    assert len(runs) == 301, len(runs)
+    assert all(run["state"] == "ended" and run["memory_bytes"] for run in runs), runs[:3]
+
+
+def test_a_store_deleted_and_made_again_is_followed(lp, tmux_top):
+    """The store file deleted and a new one made at its path (another
+    inode): top drops the old store's runs and shows the new one's."""
+    r = lp.run(["env", "OLD_STORE_JOB=1", "sleep", "1"], "-q")
+    assert r.rc == 0, r
+    top = tmux_top()
+    top.wait("the old store's run", lambda s: row_with(s, "OLD_STORE_JOB"), timeout=30)
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(lp.store + suffix):
+            os.unlink(lp.store + suffix)
+    lp.start(["env", "NEW_STORE_JOB=1", "sleep", "60"], "-q")
+    screen = top.wait("the new store's running job, the old store's run gone",
+                      lambda s: row_with(s, "NEW_STORE_JOB") and not row_with(s, "OLD_STORE_JOB"), timeout=20)
+    assert "1 running, 0 ended lately" in screen, screen
+    top.keys("q")
+    check_exit(top.wait("top gone after q", exited_cleanly, timeout=30))
