@@ -249,6 +249,15 @@ static void judge_cow(struct run_kinds *out, const struct kind_row *rows, const 
 	free(total);
 }
 
+/* Growth of a kind that is the job's own to blame: not the machine's
+ * /dev/shm (a job without a cgroup of its own), which every process on the
+ * machine writes to; a busy machine's other jobs made it grow under jobs
+ * that kept nothing there. */
+static bool blamable(const struct growth_kind *g)
+{
+	return leak_kind(g->kind) && g->a.verdict == VERDICT_LEAK && !(g->pid == 0 && machine_shm(g->name));
+}
+
 static void diagnose(struct run_kinds *out, const struct analysis *run, const struct analyze_opts *o,
                      double x_first, double x_last)
 {
@@ -258,8 +267,7 @@ static void diagnose(struct run_kinds *out, const struct analysis *run, const st
 	/* a process's own memory that grows: a leak, wherever it is */
 	const struct growth_kind *culprit = NULL;
 	for (size_t i = 0; i < out->n; i++)
-		if (leak_kind(out->k[i].kind) && out->k[i].a.verdict == VERDICT_LEAK &&
-		    (!culprit || out->k[i].a.slope > culprit->a.slope))
+		if (blamable(&out->k[i]) && (!culprit || out->k[i].a.slope > culprit->a.slope))
 			culprit = &out->k[i];
 	if (culprit) {
 		out->has_diagnosis = true;
@@ -279,7 +287,7 @@ static void diagnose(struct run_kinds *out, const struct analysis *run, const st
 			const struct growth_kind *g = &out->k[i];
 			if (g->kind == KIND_ANONYMOUS && !strcmp(g->role, "main"))
 				main_anon = g;
-			if (g != culprit && leak_kind(g->kind) && g->a.verdict == VERDICT_LEAK && !also)
+			if (g != culprit && blamable(g) && !also)
 				also = g;
 		}
 		if (also) {
@@ -746,6 +754,15 @@ double run_kinds_unmapped_shm(const struct run_kinds *k, const double *t, size_t
 	free(mapped);
 	free(v);
 	return top;
+}
+
+const struct growth_kind *run_kinds_machine_shm_growth(const struct run_kinds *k)
+{
+	for (size_t i = 0; k && i < k->n; i++)
+		if (k->k[i].pid == 0 && k->k[i].kind == KIND_SHMEM && machine_shm(k->k[i].name) &&
+		    k->k[i].a.verdict == VERDICT_LEAK)
+			return &k->k[i];
+	return NULL;
 }
 
 bool run_kinds_shm_is_machine_wide(const struct run_kinds *k)

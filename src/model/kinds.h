@@ -150,6 +150,9 @@ double run_kinds_unmapped_shm(const struct run_kinds *k, const double *t, size_t
 /* True when the shared memory above comes from the machine's /dev/shm
  * (the job had no cgroup of its own), not from the job's cgroup. */
 bool run_kinds_shm_is_machine_wide(const struct run_kinds *k);
+/* The machine's /dev/shm judged growing while a job without a cgroup of its
+ * own ran (shown, never blamed on the job, never in its verdict); NULL. */
+const struct growth_kind *run_kinds_machine_shm_growth(const struct run_kinds *k);
 
 /*
  * Processes that pile up: count[i] processes alive in the tree at x[i]

@@ -233,7 +233,9 @@ static void judge_all_memory(struct run_summary *s, struct run_kinds *k, const d
 	bool again = false;
 	if (s->measure == MEASURE_PSS || s->measure == MEASURE_RSS || s->measure == MEASURE_USS) {
 		double *u = xmalloc(n * sizeof(double));
-		bool shm = run_kinds_unmapped_shm(k, xt, n, u) >= SHM_COUNTED_BYTES;
+		/* the machine's /dev/shm (no cgroup of the job's own) is every
+		 * process's: not counted as the job's */
+		bool shm = !run_kinds_shm_is_machine_wide(k) && run_kinds_unmapped_shm(k, xt, n, u) >= SHM_COUNTED_BYTES;
 		/* GPU memory is memory the job holds too (device memory, which a
 		 * host measure does not see): in the one judgment unless the
 		 * host measure alone was asked for */
@@ -246,7 +248,6 @@ static void judge_all_memory(struct run_summary *s, struct run_kinds *k, const d
 					s->peak_bytes = (uint64_t)y[i];
 			}
 			s->measure_shm = shm;
-			s->measure_shm_machine = shm && run_kinds_shm_is_machine_wide(k);
 			s->measure_gpu = gpu;
 			analyze_series(x, y, n, opts, &s->a);
 			s->verdict_judged = s->a.verdict;
@@ -530,6 +531,16 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 		s->a.verdict = VERDICT_NO_LEAK;
 		snprintf(s->reason, sizeof(s->reason), "memory grew, but as %s that is not a leak (see the diagnosis)",
 		         mem_kind_name(s->kinds->diagnosis_kind));
+	}
+	const struct growth_kind *machine_shm = run_kinds_machine_shm_growth(k);
+	if (machine_shm && s->a.verdict != VERDICT_LEAK) {
+		/* shown, not judged: the job may have left it, or any other process */
+		char g[32];
+		size_t len = strlen(s->reason);
+		snprintf(s->reason + len, sizeof(s->reason) - len,
+		         "; the machine's /dev/shm grew %s per %s meanwhile, not counted: without a cgroup of the"
+		         " job's own, its files cannot be told from other processes'", fmt_bytes(g, sizeof(g),
+		         machine_shm->a.slope), strcmp(s->x_unit, "s") ? "step" : "second");
 	}
 	if (k->diagnosis_leak && s->a.verdict != VERDICT_LEAK) {
 		/* one judgment: a headline that cannot see the leak says so */

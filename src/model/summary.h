@@ -36,8 +36,6 @@ struct run_summary {
 	                                * asked for by name (report --measure) */
 	bool kinds_unread;             /* memory grew too fast for its kinds to be read:
 	                                * judged inconclusive, not leak */
-	bool measure_shm_machine;      /* that shared memory is the machine's /dev/shm's
-	                                * growth (the job had no cgroup of its own) */
 	const char *x_unit;            /* "step" or "s" (judged over time: no steps) */
 	double bin_seconds;            /* width of the time bins when x_unit is "s" */
 	struct analysis a;             /* the judgment */

@@ -137,8 +137,7 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 		}
 		if (over_time && a->slope > 0)
 			strbuf_addf(sb, ", %s/h", fmt_bytes(b2, sizeof(b2), a->slope * 3600));
-		strbuf_addf(sb, ", measure %s%s\n", run_summary_measure_label(s),
-		            s->measure_shm_machine ? " (shm: the machine's /dev/shm, no cgroup of the job's own)" : "");
+		strbuf_addf(sb, ", measure %s\n", run_summary_measure_label(s));
 		if (!a->warmup_points)
 			strbuf_addstr(sb, "  warm-up   none");
 		else if (over_time)
