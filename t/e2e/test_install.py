@@ -162,7 +162,7 @@ def test_installed_completion(prefix, tmp_path):
             str(prefix / "share/bash-completion/completions/leakproof"), str(prefix / "bin/leakproof")],
            cwd=tmp_path, env=clean_env())
     assert r.returncode == 0, r.stderr
-    assert sorted(r.stdout.split()) == ["help", "judge", "ls", "report", "run", "sweep", "top"]
+    assert sorted(r.stdout.split()) == ["attach", "help", "judge", "ls", "report", "run", "sweep", "top"]
 
 
 def test_destdir_stages_without_changing_the_paths(lp_bin, tmp_path):

@@ -16,6 +16,12 @@ import time
 import pytest
 from conftest import WRAPPER
 
+# Run alone: beside another test in pytest-xdist, the sweep of
+# test_a_trial_ended_with_its_template_... started its trials cold, without
+# a template (seen in 3 of 3 parallel runs, never alone): not understood
+# yet, see the closing note of the change that marked it.
+pytestmark = pytest.mark.serial
+
 DRAW = r"""
 import os, random, sys
 import numpy as np
@@ -65,7 +71,7 @@ prefork: {mods}
     assert [t[2] for t in trials(lp)] == ["ok"] * 4, trials(lp)
     draws = []
     for idx in range(4):
-        text = (lp.dir / "sweeps" / "1" / f"trial-{idx}.0.log").read_text()
+        text = (lp.dir / "sweeps" / "lp.db" / "1" / f"trial-{idx}.0.log").read_text()
         line = [ln for ln in text.splitlines() if ln.startswith("draw ")]
         assert len(line) == 1, text
         draws.append(dict(kv.split("=", 1) for kv in line[0].split()[1:]))
@@ -86,6 +92,21 @@ print('went', flush=True)
 """
 
 
+def children_of(pid):
+    """The command lines of pid's children, for a message."""
+    out = []
+    for p in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) != pid:
+                    continue
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                out.append(f.read().replace(b"\0", b" ")[:120].decode(errors="replace"))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
 def template_of(sweep_pid):
     """The prefork template: the sweep's child that runs python -c."""
     for pid in os.listdir("/proc"):
@@ -103,14 +124,16 @@ def template_of(sweep_pid):
     return None
 
 
-def wait_for(cond, what, timeout=300):
+def wait_for(cond, what, seen=None, timeout=60):
+    """cond()'s first true value; fails after timeout seconds, with what
+    seen() says when given."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         v = cond()
         if v:
             return v
         time.sleep(0.05)
-    pytest.fail("still waiting for " + what)
+    pytest.fail("still waiting for " + what + ("; " + seen() if seen else ""))
 
 
 def test_a_trial_ended_with_its_template_runs_again_and_the_template_leaves_no_directory(lp):
@@ -136,7 +159,9 @@ prefork: [json]
     try:
         wait_for(lambda: (lp.dir / "started.1").exists(), "the first trial")
         assert [p.name for p in tmp.iterdir()][0].startswith("leakproof-prefork-")
-        template = wait_for(lambda: template_of(proc.pid), "the template")
+        template = wait_for(lambda: template_of(proc.pid), "the template", lambda: (
+            "the sweep's children: %s; the first trial's log: %s" % (children_of(proc.pid), "".join(
+                p.read_text() for p in (lp.dir / "sweeps").glob("*/1/trial-0.0.log")))))
         os.kill(template, signal.SIGKILL)
         wait_for(lambda: len((lp.dir / "started.1").read_text().split()) == 2, "the first trial to run again",
                  timeout=120)
@@ -175,7 +200,7 @@ parameters:
 prefork: [json]
 """)
     r = lp.cmd(["sweep", str(f), "--store", lp.store], timeout=300)
-    text = (lp.dir / "sweeps" / "1" / "trial-0.0.log").read_text()
+    text = (lp.dir / "sweeps" / "lp.db" / "1" / "trial-0.0.log").read_text()
     assert "cold start" not in text, text
     assert "Traceback (most recent call last)" in text and "in deep" in text and "KeyboardInterrupt" in text, text
     with sqlite3.connect(lp.store) as db:

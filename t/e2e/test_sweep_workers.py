@@ -207,7 +207,7 @@ def test_a_worker_started_elsewhere_runs_the_trials_in_the_sweeps_directory(lp):
     got = rows(lp, 1)
     assert [(i, a, s) for (i, a, s, _, _, _) in got] == [(0, 0, "ok"), (1, 0, "ok")], (got, err.decode())
     assert f"run in its directory '{lp.dir}'" in err.decode(), err.decode()
-    log = (lp.dir / "sweeps" / "1" / "trial-0.0.log").read_text()
+    log = (lp.dir / "sweeps" / "lp.db" / "1" / "trial-0.0.log").read_text()
     assert f"cwd={lp.dir}\n" in log, log
 
 
