@@ -236,10 +236,35 @@ static void judge_cow(struct run_kinds *out, const struct kind_row *rows, const 
 	double last = total[ng - 1];
 	out->cow_bytes = last;
 	double tol = fmax(MIB, 0.05 * last);
-	/* rising: it rose over the last 40% of the run (a worker's copies are
-	 * re-read every second or two, on the sampler's budget) */
+	/* rising: it rose over the last 40% of the run, seen rise by two reads
+	 * or more of a worker there. A worker's copies are re-read every second
+	 * or two on the sampler's CPU budget; on a busy machine a read can come
+	 * many seconds late, and its one jump is copying done at some time
+	 * since the read before (a DataLoader's first epoch, read during the
+	 * third), not copying that goes on. */
 	size_t at60 = ng * 3 / 5;
-	out->cow_rising = ng >= 5 && last - total[at60] > tol;
+	double rose = 0;
+	for (size_t i = 0; ng >= 5 && i < nps; i++) {
+		if (!ps[i].worker)
+			continue;
+		size_t rises = 0;
+		double from = NAN, to = NAN;
+		for (size_t r = 0; r < ps[i].nrows; r++) {
+			const struct kind_row *row = &rows[ps[i].rows[r]];
+			if (row->t <= gt[at60]) {
+				from = to = (double)row->cow;
+				continue;
+			}
+			if (!isfinite(from))
+				from = 0;
+			if (isfinite(to) && (double)row->cow > to)
+				rises++;
+			to = (double)row->cow;
+		}
+		if (rises >= 2 && to > from)
+			rose += to - from;
+	}
+	out->cow_rising = rose > tol;
 	if (!out->cow_rising)
 		for (size_t j = 0; j < ng; j++)
 			if (total[j] >= last - tol) {

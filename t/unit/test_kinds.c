@@ -67,19 +67,31 @@ static void kind(struct store *st, int64_t id, double t, int pid, int ppid, doub
  * and copy 100 MiB each over the first cow_steps of 400 steps (0.1 s a
  * step, a row every step). The tree's PSS grows with the copies.
  */
-static int64_t cow_run(struct store *st, int cow_steps, int nsteps)
+/* Two forked workers copy 100 MiB each over the first cow_steps steps.
+ * Their rows show the copies as a sampler reads them: at once, or (stale_from
+ * < stale_to) read last at step stale_from and not again until stale_to,
+ * as on a busy machine whose CPU budget had no credit for them. */
+static int64_t cow_run_read(struct store *st, int cow_steps, int nsteps, int stale_from, int stale_to)
 {
 	int64_t id = begin(st);
+	double seen = 0;
 	for (int i = 1; i <= nsteps; i++) {
 		double t = i * 0.1;
 		double copied = 100 * MiB * (i < cow_steps ? (double)i / cow_steps : 1.0);
+		if (i <= stale_from || i >= stale_to)
+			seen = copied;
 		step(st, id, i, t, 400 * MiB + 2 * copied);
 		kind(st, id, t, 100, 1, 400 * MiB, 0, 0, 50 * MiB);
-		kind(st, id, t, 101, 100, 400 * MiB, copied, 400 * MiB, 5 * MiB);
-		kind(st, id, t, 102, 100, 400 * MiB, copied, 400 * MiB, 5 * MiB);
+		kind(st, id, t, 101, 100, 400 * MiB, seen, 400 * MiB, 5 * MiB);
+		kind(st, id, t, 102, 100, 400 * MiB, seen, 400 * MiB, 5 * MiB);
 	}
 	end(st, id, nsteps * 0.1, nsteps);
 	return id;
+}
+
+static int64_t cow_run(struct store *st, int cow_steps, int nsteps)
+{
+	return cow_run_read(st, cow_steps, nsteps, nsteps, 0);
 }
 
 static int load(struct store *st, int64_t id, struct run_summary *s)
@@ -142,6 +154,27 @@ static void test_cow_rising_is_projected_to_its_bound(void)
 	CHECK(strstr(k->diagnosis, "still rising") != NULL);
 	CHECK(k->cow_level_bytes > s.a.last_bytes);
 	CHECK(s.a.projected_to_limit < 0);       /* the bound is under the limit */
+	run_summary_release(&s);
+	store_close(st);
+}
+
+/* A late read's one jump is copying done since the read before, not
+ * copying that goes on: the copies are flat, since that read. */
+static void test_cow_read_late_is_not_still_rising(void)
+{
+	struct store *st = open_store();
+	int64_t id = cow_run_read(st, 150, 400, 60, 300);
+	store_flush(st);
+	struct run_summary s;
+	if (load(st, id, &s))
+		return;
+	const struct run_kinds *k = s.kinds;
+	CHECK(k->has_diagnosis);
+	CHECK_EQ_INT(k->diagnosis_kind, KIND_COW);
+	CHECK(!k->cow_rising);
+	CHECK(fabs(k->cow_bytes - 200 * MiB) < MiB);
+	CHECK(k->cow_flat_since_x >= 300 && k->cow_flat_since_x <= 301);
+	CHECK(strstr(k->diagnosis, "flat since step") != NULL);
 	run_summary_release(&s);
 	store_close(st);
 }
@@ -583,6 +616,7 @@ __attribute__((constructor)) static void setup(void)
 TEST_MAIN("kinds",
 	TEST(test_cow_stopped_is_not_a_leak),
 	TEST(test_cow_rising_is_projected_to_its_bound),
+	TEST(test_cow_read_late_is_not_still_rising),
 	TEST(test_worker_leak_parent_flat),
 	TEST(test_page_cache_is_not_a_leak),
 	TEST(test_flight_recorder),
