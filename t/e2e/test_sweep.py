@@ -66,10 +66,11 @@ parallel: 2
         key = (t["params"]["keep"], t["env"]["OMP_NUM_THREADS"], t["env"]["MALLOC_ARENA_MAX"])
         seen.add(key)
         assert t["status"] == "ok", t
+        why = lambda: (t, lp.report(t["run"], fmt="text"))   # the trial's own report
         if t["params"]["keep"] == "loss":
-            assert t["verdict"] == "leak", t
+            assert t["verdict"] == "leak", why()
         else:       # never called a leak: no-leak, or on a loaded machine
-            assert t["verdict"] in ("no-leak", "inconclusive"), t   # "run longer"
+            assert t["verdict"] in ("no-leak", "inconclusive"), why()   # "run longer"
         assert t["steps"] == 100
         assert t["metric"] is not None and t["steps_per_second"] > 0
         assert len(t["step_change_quantiles_bytes"]) == 5
