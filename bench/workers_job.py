@@ -11,7 +11,11 @@ on CPU, summed over its threads) at the job's start, when every worker is
 ready, and just before the job ends SECONDS after it started.
 
     workers_job.py OUT_JSON [--workers 4] [--mib 128] [--seconds 11]
-                   [--steps-hz 0] [--step-kib 64]
+                   [--steps-hz 0] [--step-kib 64] [--monitor-file FILE]
+
+With --monitor-file, the monitor is not the parent but the process whose pid
+is written to FILE (`leakproof attach`, started after the job): the job
+waits for it before it starts its clock and forks its workers.
 
 With --steps-hz N, once the workers are ready the parent marks N steps a
 second through leakproof's channel (a "step" line on $LEAKPROOF_FD, when
@@ -42,6 +46,21 @@ def monitor_cpu_ns(pid):
     return total, nthreads
 
 
+def wait_for_monitor(path, timeout=30.0):
+    """The pid written to path, once it is there (and the process is)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open(path) as f:
+                pid = int(f.read().strip() or "0")
+            if pid > 0 and os.path.exists("/proc/%d/task" % pid):
+                return pid
+        except (FileNotFoundError, ValueError):
+            pass
+        time.sleep(0.01)
+    raise SystemExit("workers_job: no monitor pid in %s after %g s" % (path, timeout))
+
+
 def comm(pid):
     with open("/proc/%d/comm" % pid) as f:
         return f.read().strip()
@@ -68,10 +87,13 @@ def main():
     ap.add_argument("--seconds", type=float, default=11.0)
     ap.add_argument("--steps-hz", type=float, default=0.0)
     ap.add_argument("--step-kib", type=int, default=64)
+    ap.add_argument("--monitor-file")
     a = ap.parse_args()
 
-    t_start = time.monotonic()
     monitor = os.getppid()
+    if a.monitor_file:
+        monitor = wait_for_monitor(a.monitor_file)
+    t_start = time.monotonic()
     cpu_start, _ = monitor_cpu_ns(monitor)
     try:
         import numpy  # noqa: F401  (loaded before the fork, shared by the workers)
