@@ -58,7 +58,18 @@ def nvml_bytes_of_self():
     return None
 
 
-def job(name, steps, record):
+# name: (steps, seconds a step sleeps, census option). The leak job runs
+# ~30 s of steps under the default census (its schedule front-loads), the
+# time a user gives a short debugging run: the census must name its holder
+# in that; the others are short.
+JOBS = {
+    "leak": (150, 0.2, "--census"),
+    "fragment": (200, 0.02, "--census=1s"),
+    "clean": (200, 0.02, "--census=1s"),
+}
+
+
+def job(name, steps, record, sleep_s=0.02):
     import torch
     import torch.nn as nn
     import leakproof
@@ -95,7 +106,7 @@ def job(name, steps, record):
                            if k in ("allocated_bytes.all.current", "reserved_bytes.all.current",
                                     "inactive_split_bytes.all.current", "num_alloc_retries", "num_ooms",
                                     "nvml_bytes")})
-        time.sleep(0.02)
+        time.sleep(sleep_s)
     del hold
     if record:
         with open(record, "w") as f:
@@ -112,14 +123,15 @@ def check(ok, what, failures):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--job")
-    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--steps", type=int, help="each job's steps (default: its own, JOBS)")
+    ap.add_argument("--sleep", type=float, default=0.02, help="seconds a step sleeps (--job)")
     ap.add_argument("--record")
     ap.add_argument("--keep", help="keep the store here")
     ap.add_argument("--leakproof", default=os.path.join(REPO, "build", "leakproof"))
     ap.add_argument("--job-timeout", type=float, default=300)
     a = ap.parse_args()
     if a.job:
-        return job(a.job, a.steps, a.record)
+        return job(a.job, a.steps or JOBS[a.job][0], a.record, a.sleep)
     try:
         import torch
         if not torch.cuda.is_available():
@@ -140,8 +152,10 @@ def main():
         if record:
             os.makedirs(a.record, exist_ok=True)
         t0 = time.monotonic()
-        cmd = [a.leakproof, "run", "-q", "--store", store, "--census=1s", "--",
-               sys.executable, os.path.abspath(__file__), "--job", name, "--steps", str(a.steps)]
+        steps, sleep_s, census = JOBS[name]
+        cmd = [a.leakproof, "run", "-q", "--store", store, census, "--",
+               sys.executable, os.path.abspath(__file__), "--job", name, "--steps", str(a.steps or steps),
+               "--sleep", str(sleep_s)]
         if record:
             cmd += ["--record", record]
         try:
