@@ -301,10 +301,12 @@ def cluster():
 @pytest.hookimpl(tryfirst=True)    # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Tests of the one cluster run in one xdist worker, one after another
-    (`--dist loadgroup`)."""
+    (`--dist loadgroup`), and are marked `cluster` (scripts/test runs the
+    slow ones beside the valgrind pass, which does not use the cluster)."""
     for item in items:
         if "cluster" in item.fixturenames or "pg_server" in item.fixturenames:
             item.add_marker(pytest.mark.xdist_group("cluster"))
+            item.add_marker(pytest.mark.cluster)
 
 
 # A skip hides a test that did not run. On CI (CI=true, or
