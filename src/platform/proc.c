@@ -102,6 +102,7 @@ int parse_proc_stat_buf(const char *buf, struct proc_stat *out)
 		switch (field) {
 		case 4: p = scan_pid(p, &out->ppid); break;
 		case 5: p = scan_pid(p, &out->pgrp); break;
+		case 9: p = scan_u64(p, &v); out->flags = (unsigned)v; break;
 		case 10: p = scan_u64(p, &out->minflt); break;
 		case 12: p = scan_u64(p, &out->majflt); break;
 		case 14: p = scan_u64(p, &out->utime_ticks); break;

@@ -33,11 +33,13 @@ struct proc_stat {
 	char comm[PROC_COMM_MAX];   /* NUL-terminated; may hold spaces, ')' or '\n' */
 	char state;                 /* 'R', 'S', 'Z', ... */
 	pid_t ppid, pgrp;
+	unsigned flags;             /* the kernel's PF_* flags of the task */
 	uint64_t minflt, majflt;    /* page faults so far */
 	uint64_t utime_ticks, stime_ticks;
 	uint64_t starttime_ticks;   /* since boot */
 	uint64_t rss_pages;
 };
+#define PROC_PF_EXITING 0x4u         /* flags: in exit(), its memory being unmapped */
 /* The comm ends at the LAST ')' of the line. Returns 0, or -1 (errno
  * EINVAL) when buf is not a whole stat line up to the rss field. */
 int parse_proc_stat_buf(const char *buf, struct proc_stat *out);

@@ -56,6 +56,17 @@ def test_regex_without_a_group_numbers_steps_itself(lp):
     assert 40 not in steps
 
 
+def test_memory_given_back_as_the_job_ends_is_not_judged(lp):
+    # grows 20 MiB/s for 4 s, then gives all of it back 0.3 s before it
+    # ends (a Python job's list freed as its function returns): the growth
+    # it had is judged, not the release
+    r = lp.run([lp.py, lp.workload("steps.py"), "none", "4", "--release-ms", "300"], "--interval", "20ms")
+    assert r.rc == 0, r
+    rep = lp.report()
+    assert rep["verdict"] == "leak", lp.describe(rep)
+    assert rep["growth_bytes_per_step"] == pytest.approx(20 * lp.MIB, rel=0.35), lp.describe(rep)
+
+
 def test_no_steps_judges_growth_per_second(lp):
     # keeps 1 MiB every 50 ms: about 20 MiB/s
     r = lp.run([lp.py, lp.workload("steps.py"), "none", "4"], "--interval", "20ms")

@@ -38,6 +38,8 @@ static void test_stat_names(void)
 	CHECK(st.state == 'S');
 	CHECK_EQ_INT(st.ppid, 1);
 	CHECK_EQ_INT(st.pgrp, 100);
+	CHECK_EQ_INT(st.flags, 4194304);
+	CHECK(!(st.flags & PROC_PF_EXITING));
 	CHECK_EQ_INT(st.minflt, 141);
 	CHECK_EQ_INT(st.majflt, 1);
 	CHECK_EQ_INT(st.utime_ticks, 7);
@@ -70,6 +72,7 @@ static void test_stat_names(void)
 	                                 "20 0 1 0 12 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0\n", &st), 0);
 	CHECK(st.state == 'I');
 	CHECK_EQ_INT(st.ppid, 2);
+	CHECK_EQ_INT(st.flags, 69238880);
 }
 
 static void test_stat_garbage(void)

@@ -13,7 +13,9 @@ steps.py — the three ways a job's steps are known.
                             not after a newline. Lines that mention "Epoch"
                             elsewhere than at their start are printed too.
     steps.py none SECONDS   no steps at all: keeps 1 MiB (touched) every
-                            50 ms for SECONDS, i.e. grows 20 MiB/s
+                            50 ms for SECONDS, i.e. grows 20 MiB/s; with
+                            --release-ms M, then gives it all back and
+                            lives M ms more (memory freed as a job ends)
 
 Units: bytes, MiB where named.
 """
@@ -68,13 +70,16 @@ def regex(n, first, step_s):
     out.flush()
 
 
-def none(seconds):
+def none(seconds, release_s=0.0):
     kept = []
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         kept.append(touched(MIB))
         time.sleep(0.05)
     print(f"kept {len(kept)} MiB", flush=True)
+    if release_s:
+        kept.clear()             # all of it given back, then a moment before the end
+        time.sleep(release_s)
 
 
 def main():
@@ -83,13 +88,15 @@ def main():
     ap.add_argument("count", type=float)
     ap.add_argument("--first", type=int, default=5)
     ap.add_argument("--step-ms", type=float, default=30)
+    ap.add_argument("--release-ms", type=float, default=0,
+                    help="none: give everything back, then live this long")
     args = ap.parse_args()
     if args.mode == "channel":
         channel(int(args.count), args.step_ms / 1000)
     elif args.mode == "regex":
         regex(int(args.count), args.first, args.step_ms / 1000)
     else:
-        none(args.count)
+        none(args.count, args.release_ms / 1000)
     return 0
 
 
