@@ -433,17 +433,21 @@ static bool have_optuna(void)
 }
 
 /* The Python client of this tree (its leakproof/_optuna_worker.py): this
- * binary is BUILD/t/test_optuna, the client ../../python from there. */
+ * binary is BUILD/t/test_optuna, the client ../../python from there; else
+ * python/ of the working directory (the tree's root, as the tests run). */
 static const char *client_dir(void)
 {
-	static char dir[PATH_MAX + 16];
+	static char dir[PATH_MAX + 64];
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
+	if (n <= 0 || !memchr(exe, '/', (size_t)n))
 		return "python";
 	exe[n] = '\0';
 	*strrchr(exe, '/') = '\0';
-	snprintf(dir, sizeof(dir), "%s/../../python", exe);
+	snprintf(dir, sizeof(dir), "%s/../../python/leakproof/_optuna_worker.py", exe);
+	if (access(dir, R_OK) != 0)
+		return "python";
+	*strstr(dir, "/leakproof/_optuna_worker.py") = '\0';
 	return dir;
 }
 
