@@ -644,6 +644,7 @@ class Census:
         objs = gc.get_objects()
         self._objects = len(objs)
         self._blocks = _blocks()
+        picked = []                          # objects of the types looked into
         try:
             by_id, type_of = collections.Counter(), {}
             for part in _slices(objs):
@@ -731,7 +732,7 @@ class Census:
                 key = want_plain.get(id(type(o)))
                 if key is not None:
                     members.setdefault(key, []).append(o)
-            del picked
+            picked.clear()
             for key, (n, i) in keys.items():
                 counts[key] = n
             del type_of
@@ -751,7 +752,7 @@ class Census:
                     del self.history[key]
             return lines
         finally:
-            picked = None
+            picked.clear()
             members.clear()
             while objs:                      # dropped a slice at a time too
                 del objs[-SLICE:]

@@ -48,8 +48,6 @@ import importlib
 
 import leakproof
 
-__all__ = ["KerasCallback", "LightningCallback", "TransformersCallback"]
-
 _built = {}
 
 
@@ -256,6 +254,7 @@ _BUILDERS = {
     "LightningCallback": _build_lightning,
     "TransformersCallback": _build_transformers,
 }
+__all__ = sorted(_BUILDERS)     # built on first use (__getattr__), so not names pyflakes can see
 
 
 def __getattr__(name):

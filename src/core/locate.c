@@ -2,7 +2,8 @@
  * locate.c — the files that ship with leakproof (the Python client, the
  * tracer library), found beside the binary (a build tree, or an installed
  * tree moved as a whole) or where they were installed. Part of the
- * supervisor (supervise-int.h).
+ * supervisor (supervise-int.h); python_client_dir() also serves the
+ * sweep's Python programs (locate.h).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/locate.h"
 #include "core/supervise-int.h"
 
 /*
@@ -51,4 +53,11 @@ bool find_beside_binary(const char *const *rel, size_t nrel, const char *leaf, c
 			return true;
 	}
 	return false;
+}
+
+const char *python_client_dir(void)
+{
+	static char dir[PATH_MAX];
+	static const char *const rel[] = { "/../python", "/../lib/leakproof/python" };
+	return find_beside_binary(rel, 2, "leakproof/__init__.py", LP_PYDIR, true, dir, sizeof(dir)) ? dir : NULL;
 }

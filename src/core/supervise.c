@@ -48,6 +48,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/locate.h"
 #include "core/sampler.h"
 #include "core/supervise-int.h"
 #include "core/trace.h"
@@ -194,14 +195,6 @@ static void note_reaped(struct sv *sv, int64_t now)
 }
 
 /* ---- start ----------------------------------------------------------- */
-
-/* The directory holding the Python client package, or NULL. */
-static const char *python_client_dir(void)
-{
-	static char dir[PATH_MAX];
-	static const char *const rel[] = { "/../python", "/../lib/leakproof/python" };
-	return find_beside_binary(rel, 2, "leakproof/__init__.py", LP_PYDIR, true, dir, sizeof(dir)) ? dir : NULL;
-}
 
 /* Add VAR=FD and, when fd can be looked at, VAR_INODE=DEV:INO to env at k;
  * the next free index. */

@@ -6,7 +6,8 @@
  * mapping between a sweep spec's dimensions and Optuna's distributions;
  * the study's storage (an SQLite file beside the store, or a PostgreSQL
  * store's own database); and the Optuna process, a Python script on
- * Optuna's API behind JSON lines on a socketpair, restarted when it dies.
+ * Optuna's API (python/leakproof/_optuna_worker.py) behind JSON lines on a
+ * socketpair, restarted when it dies.
  * See optuna.h for the API and docs/internals/optuna.md for the protocol
  * and the measured costs.
  */
@@ -488,137 +489,13 @@ char *optuna_default_storage(const char *store_path)
 /* The long-lived Optuna process */
 
 /*
- * The script the Optuna process runs (python3 -c): Optuna's own Python API
- * behind one JSON request per line on stdin, one JSON reply per line on
- * stdout, in order:
- *   {"op": "open", "storage", "study", "direction", "sampler",
- *    "sampler_kwargs", "pruner", "pruner_kwargs", "seed", "space"} -> {"ok": true}
- *   {"op": "ask"}                                    -> {"number": N, "params": {...}}
- *   {"op": "tell", "number": N, "state": "complete", "value": V}  -> {"ok": true}
- *   {"op": "tell", "number": N, "state": "fail"}     -> {"ok": true}
- *   {"op": "tell", "number": N, "state": "pruned"}   -> {"ok": true}
- *   {"op": "report", "number": N, "values": [[STEP, V], ...]}
- *                                   -> {"prune": true|false, "step": S, "value": V} (the last given)
- * and {"error": "Type: message"} for any request that failed. It ends at
- * the end of its input. docs/internals/optuna.md has the protocol.
+ * The Optuna process runs leakproof/_optuna_worker.py of the Python
+ * client's directory (st->client_dir): Optuna's own Python API behind one
+ * JSON request per line on stdin, one JSON reply per line on stdout, in
+ * order (open, ask, tell, report; {"error": "Type: message"} for a request
+ * that failed); it ends at the end of its input. The module's docstring
+ * and docs/internals/optuna.md have the protocol.
  */
-static const char coproc_script[] =
-	"import inspect, json, sys, warnings\n"
-	"warnings.simplefilter('ignore')\n"
-	"import optuna\n"
-	"optuna.logging.set_verbosity(optuna.logging.ERROR)\n"
-	"from optuna.distributions import json_to_distribution\n"
-	"from optuna.trial import TrialState\n"
-	"\n"
-	"def reply(obj):\n"
-	"    sys.stdout.write(json.dumps(obj) + '\\n')\n"
-	"    sys.stdout.flush()\n"
-	"\n"
-	"def make(module, kind, name, kwargs, seed):\n"
-	"    cls = getattr(module, name, None)\n"
-	"    if not inspect.isclass(cls):\n"
-	"        raise ValueError('optuna has no %s named %r' % (kind, name))\n"
-	"    kwargs = dict(kwargs or {})\n"
-	"    if seed is not None and 'seed' not in kwargs and 'seed' in inspect.signature(cls).parameters:\n"
-	"        kwargs['seed'] = seed\n"
-	"    return cls(**kwargs)\n"
-	"\n"
-	"def trial_of(number):\n"
-	"    t = asked.get(number)\n"
-	"    if t is None:    # asked of a process that has died since\n"
-	"        tid = study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number)\n"
-	"        t = asked[number] = optuna.trial.Trial(study, tid)\n"
-	"    return t\n"
-	"\n"
-	"def report_many(t, values):\n"
-	"    \"\"\"trial.report() of each (step: value), in one transaction of Optuna's RDB storage when it\n"
-	"    is the one known (Optuna 3.1: about 1 ms a value against 15), else one by one.\"\"\"\n"
-	"    st = t.storage\n"
-	"    one = getattr(getattr(st, '_backend', None), '_set_trial_intermediate_value_without_commit', None)\n"
-	"    if len(values) > 1 and one is not None and hasattr(st, '_get_cached_trial'):\n"
-	"        try:\n"
-	"            from optuna.storages._rdb.storage import _create_scoped_session\n"
-	"            with st._lock:\n"
-	"                cached = st._get_cached_trial(t._trial_id)\n"
-	"                if cached is not None:\n"
-	"                    st._check_trial_is_updatable(cached)\n"
-	"                    iv = dict(cached.intermediate_values)\n"
-	"                    iv.update(values)\n"
-	"                    cached.intermediate_values = iv\n"
-	"            with _create_scoped_session(st._backend.scoped_session, True) as session:\n"
-	"                for step, value in values.items():\n"
-	"                    one(session, t._trial_id, step, value)\n"
-	"            return\n"
-	"        except (AttributeError, ImportError, TypeError):\n"
-	"            pass\n"
-	"    for step, value in values.items():\n"
-	"        t.report(value, step)\n"
-	"\n"
-	"study = space = None\n"
-	"asked = {}\n"
-	"for line in sys.stdin:\n"
-	"    try:\n"
-	"        req = json.loads(line)\n"
-	"        op = req.get('op')\n"
-	"        if op == 'open':\n"
-	"            sampler = make(optuna.samplers, 'sampler', req['sampler'], req.get('sampler_kwargs'), req.get('seed'))\n"
-	"            pruner = None\n"
-	"            if req.get('pruner'):\n"
-	"                pruner = make(optuna.pruners, 'pruner', req['pruner'], req.get('pruner_kwargs'), None)\n"
-	"            storage = req['storage']\n"
-	"            if req.get('password') is not None:\n"
-	"                import sqlalchemy.engine\n"
-	"                url = sqlalchemy.engine.make_url(storage).set(password=req['password'])\n"
-	"                storage = url.render_as_string(hide_password=False)\n"
-	"            if storage.startswith('postgresql'):\n"
-	"                import re, sqlalchemy\n"
-	"                m = re.search('search_path%3D([A-Za-z_][A-Za-z0-9_]*)', req['storage'])\n"
-	"                if m:\n"
-	"                    engine = sqlalchemy.create_engine(storage)\n"
-	"                    with engine.begin() as c:\n"
-	"                        c.execute(sqlalchemy.text('CREATE SCHEMA IF NOT EXISTS ' + m.group(1)))\n"
-	"                    engine.dispose()\n"
-	"            study = optuna.create_study(storage=storage, study_name=req['study'],\n"
-	"                                        direction=req['direction'], sampler=sampler, pruner=pruner,\n"
-	"                                        load_if_exists=True)\n"
-	"            dirs = study.directions\n"
-	"            if len(dirs) != 1:\n"
-	"                raise ValueError('study %r in %r has %d objectives; a leakproof sweep has one'\n"
-	"                                 % (req['study'], req['storage'], len(dirs)))\n"
-	"            if dirs[0].name.lower() != req['direction']:\n"
-	"                raise ValueError('study %r in %r is to %s, but the sweep goal is to %s (give the sweep '\n"
-	"                                 'another study name or storage)' % (req['study'], req['storage'],\n"
-	"                                 dirs[0].name.lower(), req['direction']))\n"
-	"            space = {k: json_to_distribution(json.dumps(v)) for k, v in req['space'].items()}\n"
-	"            reply({'ok': True})\n"
-	"        elif op == 'ask':\n"
-	"            t = study.ask(space)\n"
-	"            asked[t.number] = t\n"
-	"            reply({'number': t.number, 'params': t.params})\n"
-	"        elif op == 'report':\n"
-	"            t = trial_of(req['number'])\n"
-	"            known = study._storage.get_trial(t._trial_id).intermediate_values\n"
-	"            new = {}\n"
-	"            for step, value in req['values']:\n"
-	"                if int(step) not in known and int(step) not in new:\n"
-	"                    new[int(step)] = float(value)\n"
-	"            report_many(t, new)\n"
-	"            last = req['values'][-1] if req['values'] else [None, None]\n"
-	"            reply({'prune': bool(t.should_prune()), 'step': last[0], 'value': last[1]})\n"
-	"        elif op == 'tell':\n"
-	"            asked.pop(req['number'], None)\n"
-	"            if req.get('state') == 'complete':\n"
-	"                study.tell(req['number'], req['value'], skip_if_finished=True)\n"
-	"            elif req.get('state') == 'pruned':\n"
-	"                study.tell(req['number'], state=TrialState.PRUNED, skip_if_finished=True)\n"
-	"            else:\n"
-	"                study.tell(req['number'], state=TrialState.FAIL, skip_if_finished=True)\n"
-	"            reply({'ok': True})\n"
-	"        else:\n"
-	"            raise ValueError('unknown request %r' % (op,))\n"
-	"    except Exception as e:\n"
-	"        reply({'error': '%s: %s' % (type(e).__name__, e)})\n";
-
 #define COPROC_TAG "leakproof-optuna"   /* in its argv, to be found in ps */
 #define COPROC_RESTARTS 3              /* deaths in a row without a reply */
 #define REPLY_CAP_BYTES (4 << 20)
@@ -816,16 +693,27 @@ static char *reply_error(const char *text)
 /* Start the process and open the study. 0, or -1 after a message. */
 static int proc_start(struct optuna_proc *p)
 {
+	if (!p->st.client_dir)
+		return error("cannot start the Optuna process: leakproof's Python client (its "
+		             "leakproof/_optuna_worker.py) is not beside the binary nor where it was installed");
+	struct strbuf script = STRBUF_INIT;
+	strbuf_addf(&script, "%s/leakproof/_optuna_worker.py", p->st.client_dir);
+	if (access(strbuf_str(&script), R_OK) != 0) {
+		error_errno("cannot start the Optuna process: cannot read '%s'", strbuf_str(&script));
+		strbuf_release(&script);
+		return -1;
+	}
 	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		strbuf_release(&script);
 		return error_errno("optuna: socketpair");
-	const char *argv[6];
+	}
+	const char *argv[5];
 	size_t n = 0;
 	argv[n++] = p->argv0;
 	if (p->argv1)
 		argv[n++] = p->argv1;
-	argv[n++] = "-c";
-	argv[n++] = coproc_script;
+	argv[n++] = strbuf_str(&script);
 	argv[n++] = COPROC_TAG;
 	argv[n] = NULL;
 	static const char *const env[] = { "PYTHONWARNINGS=ignore", "PYTHONUNBUFFERED=1", NULL };
@@ -837,6 +725,7 @@ static int proc_start(struct optuna_proc *p)
 	};
 	int rc = spawn_start(&sp);
 	int e = errno;
+	strbuf_release(&script);
 	close(sv[1]);
 	if (rc) {
 		close(sv[0]);
@@ -887,7 +776,7 @@ static int proc_start(struct optuna_proc *p)
 			rc = error("the Optuna process did not open study '%s' within %d s (killed)", p->st.name,
 			           (p->st.timeout_ms > 0 ? p->st.timeout_ms : OPTUNA_TIMEOUT_MS) / 1000);
 		else
-			rc = error("the Optuna process (%s -c ...) ended before it opened study '%s' (%s; %s): "
+			rc = error("the Optuna process (%s .../_optuna_worker.py) ended before it opened study '%s' (%s; %s): "
 			           "its message is above (is Optuna installed for that Python? Debian and Ubuntu: "
 			           "apt install python3-optuna; else pip install optuna)",
 			           p->argv0, p->st.name, why, how);

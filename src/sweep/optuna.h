@@ -36,6 +36,9 @@ struct optuna_study {
 	const char *pruner_kwargs;  /* JSON object or NULL */
 	const char *password;   /* for the storage URL, which leaves it out; NULL: none
 	                           (never on a command line) */
+	const char *client_dir; /* the Python client's directory, which holds the Optuna
+	                           process's leakproof/_optuna_worker.py (python_client_dir()
+	                           of core/locate.h); NULL: none */
 };
 /* All pointers are the caller's and must outlive the calls. */
 

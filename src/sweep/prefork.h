@@ -38,12 +38,14 @@ struct prefork;
 
 /*
  * Start the template: python (the trials' interpreter, found on PATH when
- * it has no '/') importing modules (NULL-terminated), and wait (up to
+ * it has no '/') running client_dir/leakproof/_prefork.py (client_dir: the
+ * Python client's directory, python_client_dir() of core/locate.h; NULL
+ * when there is none) importing modules (NULL-terminated), and wait (up to
  * timeout_ms) until it says it is ready. NULL with why filled when the
- * command is not Python, the template refused or failed.
+ * command is not Python, the template is not there, refused or failed.
  */
-struct prefork *prefork_start(const char *python, char *const *modules, int timeout_ms, char *why,
-                              size_t whysz);
+struct prefork *prefork_start(const char *python, const char *client_dir, char *const *modules, int timeout_ms,
+                              char *why, size_t whysz);
 
 /* The job's argv for a trial whose command is argv: the stub's command
  * line, then argv. A new NULL-terminated array whose strings are borrowed

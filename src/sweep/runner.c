@@ -43,6 +43,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/locate.h"
 #include "core/supervise.h"
 #include "platform/cgroup.h"
 #include "platform/nvml.h"
@@ -1770,7 +1771,8 @@ static void start_prefork(struct runner *r)
 	}
 	if (mods && mods[0]) {
 		char why[512] = "";
-		r->prefork = prefork_start(r->spec.command[0], mods, PREFORK_READY_MS, why, sizeof(why));
+		r->prefork = prefork_start(r->spec.command[0], python_client_dir(), mods, PREFORK_READY_MS, why,
+		                           sizeof(why));
 		if (!r->prefork)
 			warning("prefork: %s: trials start cold", why);
 		else if (!r->o->quiet)
@@ -1870,6 +1872,7 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 	if (r.optuna_on) {
 		char *pw = optuna_storage_password(o->store_path);
 		r.optuna.password = pw;
+		r.optuna.client_dir = python_client_dir();
 		r.oproc = optuna_proc_open(&r.optuna, &r.spec, (uint64_t)r.nrows);
 		free(pw);            /* optuna_proc_open() sent it */
 		r.optuna.password = NULL;

@@ -103,6 +103,38 @@ def test_installed_binary_finds_its_installed_tracer(prefix, tmp_path):
     assert "cannot find the tracer" not in r.stderr, r.stderr
 
 
+def test_installed_binary_runs_the_sweeps_python_programs(prefix, tmp_path):
+    """The prefork template and the Optuna process are Python files of the
+    installed client (lib/leakproof/python/leakproof/_prefork.py,
+    _optuna_worker.py), run from there."""
+    have_optuna = sh(["/usr/bin/python3", "-c", "import optuna"]).returncode == 0 and \
+        sh(["sh", "-c", "command -v optuna"]).returncode == 0
+    f = tmp_path / "sweep.yaml"
+    f.write_text(textwrap.dedent("""
+        command: [/usr/bin/python3, -c, "print('loss=%%r' %% ((float('{x}') - 0.3) ** 2))"]
+        method: %s
+        metric: {name: loss, goal: minimize}
+        result_regex: '^loss=(\\S+)'
+        parameters:
+          x: %s
+        run_cap: 2
+        seed: 5
+        prefork: [json]
+    """ % (("optuna", "{min: 0.0, max: 1.0}") if have_optuna else ("grid", "{values: [0.1, 0.2]}"))))
+    store = tmp_path / "s.db"
+    lp = str(prefix / "bin/leakproof")
+    r = sh([lp, "sweep", str(f), "--store", str(store)], cwd=tmp_path, env=clean_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    # the template started, from the installed copy, and nothing refused
+    # (such as a _prefork.py not there)
+    assert "leakproof: prefork: json imported once; trials are forked from it" in r.stderr, r.stderr
+    assert "trials start cold" not in r.stderr, r.stderr
+    r = sh([lp, "report", "--store", str(store), "--format", "json"], cwd=tmp_path, env=clean_env())
+    assert r.returncode == 0, r.stderr
+    if have_optuna:
+        assert '"optuna_study"' in r.stdout, r.stdout
+
+
 def test_c_client_builds_with_pkg_config(prefix, tmp_path):
     pc = sh(["pkg-config", "--cflags", "leakproof"],
             env=clean_env(PKG_CONFIG_PATH=str(prefix / "share/pkgconfig")))

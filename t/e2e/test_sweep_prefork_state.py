@@ -108,7 +108,7 @@ def children_of(pid):
 
 
 def template_of(sweep_pid):
-    """The prefork template: the sweep's child that runs python -c."""
+    """The prefork template: the sweep's child that runs leakproof/_prefork.py."""
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -119,7 +119,7 @@ def template_of(sweep_pid):
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if ppid == sweep_pid and len(argv) > 2 and argv[1] == b"-c":
+        if ppid == sweep_pid and len(argv) > 2 and argv[1].endswith(b"/leakproof/_prefork.py"):
             return int(pid)
     return None
 

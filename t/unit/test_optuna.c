@@ -8,6 +8,7 @@
  * prints what opening and asking cost. (The Optuna process's restarts and
  * the sweep's use of it: t/e2e/test_sweep_optuna.py.)
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -431,6 +432,25 @@ static bool have_optuna(void)
 		      "/usr/bin/python3 -c 'import optuna' >/dev/null 2>&1") == 0;
 }
 
+/* The Python client of this tree (its leakproof/_optuna_worker.py): this
+ * binary is BUILD/t/test_optuna, the client ../../python from there; else
+ * python/ of the working directory (the tree's root, as the tests run). */
+static const char *client_dir(void)
+{
+	static char dir[PATH_MAX + 64];
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0 || !memchr(exe, '/', (size_t)n))
+		return "python";
+	exe[n] = '\0';
+	*strrchr(exe, '/') = '\0';
+	snprintf(dir, sizeof(dir), "%s/../../python/leakproof/_optuna_worker.py", exe);
+	if (access(dir, R_OK) != 0)
+		return "python";
+	*strstr(dir, "/leakproof/_optuna_worker.py") = '\0';
+	return dir;
+}
+
 static double secs_since(int64_t t0)
 {
 	return (double)(mono_ns() - t0) / 1e9;
@@ -446,7 +466,7 @@ static void test_real_optuna(void)
 	make_tmpdir();
 	char storage[256];
 	snprintf(storage, sizeof(storage), "sqlite:///%s/optuna.db", tmpdir);
-	struct optuna_study st = { .storage = storage, .name = "sweep-1", .seed = 11 };
+	struct optuna_study st = { .storage = storage, .name = "sweep-1", .seed = 11, .client_dir = client_dir() };
 
 	int64_t t0 = mono_ns();
 	struct optuna_proc *p = optuna_proc_open(&st, &spec, 0);
@@ -551,6 +571,7 @@ static void test_real_pruning(void)
 	char storage[256];
 	snprintf(storage, sizeof(storage), "sqlite:///%s/optuna.db", tmpdir);
 	struct optuna_study st = { .storage = storage, .name = "sweep-prune", .seed = 3, .pruner = "MedianPruner",
+	                           .client_dir = client_dir(),
 	                           .pruner_kwargs = "{\"n_startup_trials\": 1, \"n_warmup_steps\": 0}" };
 	struct optuna_proc *p = optuna_proc_open(&st, &spec, 0);
 	CHECK(p != NULL);
