@@ -53,6 +53,10 @@ from pathlib import Path
 
 import pytest
 
+# One xdist worker for the whole module: its module fixture runs the jobs every golden file is made from,
+# once, not once in each worker that draws one of its tests.
+pytestmark = pytest.mark.xdist_group("test_golden")
+
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "t" / "golden"
 UPDATE = os.environ.get("LEAKPROOF_UPDATE_GOLDEN") == "1"

@@ -19,6 +19,10 @@ from pathlib import Path
 
 import pytest
 
+# One xdist worker for the whole module: its module fixture builds and installs into a prefix,
+# once, not once in each worker that draws one of its tests.
+pytestmark = pytest.mark.xdist_group("test_install")
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -30,6 +30,10 @@ import pytest
 
 from conftest import REPO, binary_path
 
+# One xdist worker for the whole module: its module fixture runs a whole pytest session of torch and numpy tests (~35 s),
+# once, not once in each worker that draws one of its tests.
+pytestmark = pytest.mark.xdist_group("test_pytest_plugin")
+
 TESTS = textwrap.dedent('''\
     import numpy as np
     import pytest

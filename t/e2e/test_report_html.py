@@ -29,6 +29,10 @@ from pathlib import Path
 
 import pytest
 
+# One xdist worker for the whole module: its module fixture runs the jobs every page is made from,
+# once, not once in each worker that draws one of its tests.
+pytestmark = pytest.mark.xdist_group("test_report_html")
+
 SVG = "{http://www.w3.org/2000/svg}"
 WINDOW = (1200, 2600)
 

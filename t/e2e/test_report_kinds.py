@@ -16,6 +16,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+# One xdist worker for the whole module: its module fixture runs a job until the OOM killer ends it,
+# once, not once in each worker that draws one of its tests.
+pytestmark = pytest.mark.xdist_group("test_report_kinds")
+
 NUMPY = "numpy.ndarray/float64"
 HOLDER = "list kept in census_oom.py (module __main__)"
 SVG = "{http://www.w3.org/2000/svg}"
