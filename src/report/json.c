@@ -214,24 +214,28 @@ void report_write_json(const struct run_summary *s, const struct report_extras *
 	}
 	jw_end(&jw);
 	jw_object_double(&jw, "events_omitted", (double)(s->nevents - shown));
-	jw_object_key(&jw, "trace");
-	if (s->trace)
-		trace_report_json(s->trace, sb);
-	else
-		strbuf_addstr(sb, "null");
-	jw_object_key(&jw, "census");
-	if (s->census)
-		census_report_json(s->census, sb);
-	else
-		strbuf_addstr(sb, "null");
-	jw_object_key(&jw, "gpu_memory");
-	if (s->gpu)
-		gpu_report_json(s->gpu, sb);
-	else
-		strbuf_addstr(sb, "null");
-	/* "growth_kinds", "diagnosis", "flight_recorder": members of this
-	 * object written by kinds.c, each after ",\n  " */
-	render_kinds_json(s, sb);
+	if (s->trace) {
+		jw_object_object(&jw, "trace", false);
+		trace_report_json(s->trace, &jw);
+		jw_end(&jw);
+	} else {
+		jw_object_null(&jw, "trace");
+	}
+	if (s->census) {
+		jw_object_object(&jw, "census", false);
+		census_report_json(s->census, &jw);
+		jw_end(&jw);
+	} else {
+		jw_object_null(&jw, "census");
+	}
+	if (s->gpu) {
+		jw_object_object(&jw, "gpu_memory", false);
+		gpu_report_json(s->gpu, &jw);
+		jw_end(&jw);
+	} else {
+		jw_object_null(&jw, "gpu_memory");
+	}
+	render_kinds_json(s, &jw);
 	jw_end(&jw);
 	strbuf_addch(sb, '\n');
 }

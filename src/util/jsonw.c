@@ -52,19 +52,19 @@ static void item(struct json_writer *jw, bool member)
 		jw_bug(member ? "a member in an array" : "an array item in an object");
 	if (!l->first)
 		strbuf_addch(jw->sb, ',');
-	if (l->lines) {
+	if (l->lines || jw->brk == JW_NEWLINE || (jw->brk == JW_BREAK && l->first)) {
 		strbuf_addch(jw->sb, '\n');
 		indent(jw->sb, 2 * jw->depth);
-	} else if (jw->brk) {
-		if (l->first)
-			l->indent = 2 * jw->depth;
+	} else if (jw->brk == JW_BREAK) {
 		strbuf_addch(jw->sb, '\n');
 		indent(jw->sb, l->indent);
 	} else if (!l->first) {
 		strbuf_addch(jw->sb, ' ');
 	}
+	if (l->first)
+		l->indent = column(jw->sb);
 	l->first = false;
-	jw->brk = false;
+	jw->brk = JW_NONE;
 }
 
 static void member(struct json_writer *jw, const char *key)
@@ -83,7 +83,7 @@ static void open_level(struct json_writer *jw, char open_ch, bool lines)
 	l->close = open_ch == '{' ? '}' : ']';
 	l->lines = lines;
 	l->first = true;
-	l->indent = column(jw->sb);
+	l->indent = 0;
 }
 
 static void string_or_null(struct strbuf *sb, const char *v)
@@ -189,7 +189,12 @@ void jw_array_array(struct json_writer *jw, bool lines)
 
 void jw_break(struct json_writer *jw)
 {
-	jw->brk = true;
+	jw->brk = JW_BREAK;
+}
+
+void jw_newline(struct json_writer *jw)
+{
+	jw->brk = JW_NEWLINE;
 }
 
 void jw_end(struct json_writer *jw)
@@ -202,5 +207,5 @@ void jw_end(struct json_writer *jw)
 		indent(jw->sb, 2 * jw->depth);
 	}
 	strbuf_addch(jw->sb, l->close);
-	jw->brk = false;
+	jw->brk = JW_NONE;
 }

@@ -8,7 +8,7 @@
  * with lines set puts each item on a line of its own, indented two spaces
  * a level, and its close on a line of its own (an empty one stays "[]" or
  * "{}"); any other puts its items on one line after ", ", except where
- * jw_break() asks for a new line. Strings are escaped as
+ * jw_break() or jw_newline() asks for a new line. Strings are escaped as
  * strbuf_add_json_str() does (util.h: bytes that are not UTF-8 become
  * U+FFFD); numbers are written as json_add_number() does (json.h: what is
  * not finite is null).
@@ -31,14 +31,16 @@ struct jw_level {
 	char close;             /* '}' or ']' */
 	bool lines;             /* one item a line */
 	bool first;             /* no item written yet */
-	int indent;             /* column of an item after a jw_break() */
+	int indent;             /* column of its first item */
 };
+
+enum jw_brk { JW_NONE, JW_BREAK, JW_NEWLINE };
 
 struct json_writer {
 	struct strbuf *sb;      /* the caller's */
 	struct jw_level level[JW_MAX_DEPTH];
 	int depth;              /* containers open */
-	bool brk;               /* the next item starts a new line */
+	enum jw_brk brk;        /* how the next item starts */
 };
 
 /* Write into sb (appended to; not owned). */
@@ -69,9 +71,11 @@ void jw_array_null(struct json_writer *jw);
 void jw_array_object(struct json_writer *jw, bool lines);
 void jw_array_array(struct json_writer *jw, bool lines);
 
-/* The next item of a one-line container starts a new line: under its
- * first item, or, when it is the first, indented two spaces a level. */
+/* The next item of a one-line container starts a new line: jw_break()
+ * under the container's first item (or, for the first, as jw_newline()),
+ * jw_newline() indented two spaces a level. */
 void jw_break(struct json_writer *jw);
+void jw_newline(struct json_writer *jw);
 
 /* Close the innermost container open. */
 void jw_end(struct json_writer *jw);

@@ -82,6 +82,25 @@ static void test_lines_and_breaks(void)
 	CHECK_STR(strbuf_str(&sb), "{\n  \"run\": {\n    \"id\": 1,\n    \"cwd\": \"/\"},\n  \"segments\": [\n"
 	                           "    {\"seq\": 0}\n  ],\n  \"events\": []\n}");
 
+	/* jw_newline(): two spaces a level, wherever the object opened */
+	strbuf_reset(&sb);
+	jw_object_begin(&jw, true);
+	jw_object_object(&jw, "trace", false);
+	jw_object_intmax(&jw, "mean_bytes", 8);
+	jw_newline(&jw);
+	jw_object_array(&jw, "sites", true);
+	jw_array_object(&jw, false);
+	jw_object_intmax(&jw, "site", 1);
+	jw_break(&jw);
+	jw_object_array(&jw, "frames", false);
+	jw_end(&jw);
+	jw_end(&jw);
+	jw_end(&jw);
+	jw_end(&jw);
+	jw_end(&jw);
+	CHECK_STR(strbuf_str(&sb), "{\n  \"trace\": {\"mean_bytes\": 8,\n    \"sites\": [\n      {\"site\": 1,\n"
+	                           "       \"frames\": []}\n    ]}\n}");
+
 	/* the empty array and an empty document's array */
 	strbuf_reset(&sb);
 	jw_array_begin(&jw, true);
