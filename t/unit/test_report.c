@@ -135,13 +135,18 @@ static bool json_valid(const char *s)
 	return end && *ws(end) == '\0';
 }
 
-/* The text after `"key": ` (first occurrence), or NULL. */
+/* The text after `"key": `, or NULL: the member of the report's own object
+ * (one a line, two spaces in) where it has one, so that "verdict" is the
+ * report's and not its run's; else the first occurrence. */
 static const char *json_field(const char *json, const char *key)
 {
 	char pat[96];
-	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	snprintf(pat, sizeof(pat), "\n  \"%s\": ", key);
 	const char *p = strstr(json, pat);
-	return p ? p + strlen(pat) : NULL;
+	if (p)
+		return p + strlen(pat);
+	p = strstr(json, pat + 3);   /* without the new line and indent */
+	return p ? p + strlen(pat + 3) : NULL;
 }
 
 static double json_num(const char *json, const char *key)
