@@ -29,13 +29,13 @@ static void indent(struct strbuf *sb, int n)
 		strbuf_addch(sb, ' ');
 }
 
-/* The column the next byte of sb goes to. */
-static int column(const struct strbuf *sb)
+/* The column of byte at of sb: how far it is from the start of its line. */
+static int column_of(const struct strbuf *sb, size_t at)
 {
-	size_t i = sb->len;
+	size_t i = at;
 	while (i > 0 && sb->buf[i - 1] != '\n')
 		i--;
-	return (int)(sb->len - i);
+	return (int)(at - i);
 }
 
 /* Start an item of the container open now: its separator, after checking
@@ -56,13 +56,14 @@ static void item(struct json_writer *jw, bool member)
 		strbuf_addch(jw->sb, '\n');
 		indent(jw->sb, 2 * jw->depth);
 	} else if (jw->brk == JW_BREAK) {
+		int col = column_of(jw->sb, l->first_at);
 		strbuf_addch(jw->sb, '\n');
-		indent(jw->sb, l->indent);
+		indent(jw->sb, col);
 	} else if (!l->first) {
 		strbuf_addch(jw->sb, ' ');
 	}
 	if (l->first)
-		l->indent = column(jw->sb);
+		l->first_at = jw->sb->len;
 	l->first = false;
 	jw->brk = JW_NONE;
 }
@@ -83,7 +84,7 @@ static void open_level(struct json_writer *jw, char open_ch, bool lines)
 	l->close = open_ch == '{' ? '}' : ']';
 	l->lines = lines;
 	l->first = true;
-	l->indent = 0;
+	l->first_at = 0;
 }
 
 static void string_or_null(struct strbuf *sb, const char *v)

@@ -21,6 +21,7 @@
 #define LP_JSONW_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct strbuf;
@@ -31,7 +32,7 @@ struct jw_level {
 	char close;             /* '}' or ']' */
 	bool lines;             /* one item a line */
 	bool first;             /* no item written yet */
-	int indent;             /* column of its first item */
+	size_t first_at;        /* where its first item starts in the strbuf */
 };
 
 enum jw_brk { JW_NONE, JW_BREAK, JW_NEWLINE };
