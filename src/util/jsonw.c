@@ -23,6 +23,12 @@ void jw_init(struct json_writer *jw, struct strbuf *sb)
 	jw->sb = sb;
 }
 
+void jw_init_tight(struct json_writer *jw, struct strbuf *sb)
+{
+	jw_init(jw, sb);
+	jw->tight = true;
+}
+
 static void indent(struct strbuf *sb, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -59,7 +65,7 @@ static void item(struct json_writer *jw, bool member)
 		int col = column_of(jw->sb, l->first_at);
 		strbuf_addch(jw->sb, '\n');
 		indent(jw->sb, col);
-	} else if (!l->first) {
+	} else if (!l->first && !jw->tight) {
 		strbuf_addch(jw->sb, ' ');
 	}
 	if (l->first)
@@ -72,7 +78,7 @@ static void member(struct json_writer *jw, const char *key)
 {
 	item(jw, true);
 	strbuf_add_json_str(jw->sb, key);
-	strbuf_addstr(jw->sb, ": ");
+	strbuf_addstr(jw->sb, jw->tight ? ":" : ": ");
 }
 
 static void open_level(struct json_writer *jw, char open_ch, bool lines)

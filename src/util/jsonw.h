@@ -42,10 +42,14 @@ struct json_writer {
 	struct jw_level level[JW_MAX_DEPTH];
 	int depth;              /* containers open */
 	enum jw_brk brk;        /* how the next item starts */
+	bool tight;             /* "," and ":" with no space after */
 };
 
 /* Write into sb (appended to; not owned). */
 void jw_init(struct json_writer *jw, struct strbuf *sb);
+/* The same with no space after "," and ":", for data read only by
+ * programs (the html report's chart data); use no lines and no breaks. */
+void jw_init_tight(struct json_writer *jw, struct strbuf *sb);
 
 /* A value that is not a member: the whole document, or an item of an
  * array. */

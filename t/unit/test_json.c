@@ -109,6 +109,24 @@ static void test_lines_and_breaks(void)
 	strbuf_release(&sb);
 }
 
+/* Tight: no space after "," and ":" (the html report's chart data). */
+static void test_tight(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct json_writer jw;
+	jw_init_tight(&jw, &sb);
+	jw_object_begin(&jw, false);
+	jw_object_string(&jw, "id", "mem");
+	jw_object_array(&jw, "x", false);
+	jw_array_double(&jw, 1);
+	jw_array_double(&jw, 2.5);
+	jw_end(&jw);
+	jw_object_bool(&jw, "bars", false);
+	jw_end(&jw);
+	CHECK_STR(strbuf_str(&sb), "{\"id\":\"mem\",\"x\":[1,2.5],\"bars\":false}");
+	strbuf_release(&sb);
+}
+
 static void check_string(const char *in, const char *want)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -262,5 +280,5 @@ static void test_misuse(void)
 	CHECK(dies(too_deep));
 }
 
-TEST_MAIN("json", TEST(test_one_line), TEST(test_lines_and_breaks), TEST(test_strings), TEST(test_numbers),
+TEST_MAIN("json", TEST(test_one_line), TEST(test_lines_and_breaks), TEST(test_tight), TEST(test_strings), TEST(test_numbers),
           TEST(test_read_back), TEST(test_misuse))
