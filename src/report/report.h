@@ -118,9 +118,5 @@ struct run_json_now {
  * NULL) in place of the row's verdict, growth, steps and peak. `report`
  * (its "run"), `ls` and `top` all write their runs with it. */
 void report_json_run(struct json_writer *jw, const struct run_row *r, const struct run_json_now *now);
-/* JSON: a number (null when not finite); strings: strbuf_add_json_str(). */
-void report_add_json_num(struct strbuf *sb, double v);
-/* JSON: a string, or null when s is NULL or empty. */
-void report_add_json_str_or_null(struct strbuf *sb, const char *s);
 
 #endif

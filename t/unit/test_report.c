@@ -18,6 +18,7 @@
 #include "report/render.h"
 #include "report/report.h"
 #include "store/store.h"
+#include "util/json.h"
 #include "util/util.h"
 #include "tap.h"
 
@@ -643,15 +644,15 @@ static void test_command_parsing(void)
 	strbuf_add_json_str(&sb, "ok \x01 \xc3\xa9 \xc3 \"q\"");
 	CHECK_STR(strbuf_str(&sb), "\"ok \\u0001 \xc3\xa9 \\ufffd \\\"q\\\"\"");
 	strbuf_reset(&sb);
-	report_add_json_num(&sb, NAN);
+	json_add_number(&sb, NAN);
 	strbuf_addch(&sb, ' ');
-	report_add_json_num(&sb, INFINITY);
+	json_add_number(&sb, INFINITY);
 	strbuf_addch(&sb, ' ');
-	report_add_json_num(&sb, 0.1);
+	json_add_number(&sb, 0.1);
 	strbuf_addch(&sb, ' ');
-	report_add_json_num(&sb, -0.0);
+	json_add_number(&sb, -0.0);
 	strbuf_addch(&sb, ' ');
-	report_add_json_num(&sb, 1700000000.25);
+	json_add_number(&sb, 1700000000.25);
 	CHECK_STR(strbuf_str(&sb), "null null 0.1 0 1700000000.25");
 	strbuf_release(&sb);
 
