@@ -38,6 +38,7 @@ static const char usage[] =
 
 #include "cmd/cmd.h"
 #include "core/analyze.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 #define usage_error(...) cmd_usage_error("judge", __VA_ARGS__)
@@ -121,40 +122,44 @@ static int read_series(FILE *in, struct series *s, size_t *bad_line)
 	return rc;
 }
 
-static void add_num(struct strbuf *sb, const char *name, double v, bool last)
+/* A number in %.17g (the digits judge has always printed), or null. */
+static void add_num(struct json_writer *jw, const char *name, double v)
 {
-	strbuf_add_json_str(sb, name);
+	jw_object_key(jw, name);
 	if (isfinite(v))
-		strbuf_addf(sb, ":%.17g", v);
+		strbuf_addf(jw->sb, "%.17g", v);
 	else
-		strbuf_addstr(sb, ":null");
-	strbuf_addstr(sb, last ? "" : ",");
+		strbuf_addstr(jw->sb, "null");
 }
 
 static void write_json(struct strbuf *sb, const struct analysis *a)
 {
 	static const char *const qname[5] = { "min", "q1", "median", "q3", "max" };
-	strbuf_addstr(sb, "{\"verdict\":");
-	strbuf_add_json_str(sb, verdict_name(a->verdict));
-	strbuf_addstr(sb, ",\"reason\":");
-	strbuf_add_json_str(sb, a->reason);
-	strbuf_addf(sb, ",\"points\":%zu,\"warmup_points\":%zu,", a->points, a->warmup_points);
-	add_num(sb, "warmup_end_x", a->warmup_points ? a->warmup_end_x : NAN, false);
-	add_num(sb, "growth_bytes_per_step", a->slope, false);
-	add_num(sb, "growth_low", a->slope_low, false);
-	add_num(sb, "growth_high", a->slope_high, false);
-	add_num(sb, "mk_z", a->mk_z, false);
-	add_num(sb, "mk_p", a->mk_p, false);
-	add_num(sb, "baseline_bytes", a->baseline_bytes, false);
-	add_num(sb, "floor_growth_bytes", a->floor_growth_bytes, false);
-	add_num(sb, "peak_bytes", a->peak_bytes, false);
-	add_num(sb, "last_bytes", a->last_bytes, false);
-	add_num(sb, "window_steps", a->window_x, false);
-	add_num(sb, "threshold_bytes", a->threshold_bytes, false);
-	strbuf_addstr(sb, "\"per_step_change\":{");
+	struct json_writer jw;
+	jw_init_tight(&jw, sb);
+	jw_object_begin(&jw, false);
+	jw_object_string(&jw, "verdict", verdict_name(a->verdict));
+	jw_object_string(&jw, "reason", a->reason);
+	jw_object_intmax(&jw, "points", (intmax_t)a->points);
+	jw_object_intmax(&jw, "warmup_points", (intmax_t)a->warmup_points);
+	add_num(&jw, "warmup_end_x", a->warmup_points ? a->warmup_end_x : NAN);
+	add_num(&jw, "growth_bytes_per_step", a->slope);
+	add_num(&jw, "growth_low", a->slope_low);
+	add_num(&jw, "growth_high", a->slope_high);
+	add_num(&jw, "mk_z", a->mk_z);
+	add_num(&jw, "mk_p", a->mk_p);
+	add_num(&jw, "baseline_bytes", a->baseline_bytes);
+	add_num(&jw, "floor_growth_bytes", a->floor_growth_bytes);
+	add_num(&jw, "peak_bytes", a->peak_bytes);
+	add_num(&jw, "last_bytes", a->last_bytes);
+	add_num(&jw, "window_steps", a->window_x);
+	add_num(&jw, "threshold_bytes", a->threshold_bytes);
+	jw_object_object(&jw, "per_step_change", false);
 	for (int i = 0; i < 5; i++)
-		add_num(sb, qname[i], a->q[i], i == 4);
-	strbuf_addstr(sb, "}}\n");
+		add_num(&jw, qname[i], a->q[i]);
+	jw_end(&jw);
+	jw_end(&jw);
+	strbuf_addch(sb, '\n');
 }
 
 /* "+1.90 MiB" / "-3.10 MiB" / "0 B". */

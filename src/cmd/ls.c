@@ -32,6 +32,7 @@ static const char usage[] =
 #include "platform/placement.h"
 #include "report/report.h"
 #include "store/store.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 #define COMMAND_MAX_CHARS 60
@@ -125,84 +126,19 @@ static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 	}
 }
 
-/* ", "placement": {...}" as in `report --format json`. */
-static void add_placement_json(struct strbuf *sb, const struct placement *p)
-{
-	static const char *const keys[] = { "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id",
-	                                    "slurm_step_id", "gpus", "launcher", "job_key" };
-	const char *vals[] = { p->slurm_job_id, p->slurm_array_job_id, p->slurm_array_task_id, p->slurm_step_id,
-	                       p->gpus, p->launcher, p->job_key };
-	strbuf_addstr(sb, ",\n   \"placement\": {");
-	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-		strbuf_addf(sb, "%s\"%s\": ", k ? ", " : "", keys[k]);
-		report_add_json_str_or_null(sb, vals[k]);
-	}
-	strbuf_addstr(sb, ", \"allocation_bytes\": ");
-	report_add_json_num(sb, p->alloc_mem_bytes ? (double)p->alloc_mem_bytes : NAN);
-	strbuf_addstr(sb, ", \"rank\": ");
-	report_add_json_num(sb, p->rank >= 0 ? p->rank : NAN);
-	strbuf_addstr(sb, ", \"local_rank\": ");
-	report_add_json_num(sb, p->local_rank >= 0 ? p->local_rank : NAN);
-	strbuf_addstr(sb, ", \"world_size\": ");
-	report_add_json_num(sb, p->world_size > 0 ? p->world_size : NAN);
-	strbuf_addstr(sb, ", \"node_id\": ");
-	report_add_json_num(sb, p->node_id >= 0 ? p->node_id : NAN);
-	strbuf_addch(sb, '}');
-}
-
+/* The runs as `report --format json` writes its "run" (report_json_run()). */
 static void list_json(struct strbuf *sb, const struct run_row *rows, size_t n)
 {
-	strbuf_addch(sb, '[');
+	struct json_writer jw;
+	jw_init(&jw, sb);
+	jw_array_begin(&jw, true);
 	for (size_t i = 0; i < n; i++) {
-		const struct run_row *r = &rows[i];
-		bool ended = r->ended_at > 0;
-		char **argv;
-		size_t argc;
-
-		strbuf_addf(sb, "%s\n  {\"id\": %lld, \"command\": [", i ? "," : "", (long long)r->id);
-		run_command_parse(r->command_json, &argv, &argc);
-		for (size_t a = 0; a < argc; a++) {
-			if (a)
-				strbuf_addstr(sb, ", ");
-			strbuf_add_json_str(sb, argv[a]);
-		}
-		run_argv_free(argv, argc);
-		strbuf_addstr(sb, "], \"cwd\": ");
-		strbuf_add_json_str(sb, r->cwd);
-		strbuf_addstr(sb, ", \"hostname\": ");
-		strbuf_add_json_str(sb, r->hostname);
-		if (r->has_place && placement_known(&r->place))
-			add_placement_json(sb, &r->place);
-		strbuf_addstr(sb, ",\n   \"started_at\": ");
-		report_add_json_num(sb, r->started_at);
-		strbuf_addstr(sb, ", \"ended_at\": ");
-		report_add_json_num(sb, ended ? r->ended_at : NAN);
-		strbuf_addstr(sb, ", \"duration_seconds\": ");
-		report_add_json_num(sb, run_duration(r));
-		strbuf_addstr(sb, ", \"status\": ");
-		strbuf_add_json_str(sb, r->status);
-		if (r->lost[0]) {   /* partial: what the store lost */
-			strbuf_addstr(sb, ", \"lost\": ");
-			strbuf_add_json_str(sb, r->lost);
-		}
-		strbuf_addstr(sb, ", \"exit_code\": ");
-		report_add_json_num(sb, ended && !r->exit_signal ? r->exit_code : NAN);
-		strbuf_addstr(sb, ", \"exit_signal\": ");
-		report_add_json_num(sb, ended && r->exit_signal ? r->exit_signal : NAN);
-		strbuf_addstr(sb, ",\n   \"measure\": ");
-		strbuf_add_json_str(sb, measure_name(r->measure));
-		strbuf_addf(sb, ", \"steps\": %lld, \"peak_bytes\": ", (long long)r->steps);
-		report_add_json_num(sb, (double)r->peak_bytes);
-		strbuf_addstr(sb, ", \"verdict\": ");
-		if (r->verdict[0])
-			strbuf_add_json_str(sb, r->verdict);
-		else
-			strbuf_addstr(sb, "null");
-		strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");
-		report_add_json_num(sb, r->verdict[0] ? r->growth_bytes_per_step : NAN);
-		strbuf_addch(sb, '}');
+		jw_array_object(&jw, false);
+		report_json_run(&jw, &rows[i], NULL);
+		jw_end(&jw);
 	}
-	strbuf_addstr(sb, n ? "\n]\n" : "]\n");
+	jw_end(&jw);
+	strbuf_addch(sb, '\n');
 }
 
 int cmd_ls(int argc, char **argv)

@@ -56,6 +56,7 @@ static const char usage[] =
 #include "report/report.h"
 #include "store/live.h"
 #include "store/store.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 #define usage_error(...) cmd_usage_error("top", __VA_ARGS__)
@@ -819,76 +820,63 @@ static void add_line(struct strbuf *sb, const struct top *t, const struct run_st
 
 /* ---- snapshot: text and json ------------------------------------------- */
 
-static void add_json_run(struct strbuf *sb, const struct run_state *r)
+/* One run: the object `ls` writes (report_json_run()), with the judgment
+ * so far in place of the stored one, then what only the live view knows. */
+static void add_json_run(struct json_writer *jw, const struct run_state *r)
 {
 	const struct judgment *j = &r->j;
 	double mem = r->has_last ? mem_sample_value(&r->last, r->run.measure) : NAN;
-	strbuf_addf(sb, "{\"id\": %lld, \"command\": [", (long long)r->id);
-	for (size_t a = 0; a < r->argc; a++) {
-		if (a)
-			strbuf_addstr(sb, ", ");
-		strbuf_add_json_str(sb, r->argv[a]);
-	}
-	strbuf_addstr(sb, "], \"command_line\": ");
-	strbuf_add_json_str(sb, r->command);
-	strbuf_addstr(sb, ",\n   \"host\": ");
-	strbuf_add_json_str(sb, r->run.hostname);
-	strbuf_addstr(sb, ", \"state\": ");
-	strbuf_add_json_str(sb, r->state);
-	strbuf_addstr(sb, ", \"status\": ");   /* the store's: running, exited, interrupted, ... */
-	strbuf_add_json_str(sb, r->run.status);
-	strbuf_addstr(sb, ", \"started_at\": ");
-	report_add_json_num(sb, r->run.started_at);
-	strbuf_addstr(sb, ", \"ended_at\": ");
-	report_add_json_num(sb, r->run.ended_at > 0 ? r->run.ended_at : NAN);
-	strbuf_addstr(sb, ",\n   \"measure\": ");
-	strbuf_add_json_str(sb, measure_name(r->run.measure));
-	strbuf_addstr(sb, ", \"memory_bytes\": ");
-	report_add_json_num(sb, mem >= 0 ? mem : NAN);
-	strbuf_addstr(sb, ", \"recent_bytes\": [");
-	for (size_t i = 0; i < r->npoints; i++) {
-		if (i)
-			strbuf_addstr(sb, ", ");
-		report_add_json_num(sb, r->points[i]);
-	}
-	strbuf_addf(sb, "], \"recent_point_seconds\": %g", POINT_S);
-	strbuf_addstr(sb, ",\n   \"gpu_bytes\": ");
-	report_add_json_num(sb, r->has_last && r->last.has_gpu ? (double)r->last.gpu : NAN);
-	strbuf_addstr(sb, ", \"growth_bytes\": ");
-	report_add_json_num(sb, j->valid ? j->growth : NAN);
-	strbuf_addstr(sb, ", \"growth_interval_bytes\": [");
-	report_add_json_num(sb, j->valid ? j->growth_low : NAN);
-	strbuf_addstr(sb, ", ");
-	report_add_json_num(sb, j->valid ? j->growth_high : NAN);
-	strbuf_addstr(sb, "], \"growth_per\": ");
-	report_add_json_str_or_null(sb, j->valid ? j->x_unit : NULL);
-	strbuf_addstr(sb, ", \"verdict\": ");
-	report_add_json_str_or_null(sb, j->valid ? j->verdict : NULL);
-	strbuf_addstr(sb, ",\n   \"reason\": ");
-	report_add_json_str_or_null(sb, j->valid ? j->reason : NULL);
-	strbuf_addstr(sb, ",\n   \"seconds_to_limit\": ");
-	report_add_json_num(sb, r->to_limit >= 0 ? r->to_limit : NAN);
-	strbuf_addstr(sb, ", \"limit_bytes\": ");
-	report_add_json_num(sb, j->valid && j->limit_bytes > 0 ? j->limit_bytes : NAN);
-	strbuf_addstr(sb, ", \"limit_source\": ");
-	report_add_json_str_or_null(sb, j->valid ? j->limit_source : NULL);
-	strbuf_addf(sb, ", \"steps\": %zu, \"steps_per_second\": ", j->steps);
-	report_add_json_num(sb, j->valid && j->steps_per_second > 0 ? j->steps_per_second : NAN);
-	strbuf_addf(sb, ",\n   \"restarts\": %d, \"last_end_cause\": ", r->restarts);
-	report_add_json_str_or_null(sb, r->last_cause);
-	strbuf_addch(sb, '}');
+	double peak = fmax((double)r->run.peak_bytes, j->valid ? j->peak_bytes : 0);   /* as judged, or seen since */
+	for (size_t i = 0; i < r->npoints; i++)
+		peak = fmax(peak, r->points[i]);
+	struct run_json_now now = {
+		.verdict = j->valid ? j->verdict : NULL,
+		.growth_bytes_per_step = j->valid ? j->growth : NAN,
+		.steps = j->valid ? (int64_t)j->steps : r->run.steps,
+		.peak_bytes = peak,
+	};
+
+	jw_array_object(jw, false);
+	report_json_run(jw, &r->run, &now);
+	jw_break(jw);
+	jw_object_string(jw, "command_line", r->command);
+	jw_object_string(jw, "state", r->state);
+	jw_object_double(jw, "memory_bytes", mem >= 0 ? mem : NAN);
+	jw_object_array(jw, "recent_bytes", false);
+	for (size_t i = 0; i < r->npoints; i++)
+		jw_array_double(jw, r->points[i]);
+	jw_end(jw);
+	jw_object_double(jw, "recent_point_seconds", POINT_S);
+	jw_break(jw);
+	jw_object_double(jw, "gpu_bytes", r->has_last && r->last.has_gpu ? (double)r->last.gpu : NAN);
+	jw_object_array(jw, "growth_interval_bytes_per_step", false);
+	jw_array_double(jw, j->valid ? j->growth_low : NAN);
+	jw_array_double(jw, j->valid ? j->growth_high : NAN);
+	jw_end(jw);
+	jw_object_string(jw, "x_unit", j->valid ? j->x_unit : NULL);
+	jw_break(jw);
+	jw_object_string(jw, "reason", j->valid && j->reason[0] ? j->reason : NULL);
+	jw_break(jw);
+	jw_object_double(jw, "projected_seconds_to_limit", r->to_limit >= 0 ? r->to_limit : NAN);
+	jw_object_double(jw, "limit_bytes", j->valid && j->limit_bytes > 0 ? j->limit_bytes : NAN);
+	jw_object_string(jw, "limit_source", j->valid && j->limit_source[0] ? j->limit_source : NULL);
+	jw_object_double(jw, "steps_per_second", j->valid && j->steps_per_second > 0 ? j->steps_per_second : NAN);
+	jw_object_intmax(jw, "restarts", r->restarts);
+	jw_object_string(jw, "last_end_cause", r->last_cause[0] ? r->last_cause : NULL);
+	jw_end(jw);
 }
 
 static int snapshot(struct top *t, bool json)
 {
 	struct strbuf sb = STRBUF_INIT;
 	if (json) {
-		strbuf_addch(&sb, '[');
-		for (size_t i = 0; i < t->nshown; i++) {
-			strbuf_addstr(&sb, i ? ",\n  " : "\n  ");
-			add_json_run(&sb, t->shown[i]);
-		}
-		strbuf_addstr(&sb, t->nshown ? "\n]\n" : "]\n");
+		struct json_writer jw;
+		jw_init(&jw, &sb);
+		jw_array_begin(&jw, true);
+		for (size_t i = 0; i < t->nshown; i++)
+			add_json_run(&jw, t->shown[i]);
+		jw_end(&jw);
+		strbuf_addch(&sb, '\n');
 	} else if (t->nshown) {
 		bool show[C_COUNT];
 		choose_columns(t, 0, show);

@@ -13,6 +13,7 @@
 
 #include "report/plot.h"
 #include "report/render.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 #define CENSUS_TYPES_SHOWN 5
@@ -170,71 +171,44 @@ void census_report_plain(const struct census_report *r, struct strbuf *sb)
 	}
 }
 
-static void inner(struct strbuf *sb, const char *name, bool first)
-{
-	strbuf_addstr(sb, first ? "" : ", ");
-	strbuf_add_json_str(sb, name);
-	strbuf_addstr(sb, ": ");
-}
-
-static void inner_num(struct strbuf *sb, const char *name, double v)
-{
-	inner(sb, name, false);
-	report_add_json_num(sb, v);
-}
-
-void census_report_json(const struct census_report *r, struct strbuf *sb)
+void census_report_json(const struct census_report *r, struct json_writer *jw)
 {
 	bool steps = per_step(r->x_unit);
 	char words[256];
-	strbuf_addch(sb, '{');
-	inner(sb, "x_unit", true);
-	strbuf_add_json_str(sb, r->x_unit);
-	inner_num(sb, "censuses", (double)r->censuses);
-	inner_num(sb, "types_judged", (double)r->types);
-	inner_num(sb, "objects", r->objects_last);
-	inner_num(sb, "interval_seconds", r->interval_median_s);
-	inner(sb, "cost", false);
-	strbuf_addch(sb, '{');
-	inner(sb, "total_seconds", true);
-	report_add_json_num(sb, r->cost_total_s);
-	inner_num(sb, "mean_seconds", r->cost_mean_s);
-	inner_num(sb, "max_seconds", r->cost_max_s);
-	inner_num(sb, "per_step_seconds", r->cost_per_step_s);
-	inner_num(sb, "fraction_of_run", r->cost_fraction);
-	strbuf_addch(sb, '}');
-	inner(sb, "growing", false);
-	strbuf_addch(sb, '[');
+	jw_object_string(jw, "x_unit", r->x_unit);
+	jw_object_double(jw, "censuses", (double)r->censuses);
+	jw_object_double(jw, "types_judged", (double)r->types);
+	jw_object_double(jw, "objects", r->objects_last);
+	jw_object_double(jw, "interval_seconds", r->interval_median_s);
+	jw_object_object(jw, "cost", false);
+	jw_object_double(jw, "total_seconds", r->cost_total_s);
+	jw_object_double(jw, "mean_seconds", r->cost_mean_s);
+	jw_object_double(jw, "max_seconds", r->cost_max_s);
+	jw_object_double(jw, "per_step_seconds", r->cost_per_step_s);
+	jw_object_double(jw, "fraction_of_run", r->cost_fraction);
+	jw_end(jw);
+	jw_object_array(jw, "growing", true);
 	for (size_t i = 0; i < r->ngrowing; i++) {
 		const struct census_type *c = &r->growing[i];
-		strbuf_addstr(sb, i ? ",\n    {" : "\n    {");
-		inner(sb, "type", true);
-		strbuf_add_json_str(sb, c->type);
-		inner(sb, "container", false);
-		strbuf_addstr(sb, census_type_is_held(c->type) ? "true" : "false");
-		inner(sb, "words", false);
-		strbuf_add_json_str(sb, census_type_words(words, sizeof(words), c->type));
-		inner_num(sb, "growth_per_step", steps ? c->growth : NAN);
-		inner_num(sb, "growth_per_second", steps ? NAN : c->growth);
-		inner(sb, "growth_interval", false);
-		strbuf_addch(sb, '[');
-		report_add_json_num(sb, c->a.slope_low);
-		strbuf_addstr(sb, ", ");
-		report_add_json_num(sb, c->a.slope_high);
-		strbuf_addch(sb, ']');
-		inner_num(sb, "bytes_per_step", steps ? c->bytes_growth : NAN);
-		inner_num(sb, "bytes_per_second", steps ? NAN : c->bytes_growth);
-		inner_num(sb, "count", (double)c->last_count);
-		inner_num(sb, "bytes", c->last_bytes >= 0 ? (double)c->last_bytes : NAN);
-		inner_num(sb, "mann_kendall_p", c->a.mk_p);
-		inner(sb, "holder", false);
-		if (c->holder)
-			strbuf_add_json_str(sb, c->holder);
-		else
-			strbuf_addstr(sb, "null");
-		strbuf_addch(sb, '}');
+		jw_array_object(jw, false);
+		jw_object_string(jw, "type", c->type);
+		jw_object_bool(jw, "container", census_type_is_held(c->type));
+		jw_object_string(jw, "words", census_type_words(words, sizeof(words), c->type));
+		jw_object_double(jw, "growth_per_step", steps ? c->growth : NAN);
+		jw_object_double(jw, "growth_per_second", steps ? NAN : c->growth);
+		jw_object_array(jw, "growth_interval", false);
+		jw_array_double(jw, c->a.slope_low);
+		jw_array_double(jw, c->a.slope_high);
+		jw_end(jw);
+		jw_object_double(jw, "bytes_per_step", steps ? c->bytes_growth : NAN);
+		jw_object_double(jw, "bytes_per_second", steps ? NAN : c->bytes_growth);
+		jw_object_double(jw, "count", (double)c->last_count);
+		jw_object_double(jw, "bytes", c->last_bytes >= 0 ? (double)c->last_bytes : NAN);
+		jw_object_double(jw, "mann_kendall_p", c->a.mk_p);
+		jw_object_string(jw, "holder", c->holder);
+		jw_end(jw);
 	}
-	strbuf_addstr(sb, r->ngrowing ? "\n  ]}" : "]}");
+	jw_end(jw);
 }
 
 static const char *series_meaning(const struct gpu_series *g)
@@ -277,42 +251,28 @@ void gpu_report_text(const struct gpu_report *g, struct strbuf *sb)
 	}
 }
 
-void gpu_report_json(const struct gpu_report *g, struct strbuf *sb)
+void gpu_report_json(const struct gpu_report *g, struct json_writer *jw)
 {
 	const struct gpu_series *all[3] = { &g->allocated, &g->cached, &g->other };
 	bool steps = per_step(g->x_unit);
-	strbuf_addch(sb, '{');
-	inner(sb, "x_unit", true);
-	strbuf_add_json_str(sb, g->x_unit);
-	inner_num(sb, "points", (double)g->points);
-	inner(sb, "series", false);
-	strbuf_addch(sb, '[');
+	jw_object_string(jw, "x_unit", g->x_unit);
+	jw_object_double(jw, "points", (double)g->points);
+	jw_object_array(jw, "series", true);
 	for (int i = 0; i < 3; i++) {
 		const struct gpu_series *s = all[i];
 		bool fit = s->present && s->a.points >= 2;
-		strbuf_addstr(sb, i ? ",\n    {" : "\n    {");
-		inner(sb, "name", true);
-		strbuf_add_json_str(sb, s->name);
-		inner(sb, "meaning", false);
-		strbuf_add_json_str(sb, series_meaning(s));
-		inner(sb, "verdict", false);
-		if (s->present)
-			strbuf_add_json_str(sb, verdict_name(s->a.verdict));
-		else
-			strbuf_addstr(sb, "null");
-		inner_num(sb, "growth_bytes_per_step", fit && steps ? s->a.slope : NAN);
-		inner_num(sb, "growth_bytes_per_second", fit && !steps ? s->a.slope : NAN);
-		inner_num(sb, "last_bytes", s->present ? s->last_bytes : NAN);
-		strbuf_addch(sb, '}');
+		jw_array_object(jw, false);
+		jw_object_string(jw, "name", s->name);
+		jw_object_string(jw, "meaning", series_meaning(s));
+		jw_object_string(jw, "verdict", s->present ? verdict_name(s->a.verdict) : NULL);
+		jw_object_double(jw, "growth_bytes_per_step", fit && steps ? s->a.slope : NAN);
+		jw_object_double(jw, "growth_bytes_per_second", fit && !steps ? s->a.slope : NAN);
+		jw_object_double(jw, "last_bytes", s->present ? s->last_bytes : NAN);
+		jw_end(jw);
 	}
-	strbuf_addstr(sb, "\n  ]");
-	inner_num(sb, "inactive_split_bytes", g->inactive_split_bytes);
-	inner_num(sb, "alloc_retries", g->alloc_retries);
-	inner_num(sb, "ooms", g->ooms);
-	inner(sb, "diagnosis", false);
-	if (g->diagnosis[0])
-		strbuf_add_json_str(sb, g->diagnosis);
-	else
-		strbuf_addstr(sb, "null");
-	strbuf_addch(sb, '}');
+	jw_end(jw);
+	jw_object_double(jw, "inactive_split_bytes", g->inactive_split_bytes);
+	jw_object_double(jw, "alloc_retries", g->alloc_retries);
+	jw_object_double(jw, "ooms", g->ooms);
+	jw_object_string(jw, "diagnosis", g->diagnosis[0] ? g->diagnosis : NULL);
 }

@@ -22,11 +22,14 @@ void census_report_html(const struct census_report *r, struct strbuf *sb);
 /* Each growing type in one plain line, "census: HOLDER holds +1 Tensor
  * ... per step", for JUnit's system-out; nothing when none grows. */
 void census_report_plain(const struct census_report *r, struct strbuf *sb);
-/* The value of the JSON report's "census" key. */
-void census_report_json(const struct census_report *r, struct strbuf *sb);
+struct json_writer;
+/* The members of the JSON report's "census" object, into the object open
+ * in jw. */
+void census_report_json(const struct census_report *r, struct json_writer *jw);
 /* The GPU section of the text report: the three series and the diagnosis. */
 void gpu_report_text(const struct gpu_report *g, struct strbuf *sb);
-/* The value of the JSON report's "gpu_memory" key. */
-void gpu_report_json(const struct gpu_report *g, struct strbuf *sb);
+/* The members of the JSON report's "gpu_memory" object, into the object
+ * open in jw. */
+void gpu_report_json(const struct gpu_report *g, struct json_writer *jw);
 
 #endif

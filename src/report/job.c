@@ -14,6 +14,7 @@
 
 #include "model/job.h"
 #include "report/render.h"
+#include "util/jsonw.h"
 
 #define JOB_COLS 10
 static const char *const heads[JOB_COLS] = {
@@ -173,55 +174,57 @@ static void write_csv(const struct job_model *m, struct strbuf *sb)
 	}
 }
 
+/* NULL for "": the JSON null of what is not known. */
+static const char *known(const char *s)
+{
+	return s && *s ? s : NULL;
+}
+
 static void write_json(const struct job_model *m, struct strbuf *sb)
 {
 	const struct placement *p0 = &m->ranks[0].run.place;
-	strbuf_addstr(sb, "{\n  \"job\": ");
-	strbuf_add_json_str(sb, m->key);
-	strbuf_addstr(sb, ",\n  \"launcher\": ");
-	report_add_json_str_or_null(sb, p0->launcher);
-	strbuf_addstr(sb, ",\n  \"world_size\": ");
-	report_add_json_num(sb, p0->world_size > 0 ? p0->world_size : NAN);
-	strbuf_addstr(sb, ",\n  \"ranks\": [");
+	struct json_writer jw;
+	jw_init(&jw, sb);
+	jw_object_begin(&jw, true);
+	jw_object_string(&jw, "job", m->key);
+	jw_object_string(&jw, "launcher", known(p0->launcher));
+	jw_object_double(&jw, "world_size", p0->world_size > 0 ? p0->world_size : NAN);
+	/* The ranks' rows keep their own names (growth_bytes, growth_per): not
+	 * yet the run object of report_json_run(). */
+	jw_object_array(&jw, "ranks", true);
 	for (size_t i = 0; i < m->nranks; i++) {
 		const struct job_rank *k = &m->ranks[i];
 		const struct placement *p = &k->run.place;
-		strbuf_addf(sb, "%s\n    {\"rank\": %d, \"local_rank\": ", i ? "," : "", p->rank);
-		report_add_json_num(sb, p->local_rank >= 0 ? p->local_rank : NAN);
-		strbuf_addstr(sb, ", \"node_id\": ");
-		report_add_json_num(sb, p->node_id >= 0 ? p->node_id : NAN);
-		strbuf_addstr(sb, ", \"hostname\": ");
-		strbuf_add_json_str(sb, k->run.hostname);
-		strbuf_addf(sb, ", \"run\": %lld, \"status\": ", (long long)k->run.id);
-		strbuf_add_json_str(sb, k->run.status);
-		strbuf_addf(sb, ", \"steps\": %zu, \"peak_bytes\": %llu, \"measure\": ", k->steps,
-		            (unsigned long long)k->peak_bytes);
-		strbuf_add_json_str(sb, k->measure);
-		strbuf_addstr(sb, ", \"growth_bytes\": ");
-		report_add_json_num(sb, k->growth);
-		strbuf_addstr(sb, ", \"growth_per\": ");
-		strbuf_add_json_str(sb, k->x_unit);
-		strbuf_addstr(sb, ", \"verdict\": ");
-		strbuf_add_json_str(sb, verdict_name(k->verdict));
-		strbuf_addstr(sb, ", \"reason\": ");
-		strbuf_add_json_str(sb, k->reason);
-		strbuf_addstr(sb, ", \"gpus\": ");
-		report_add_json_str_or_null(sb, p->gpus);
-		strbuf_addstr(sb, ", \"slurm_job_id\": ");
-		report_add_json_str_or_null(sb, p->slurm_job_id);
-		strbuf_addch(sb, '}');
+		jw_array_object(&jw, false);
+		jw_object_intmax(&jw, "rank", p->rank);
+		jw_object_double(&jw, "local_rank", p->local_rank >= 0 ? p->local_rank : NAN);
+		jw_object_double(&jw, "node_id", p->node_id >= 0 ? p->node_id : NAN);
+		jw_object_string(&jw, "hostname", k->run.hostname ? k->run.hostname : "");
+		jw_object_intmax(&jw, "run", k->run.id);
+		jw_object_string(&jw, "status", k->run.status ? k->run.status : "");
+		jw_object_intmax(&jw, "steps", (intmax_t)k->steps);
+		jw_object_intmax(&jw, "peak_bytes", (intmax_t)k->peak_bytes);
+		jw_object_string(&jw, "measure", k->measure);
+		jw_object_double(&jw, "growth_bytes", k->growth);
+		jw_object_string(&jw, "growth_per", k->x_unit ? k->x_unit : "");
+		jw_object_string(&jw, "verdict", verdict_name(k->verdict));
+		jw_object_string(&jw, "reason", k->reason);
+		jw_object_string(&jw, "gpus", known(p->gpus));
+		jw_object_string(&jw, "slurm_job_id", known(p->slurm_job_id));
+		jw_end(&jw);
 	}
-	strbuf_addstr(sb, "\n  ],\n  \"growing_ranks\": [");
-	size_t said = 0;
+	jw_end(&jw);
+	jw_object_array(&jw, "growing_ranks", false);
 	for (size_t i = 0; i < m->nranks; i++)
 		if (m->ranks[i].verdict == VERDICT_LEAK)
-			strbuf_addf(sb, "%s%d", said++ ? ", " : "", m->ranks[i].run.place.rank);
-	strbuf_addstr(sb, "],\n  \"finding\": ");
+			jw_array_intmax(&jw, m->ranks[i].run.place.rank);
+	jw_end(&jw);
 	struct strbuf f = STRBUF_INIT;
 	add_finding(&f, m);
-	strbuf_add_json_str(sb, strbuf_str(&f));
+	jw_object_string(&jw, "finding", strbuf_str(&f));
 	strbuf_release(&f);
-	strbuf_addstr(sb, "\n}\n");
+	jw_end(&jw);
+	strbuf_addch(sb, '\n');
 }
 
 int job_report_render(const struct job_model *m, enum report_format fmt, struct strbuf *sb)

@@ -12,6 +12,7 @@
 #include "model/kinds.h"
 #include "report/plot.h"
 #include "report/render.h"
+#include "util/jsonw.h"
 
 #define KINDS_SHOWN 6           /* lines of growth kinds in the text report */
 
@@ -110,132 +111,126 @@ void render_flight_text(const struct run_summary *s, struct strbuf *sb)
 	}
 }
 
-static void num_member(struct strbuf *sb, const char *name, double v, bool first)
+/* NULL for "": the JSON null of a name not known. */
+static const char *known(const char *s)
 {
-	strbuf_addstr(sb, first ? "" : ", ");
-	strbuf_add_json_str(sb, name);
-	strbuf_addstr(sb, ": ");
-	report_add_json_num(sb, v);
+	return s && *s ? s : NULL;
 }
 
-static void str_member(struct strbuf *sb, const char *name, const char *v, bool first)
-{
-	strbuf_addstr(sb, first ? "" : ", ");
-	strbuf_add_json_str(sb, name);
-	strbuf_addstr(sb, ": ");
-	report_add_json_str_or_null(sb, v);
-}
-
-void render_kinds_json(const struct run_summary *s, struct strbuf *sb)
+static void add_diagnosis(struct json_writer *jw, const struct run_summary *s)
 {
 	const struct run_kinds *k = s->kinds;
-	strbuf_addstr(sb, ",\n  \"growth_kinds\": [");
+	if (!k || !k->has_diagnosis) {
+		jw_object_null(jw, "diagnosis");
+		return;
+	}
+	jw_object_object(jw, "diagnosis", false);
+	jw_object_string(jw, "kind", known(mem_kind_name(k->diagnosis_kind)));
+	jw_object_string(jw, "text", known(k->diagnosis));
+	jw_object_string(jw, "verdict_judged", known(verdict_name(s->verdict_judged)));
+	jw_object_bool(jw, "not_a_leak", k->overrides_verdict);
+	if (k->diagnosis_kind == KIND_COW) {
+		jw_object_double(jw, "workers", k->cow_workers);
+		jw_object_double(jw, "copied_bytes", k->cow_bytes);
+		jw_object_double(jw, "bound_bytes", k->cow_bound_bytes);
+		jw_object_bool(jw, "rising", k->cow_rising);
+		jw_object_double(jw, "flat_since_step", k->cow_flat_since_x);
+	}
+	jw_end(jw);
+}
+
+/* The census over the window (model/census.h census_report_window()). */
+static void add_window_census(struct json_writer *jw, const struct census_report *c)
+{
+	char words[256];
+	if (!c || !c->has_window) {
+		jw_object_null(jw, "census");
+		return;
+	}
+	jw_object_object(jw, "census", false);
+	jw_object_double(jw, "from_t", c->window_from_t);
+	jw_object_double(jw, "to_t", c->window_to_t);
+	jw_object_array(jw, "grew", true);
+	for (size_t i = 0; i < c->nrecent; i++) {
+		const struct census_change *ch = &c->recent[i];
+		jw_array_object(jw, false);
+		jw_object_string(jw, "type", known(ch->type));
+		jw_object_string(jw, "words", known(census_type_words(words, sizeof(words), ch->type)));
+		jw_object_double(jw, "from_count", (double)ch->from);
+		jw_object_double(jw, "count", (double)ch->to);
+		jw_object_double(jw, "from_bytes", ch->bytes_from >= 0 ? (double)ch->bytes_from : NAN);
+		jw_object_double(jw, "bytes", ch->bytes_to >= 0 ? (double)ch->bytes_to : NAN);
+		jw_object_string(jw, "holder", known(ch->holder));
+		jw_end(jw);
+	}
+	jw_end(jw);
+	jw_end(jw);
+}
+
+static void add_flight_recorder(struct json_writer *jw, const struct run_summary *s)
+{
+	const struct run_kinds *k = s->kinds;
+	if (!k || !k->oom) {
+		jw_object_null(jw, "flight_recorder");
+		return;
+	}
+	jw_object_object(jw, "flight_recorder", false);
+	jw_object_string(jw, "cause", known(k->oom_cause));
+	jw_object_double(jw, "end_t", k->end_t);
+	jw_object_double(jw, "end_step", k->end_step >= 0 ? (double)k->end_step : NAN);
+	jw_object_double(jw, "window_seconds", k->end_t - k->window_t);
+	jw_object_double(jw, "window_steps", (double)k->window_steps);
+	jw_object_string(jw, "paragraph", known(k->flight));
+	jw_object_array(jw, "processes", true);
+	for (size_t i = 0; i < k->nfp; i++) {
+		const struct flight_proc *f = &k->fp[i];
+		jw_array_object(jw, false);
+		jw_object_double(jw, "process", f->pid ? f->pid : NAN);
+		jw_object_string(jw, "name", known(f->name));
+		jw_object_string(jw, "role", known(f->role));
+		jw_object_object(jw, "kinds", false);
+		for (int j = 0; j < KIND_COUNT; j++) {
+			jw_object_object(jw, mem_kind_name((enum mem_kind)j), false);
+			jw_object_double(jw, "first_bytes", f->first[j] >= 0 ? f->first[j] : NAN);
+			jw_object_double(jw, "last_bytes", f->last[j] >= 0 ? f->last[j] : NAN);
+			jw_end(jw);
+		}
+		jw_end(jw);
+		jw_end(jw);
+	}
+	jw_end(jw);
+	add_window_census(jw, s->census);
+	jw_end(jw);
+}
+
+void render_kinds_json(const struct run_summary *s, struct json_writer *jw)
+{
+	const struct run_kinds *k = s->kinds;
+	jw_object_array(jw, "growth_kinds", true);
 	for (size_t i = 0; k && i < k->n; i++) {
 		const struct growth_kind *g = &k->k[i];
 		bool fit = g->a.points >= 2;
-		strbuf_addstr(sb, i ? ",\n    {" : "\n    {");
-		str_member(sb, "kind", mem_kind_name(g->kind), true);
-		strbuf_addstr(sb, ", \"process\": ");
-		if (g->pid > 0)
-			strbuf_addf(sb, "%d", g->pid);
-		else
-			strbuf_addstr(sb, "null");
-		str_member(sb, "name", g->name, false);
-		str_member(sb, "role", g->role, false);
-		str_member(sb, "verdict", verdict_name(g->a.verdict), false);
-		num_member(sb, "growth_bytes_per_step", fit ? g->a.slope : NAN, false);
-		num_member(sb, "bytes", g->bytes, false);
-		num_member(sb, "first_bytes", g->first_bytes, false);
-		num_member(sb, "bound_bytes", g->kind == KIND_COW ? g->bound_bytes : NAN, false);
+		jw_array_object(jw, false);
+		jw_object_string(jw, "kind", known(mem_kind_name(g->kind)));
+		jw_object_double(jw, "process", g->pid > 0 ? g->pid : NAN);
+		jw_object_string(jw, "name", known(g->name));
+		jw_object_string(jw, "role", known(g->role));
+		jw_object_string(jw, "verdict", known(verdict_name(g->a.verdict)));
+		jw_object_double(jw, "growth_bytes_per_step", fit ? g->a.slope : NAN);
+		jw_object_double(jw, "bytes", g->bytes);
+		jw_object_double(jw, "first_bytes", g->first_bytes);
+		jw_object_double(jw, "bound_bytes", g->kind == KIND_COW ? g->bound_bytes : NAN);
 		if (g->kind == KIND_PROCESSES) {
-			num_member(sb, "alive", k->procs_last, false);
-			num_member(sb, "alive_first", k->procs_first, false);
-			num_member(sb, "processes_per_step", k->procs_per_x, false);
-			num_member(sb, "bytes_each", k->procs_each_bytes, false);
+			jw_object_double(jw, "alive", k->procs_last);
+			jw_object_double(jw, "alive_first", k->procs_first);
+			jw_object_double(jw, "processes_per_step", k->procs_per_x);
+			jw_object_double(jw, "bytes_each", k->procs_each_bytes);
 		}
-		strbuf_addch(sb, '}');
+		jw_end(jw);
 	}
-	strbuf_addstr(sb, k && k->n ? "\n  ]" : "]");
-
-	strbuf_addstr(sb, ",\n  \"diagnosis\": ");
-	if (k && k->has_diagnosis) {
-		strbuf_addch(sb, '{');
-		str_member(sb, "kind", mem_kind_name(k->diagnosis_kind), true);
-		str_member(sb, "text", k->diagnosis, false);
-		str_member(sb, "verdict_judged", verdict_name(s->verdict_judged), false);
-		strbuf_addf(sb, ", \"not_a_leak\": %s", k->overrides_verdict ? "true" : "false");
-		if (k->diagnosis_kind == KIND_COW) {
-			num_member(sb, "workers", k->cow_workers, false);
-			num_member(sb, "copied_bytes", k->cow_bytes, false);
-			num_member(sb, "bound_bytes", k->cow_bound_bytes, false);
-			strbuf_addf(sb, ", \"rising\": %s", k->cow_rising ? "true" : "false");
-			num_member(sb, "flat_since_step", k->cow_flat_since_x, false);
-		}
-		strbuf_addch(sb, '}');
-	} else {
-		strbuf_addstr(sb, "null");
-	}
-
-	strbuf_addstr(sb, ",\n  \"flight_recorder\": ");
-	if (!k || !k->oom) {
-		strbuf_addstr(sb, "null");
-		return;
-	}
-	strbuf_addch(sb, '{');
-	str_member(sb, "cause", k->oom_cause, true);
-	num_member(sb, "end_t", k->end_t, false);
-	num_member(sb, "end_step", k->end_step >= 0 ? (double)k->end_step : NAN, false);
-	num_member(sb, "window_seconds", k->end_t - k->window_t, false);
-	num_member(sb, "window_steps", (double)k->window_steps, false);
-	str_member(sb, "paragraph", k->flight, false);
-	strbuf_addstr(sb, ", \"processes\": [");
-	for (size_t i = 0; i < k->nfp; i++) {
-		const struct flight_proc *f = &k->fp[i];
-		strbuf_addstr(sb, i ? ",\n      {" : "\n      {");
-		strbuf_addstr(sb, "\"process\": ");
-		if (f->pid)
-			strbuf_addf(sb, "%d", f->pid);
-		else
-			strbuf_addstr(sb, "null");
-		str_member(sb, "name", f->name, false);
-		str_member(sb, "role", f->role, false);
-		strbuf_addstr(sb, ", \"kinds\": {");
-		for (int j = 0; j < KIND_COUNT; j++) {
-			strbuf_addstr(sb, j ? ", " : "");
-			strbuf_add_json_str(sb, mem_kind_name((enum mem_kind)j));
-			strbuf_addstr(sb, ": {");
-			num_member(sb, "first_bytes", f->first[j] >= 0 ? f->first[j] : NAN, true);
-			num_member(sb, "last_bytes", f->last[j] >= 0 ? f->last[j] : NAN, false);
-			strbuf_addch(sb, '}');
-		}
-		strbuf_addstr(sb, "}}");
-	}
-	strbuf_addstr(sb, k->nfp ? "\n  ]" : "]");
-	/* the census over the window (model/census.h census_report_window()) */
-	const struct census_report *c = s->census;
-	strbuf_addstr(sb, ", \"census\": ");
-	if (!c || !c->has_window) {
-		strbuf_addstr(sb, "null}");
-		return;
-	}
-	char words[256];
-	strbuf_addch(sb, '{');
-	num_member(sb, "from_t", c->window_from_t, true);
-	num_member(sb, "to_t", c->window_to_t, false);
-	strbuf_addstr(sb, ", \"grew\": [");
-	for (size_t i = 0; i < c->nrecent; i++) {
-		const struct census_change *ch = &c->recent[i];
-		strbuf_addstr(sb, i ? ",\n      {" : "\n      {");
-		str_member(sb, "type", ch->type, true);
-		str_member(sb, "words", census_type_words(words, sizeof(words), ch->type), false);
-		num_member(sb, "from_count", (double)ch->from, false);
-		num_member(sb, "count", (double)ch->to, false);
-		num_member(sb, "from_bytes", ch->bytes_from >= 0 ? (double)ch->bytes_from : NAN, false);
-		num_member(sb, "bytes", ch->bytes_to >= 0 ? (double)ch->bytes_to : NAN, false);
-		str_member(sb, "holder", ch->holder, false);
-		strbuf_addch(sb, '}');
-	}
-	strbuf_addstr(sb, c->nrecent ? "\n  ]}}" : "]}}");
+	jw_end(jw);
+	add_diagnosis(jw, s);
+	add_flight_recorder(jw, s);
 }
 
 /* ---- Markdown and HTML ---------------------------------------------------- */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/json.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 #define DEFAULT_WIDTH 900
@@ -354,14 +354,18 @@ static void add_axes(struct strbuf *sb, const struct plot *p, const struct frame
 	strbuf_addstr(sb, "</g>\n");
 }
 
-static void json_axis(struct strbuf *sb, const char *name, const struct plot_axis *ax, double p0, double p1)
+static void json_axis(struct json_writer *jw, const char *name, const struct plot_axis *ax, double p0, double p1)
 {
 	static const char *const kinds[] = { "number", "bytes", "seconds" };
-	strbuf_addf(sb, "\"%s\":{\"kind\":\"%s\",\"lo\":", name, kinds[ax->kind]);
-	json_add_number(sb, ax->lo);
-	strbuf_addstr(sb, ",\"hi\":");
-	json_add_number(sb, ax->hi);
-	strbuf_addf(sb, ",\"p0\":%.1f,\"p1\":%.1f}", p0, p1);
+	jw_object_object(jw, name, false);
+	jw_object_string(jw, "kind", kinds[ax->kind]);
+	jw_object_double(jw, "lo", ax->lo);
+	jw_object_double(jw, "hi", ax->hi);
+	jw_object_key(jw, "p0");   /* pixels, to a tenth */
+	strbuf_addf(jw->sb, "%.1f", p0);
+	jw_object_key(jw, "p1");
+	strbuf_addf(jw->sb, "%.1f", p1);
+	jw_end(jw);
 }
 
 static void add_marker(struct strbuf *sb, const struct frame *f, const struct plot_vline *v, size_t nth)
@@ -481,26 +485,24 @@ static void add_bands(struct strbuf *sb, const struct plot *p, struct frame *f)
 	}
 }
 
-/* The start of the plot's entry in points_json: its id and axes. */
-static void json_head(struct strbuf *points_json, const struct plot *p, struct frame *f, const char *id)
+/* The start of the plot's entry in the chart data: its id and axes, and
+ * the array of its series open. */
+static void json_head(struct json_writer *jw, const struct plot *p, struct frame *f, const char *id)
 {
-	strbuf_addf(points_json, "{\"id\":\"%s\",\"xlabel\":", id);
-	strbuf_add_json_str(points_json, p->x_label ? p->x_label : "x");
-	strbuf_addch(points_json, ',');
-	json_axis(points_json, "x", &f->x, f->left, f->right);
-	strbuf_addch(points_json, ',');
-	json_axis(points_json, "y", &f->y, f->bottom, f->top);
-	if (f->has_y2) {
-		strbuf_addch(points_json, ',');
-		json_axis(points_json, "y2", &f->y2, f->bottom, f->top);
-	}
-	strbuf_addstr(points_json, ",\"series\":[");
+	jw_object_begin(jw, false);
+	jw_object_string(jw, "id", id);
+	jw_object_string(jw, "xlabel", p->x_label ? p->x_label : "x");
+	json_axis(jw, "x", &f->x, f->left, f->right);
+	json_axis(jw, "y", &f->y, f->bottom, f->top);
+	if (f->has_y2)
+		json_axis(jw, "y2", &f->y2, f->bottom, f->top);
+	jw_object_array(jw, "series", false);
 }
 
 /* The series, bars first so lines draw over them; each downsampled to
  * the frame's pixel columns when it has many more points, and appended to
  * points_json (when not NULL) as drawn. Counts go to *st. */
-static void add_series(struct strbuf *sb, const struct plot *p, struct frame *f, struct strbuf *points_json,
+static void add_series(struct strbuf *sb, const struct plot *p, struct frame *f, struct json_writer *points_json,
                        struct plot_stats *st)
 {
 	size_t columns = (size_t)(f->right - f->left);
@@ -509,7 +511,6 @@ static void add_series(struct strbuf *sb, const struct plot *p, struct frame *f,
 		if (p->series[i].n > cap)
 			cap = p->series[i].n;
 	double *ox = xmalloc((cap ? cap : 1) * sizeof(double)), *oy = xmalloc((cap ? cap : 1) * sizeof(double));
-	bool first_json = true;
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < p->nseries; i++) {
 			const struct plot_series *s = &p->series[i];
@@ -559,23 +560,20 @@ static void add_series(struct strbuf *sb, const struct plot *p, struct frame *f,
 				strbuf_addstr(sb, "</title></path>\n");
 			}
 			if (points_json) {
-				strbuf_addstr(points_json, first_json ? "{\"name\":" : ",{\"name\":");
-				first_json = false;
-				strbuf_add_json_str(points_json, s->name ? s->name : "");
-				strbuf_addf(points_json, ",\"color\":\"%s\",\"right\":%s,\"bars\":%s,\"x\":[", s->color,
-				            s->right_axis ? "true" : "false", s->bars ? "true" : "false");
-				for (size_t k = 0; k < m; k++) {
-					if (k)
-						strbuf_addch(points_json, ',');
-					json_add_number(points_json, ox[k]);
-				}
-				strbuf_addstr(points_json, "],\"y\":[");
-				for (size_t k = 0; k < m; k++) {
-					if (k)
-						strbuf_addch(points_json, ',');
-					json_add_number(points_json, oy[k]);
-				}
-				strbuf_addstr(points_json, "]}");
+				jw_array_object(points_json, false);
+				jw_object_string(points_json, "name", s->name ? s->name : "");
+				jw_object_string(points_json, "color", s->color);
+				jw_object_bool(points_json, "right", s->right_axis);
+				jw_object_bool(points_json, "bars", s->bars);
+				jw_object_array(points_json, "x", false);
+				for (size_t k = 0; k < m; k++)
+					jw_array_double(points_json, ox[k]);
+				jw_end(points_json);
+				jw_object_array(points_json, "y", false);
+				for (size_t k = 0; k < m; k++)
+					jw_array_double(points_json, oy[k]);
+				jw_end(points_json);
+				jw_end(points_json);
 			}
 		}
 	free(ox);
@@ -638,12 +636,17 @@ void plot_svg(struct strbuf *sb, const struct plot *p, bool standalone,
 
 	add_bands(sb, p, &f);
 
-	if (points_json)
-		json_head(points_json, p, &f, id);
-
-	add_series(sb, p, &f, points_json, &st);
-	if (points_json)
-		strbuf_addstr(points_json, "]}");
+	struct json_writer jw, *pj = NULL;
+	if (points_json) {
+		jw_init_tight(&jw, points_json);
+		pj = &jw;
+		json_head(pj, p, &f, id);
+	}
+	add_series(sb, p, &f, pj, &st);
+	if (pj) {
+		jw_end(pj);   /* the series */
+		jw_end(pj);
+	}
 
 	add_trends(sb, p, &f);
 	strbuf_addstr(sb, "</g>\n");

@@ -47,8 +47,10 @@ int sweep_write_junit(struct store *st, int64_t sweep_id, enum report_format fmt
 void render_kinds_text(const struct run_summary *s, struct strbuf *sb);
 /* The flight recorder's paragraph and table, after an out-of-memory end. */
 void render_flight_text(const struct run_summary *s, struct strbuf *sb);
-/* ",\n  \"growth_kinds\": [...], \"diagnosis\": ..., \"flight_recorder\": ..." */
-void render_kinds_json(const struct run_summary *s, struct strbuf *sb);
+struct json_writer;
+/* The members "growth_kinds", "diagnosis" and "flight_recorder" of the
+ * JSON report, into the object open in jw. */
+void render_kinds_json(const struct run_summary *s, struct json_writer *jw);
 /* Whether a growth kind is one the reports list (judged leak, or the
  * copy-on-write the diagnosis names): the same rows in every format. */
 struct growth_kind;

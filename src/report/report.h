@@ -28,7 +28,7 @@ struct report_extras;
  *   md    the same as Markdown tables, for bug reports
  *   csv   "step,epoch,t,rss,pss,uss,swap,cgroup,gpu" then one row per step
  *         (per sample, step and epoch empty, when the run marked no steps)
- *   json  one object; the fields are listed in docs/internals/store.md
+ *   json  one object; the fields are listed in docs/internals/json.md
  *   html  one self-contained page (inline CSS, JS and SVG; a
  *         Content-Security-Policy that forbids any network load): the
  *         verdict and the text summary, memory over steps and over time
@@ -104,9 +104,19 @@ char *report_fmt_outcome(char *buf, size_t bufsz, const struct run_row *r);
  * 10_3), step 0 · allocation 300 MiB · GPUs 0,1 · rank 1 of 2 (node 0)";
  * only the host when nothing more is known. Returns whether more was. */
 bool report_add_placement(struct strbuf *sb, const struct run_row *r);
-/* JSON: a number (null when not finite); strings: strbuf_add_json_str(). */
-void report_add_json_num(struct strbuf *sb, double v);
-/* JSON: a string, or null when s is NULL or empty. */
-void report_add_json_str_or_null(struct strbuf *sb, const char *s);
+struct json_writer;
+/* What a command knows of a run that is newer than its stored row: `top`'s
+ * judgment so far. */
+struct run_json_now {
+	const char *verdict;            /* NULL: none yet */
+	double growth_bytes_per_step;   /* per x unit */
+	int64_t steps;
+	double peak_bytes;
+};
+/* The members of a run's JSON object (docs/internals/json.md), written
+ * into the object open in jw: its stored row, with now's values (unless
+ * NULL) in place of the row's verdict, growth, steps and peak. `report`
+ * (its "run"), `ls` and `top` all write their runs with it. */
+void report_json_run(struct json_writer *jw, const struct run_row *r, const struct run_json_now *now);
 
 #endif

@@ -16,11 +16,13 @@
  * across the values the trials had.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report/render.h"
 #include "model/sweep.h"
+#include "util/jsonw.h"
 #include "util/stats.h"
 
 #define SEP '\x1f'
@@ -465,111 +467,111 @@ static void write_csv(const struct table *tb, struct strbuf *sb)
 	}
 }
 
-static void json_num(struct strbuf *sb, double v)
+/* NULL for "": the JSON null of what is not known. */
+static const char *known(const char *s)
 {
-	report_add_json_num(sb, v);
+	return s && *s ? s : NULL;
 }
 
-static void json_prediction(struct strbuf *sb, const struct trial_prediction *p);
-static void json_memory_model(const struct table *tb, struct strbuf *sb);
+/* "" for NULL. */
+static const char *text(const char *s)
+{
+	return s ? s : "";
+}
+
+/* "key": text that is JSON already (a trial's params, env, argv, as stored). */
+static void json_raw(struct json_writer *jw, const char *key, const char *json)
+{
+	jw_object_key(jw, key);
+	strbuf_addstr(jw->sb, json ? json : "null");
+}
+
+static void json_quantiles(struct json_writer *jw, const double q[5])
+{
+	jw_object_array(jw, "step_change_quantiles_bytes", false);
+	for (int i = 0; i < 5; i++)
+		jw_array_double(jw, q[i]);
+	jw_end(jw);
+}
+
+static void json_prediction(struct json_writer *jw, const struct trial_prediction *p);
+static void json_memory_model(const struct table *tb, struct json_writer *jw);
 
 static void write_json(const struct table *tb, struct strbuf *sb)
 {
 	const struct sweep_row *s = &tb->m.sw;
-	strbuf_addf(sb, "{\n  \"sweep\": {\"id\": %lld, \"file\": ", (long long)s->id);
-	strbuf_add_json_str(sb, s->file);
-	strbuf_addstr(sb, ", \"method\": ");
-	strbuf_add_json_str(sb, s->method);
-	strbuf_addstr(sb, ", \"metric\": ");
-	report_add_json_str_or_null(sb, s->metric);
-	strbuf_addf(sb, ", \"goal\": \"%s\", \"status\": ", s->maximize ? "maximize" : "minimize");
-	strbuf_add_json_str(sb, s->status);
-	strbuf_addstr(sb, ", \"started_at\": ");
-	json_num(sb, s->started_at);
-	strbuf_addstr(sb, ", \"ended_at\": ");
-	json_num(sb, s->ended_at > 0 ? s->ended_at : NAN);
+	struct json_writer jw;
+	jw_init(&jw, sb);
+	jw_object_begin(&jw, true);
+	jw_object_object(&jw, "sweep", false);
+	jw_object_intmax(&jw, "id", s->id);
+	jw_object_string(&jw, "file", text(s->file));
+	jw_object_string(&jw, "method", text(s->method));
+	jw_object_string(&jw, "metric", known(s->metric));
+	jw_object_string(&jw, "goal", s->maximize ? "maximize" : "minimize");
+	jw_object_string(&jw, "status", text(s->status));
+	jw_object_double(&jw, "started_at", s->started_at);
+	jw_object_double(&jw, "ended_at", s->ended_at > 0 ? s->ended_at : NAN);
 	if (s->optuna_study[0]) {
-		strbuf_addstr(sb, ", \"optuna_storage\": ");
-		strbuf_add_json_str(sb, s->optuna_storage);
-		strbuf_addstr(sb, ", \"optuna_study\": ");
-		strbuf_add_json_str(sb, s->optuna_study);
+		jw_object_string(&jw, "optuna_storage", text(s->optuna_storage));
+		jw_object_string(&jw, "optuna_study", text(s->optuna_study));
 	}
-	strbuf_addstr(sb, "},\n  \"trials\": [");
+	jw_end(&jw);
+	jw_object_array(&jw, "trials", true);
 	for (size_t i = 0; i < tb->m.ntrials; i++) {
 		const struct trial_row *t = &tb->m.trials[i];
-		strbuf_addf(sb, "%s\n    {\"trial\": %lld, \"attempt\": %lld, \"params\": %s, \"env\": %s, \"argv\": %s, "
-		            "\"status\": ", i ? "," : "", (long long)t->idx + 1, (long long)t->attempt, t->params, t->env,
-		            t->argv);
-		strbuf_add_json_str(sb, t->status);
-		strbuf_addstr(sb, ", \"cause\": ");
-		report_add_json_str_or_null(sb, t->cause);
-		strbuf_addstr(sb, ", \"metric\": ");
-		json_num(sb, t->has_metric ? t->metric : NAN);
-		strbuf_addstr(sb, ", \"verdict\": ");
-		report_add_json_str_or_null(sb, t->verdict);
-		strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");
-		json_num(sb, t->growth_bytes_per_step);
-		strbuf_addstr(sb, ", \"peak_bytes\": ");
-		json_num(sb, t->run_id ? (double)t->peak_bytes : NAN);
-		strbuf_addstr(sb, ", \"step_change_quantiles_bytes\": [");
-		for (int q = 0; q < 5; q++) {
-			if (q)
-				strbuf_addstr(sb, ", ");
-			json_num(sb, t->q[q]);
-		}
-		strbuf_addstr(sb, "], \"steps_per_second\": ");
-		json_num(sb, t->steps_per_second);
-		strbuf_addf(sb, ", \"steps\": %lld, \"run\": ", (long long)t->steps);
-		json_num(sb, t->run_id ? (double)t->run_id : NAN);
-		strbuf_addstr(sb, ", \"optuna_number\": ");
-		json_num(sb, t->optuna_number >= 0 ? (double)t->optuna_number : NAN);
-		strbuf_addstr(sb, ", \"note\": ");
-		report_add_json_str_or_null(sb, t->note);
+		jw_array_object(&jw, false);
+		jw_object_intmax(&jw, "trial", t->idx + 1);
+		jw_object_intmax(&jw, "attempt", t->attempt);
+		json_raw(&jw, "params", t->params);
+		json_raw(&jw, "env", t->env);
+		json_raw(&jw, "argv", t->argv);
+		jw_object_string(&jw, "status", text(t->status));
+		jw_object_string(&jw, "cause", known(t->cause));
+		jw_object_double(&jw, "metric", t->has_metric ? t->metric : NAN);
+		jw_object_string(&jw, "verdict", known(t->verdict));
+		jw_object_double(&jw, "growth_bytes_per_step", t->growth_bytes_per_step);
+		jw_object_double(&jw, "peak_bytes", t->run_id ? (double)t->peak_bytes : NAN);
+		json_quantiles(&jw, t->q);
+		jw_object_double(&jw, "steps_per_second", t->steps_per_second);
+		jw_object_intmax(&jw, "steps", t->steps);
+		jw_object_double(&jw, "run", t->run_id ? (double)t->run_id : NAN);
+		jw_object_double(&jw, "optuna_number", t->optuna_number >= 0 ? (double)t->optuna_number : NAN);
+		jw_object_string(&jw, "note", known(t->note));
 		if (tb->m.have_pred)
-			json_prediction(sb, &tb->m.pred[i]);
-		strbuf_addch(sb, '}');
+			json_prediction(&jw, &tb->m.pred[i]);
+		jw_end(&jw);
 	}
-	strbuf_addstr(sb, tb->m.ntrials ? "\n  ]" : "]");
-	json_memory_model(tb, sb);
+	jw_end(&jw);
+	json_memory_model(tb, &jw);
 	if (tb->grouped) {
 		/* --by: the table's rows, one per combination of those values */
-		strbuf_addstr(sb, ",\n  \"by\": [");
-		for (size_t k = 0; k < tb->nnames; k++) {
-			strbuf_addstr(sb, k ? ", " : "");
-			strbuf_add_json_str(sb, tb->names[k]);
-		}
-		strbuf_addstr(sb, "],\n  \"groups\": [");
+		jw_object_array(&jw, "by", false);
+		for (size_t k = 0; k < tb->nnames; k++)
+			jw_array_string(&jw, text(tb->names[k]));
+		jw_end(&jw);
+		jw_object_array(&jw, "groups", true);
 		for (size_t j = 0; j < tb->nrows; j++) {
 			const struct row *g = &tb->rows[j];
-			strbuf_addstr(sb, j ? ",\n    {\"values\": {" : "\n    {\"values\": {");
-			for (size_t k = 0; k < tb->nnames; k++) {
-				strbuf_addstr(sb, k ? ", " : "");
-				strbuf_add_json_str(sb, tb->names[k]);
-				strbuf_addstr(sb, ": ");
-				strbuf_add_json_str(sb, g->vals[k]);
-			}
-			strbuf_addf(sb, "}, \"trials\": %lld, \"statuses\": ", (long long)g->trials);
-			strbuf_add_json_str(sb, g->status);
-			strbuf_addstr(sb, ", \"metric\": ");
-			json_num(sb, g->has_metric ? g->metric : NAN);
-			strbuf_addstr(sb, ", \"verdict\": ");
-			strbuf_add_json_str(sb, g->verdict);
-			strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");
-			json_num(sb, g->growth);
-			strbuf_addstr(sb, ", \"step_change_quantiles_bytes\": [");
-			for (int q = 0; q < 5; q++) {
-				strbuf_addstr(sb, q ? ", " : "");
-				json_num(sb, g->q[q]);
-			}
-			strbuf_addstr(sb, "], \"steps_per_second\": ");
-			json_num(sb, g->sps);
-			strbuf_addstr(sb, ", \"peak_bytes\": ");
-			json_num(sb, g->peak ? (double)g->peak : NAN);
-			strbuf_addch(sb, '}');
+			jw_array_object(&jw, false);
+			jw_object_object(&jw, "values", false);
+			for (size_t k = 0; k < tb->nnames; k++)
+				jw_object_string(&jw, text(tb->names[k]), text(g->vals[k]));
+			jw_end(&jw);
+			jw_object_intmax(&jw, "trials", g->trials);
+			jw_object_string(&jw, "statuses", text(g->status));
+			jw_object_double(&jw, "metric", g->has_metric ? g->metric : NAN);
+			jw_object_string(&jw, "verdict", text(g->verdict));
+			jw_object_double(&jw, "growth_bytes_per_step", g->growth);
+			json_quantiles(&jw, g->q);
+			jw_object_double(&jw, "steps_per_second", g->sps);
+			jw_object_double(&jw, "peak_bytes", g->peak ? (double)g->peak : NAN);
+			jw_end(&jw);
 		}
-		strbuf_addstr(sb, tb->nrows ? "\n  ]" : "]");
+		jw_end(&jw);
 	}
-	strbuf_addstr(sb, "\n}\n");
+	jw_end(&jw);
+	strbuf_addch(sb, '\n');
 }
 
 /* ---- what the sweep learned of memory ------------------------------------ */
@@ -715,80 +717,71 @@ void sweep_memory_model_write(const struct sweep_model *m, struct strbuf *sb, bo
 	}
 }
 
-static void json_triple(struct strbuf *sb, const char *key, const double v[3])
+static void json_triple(struct json_writer *jw, const char *key, const double v[3])
 {
-	strbuf_addf(sb, "\"%s\": ", key);
-	json_num(sb, v[0]);
-	strbuf_addf(sb, ", \"%s_interval\": [", key);
-	json_num(sb, v[1]);
-	strbuf_addstr(sb, ", ");
-	json_num(sb, v[2]);
-	strbuf_addch(sb, ']');
+	char interval[64];
+	snprintf(interval, sizeof(interval), "%s_interval", key);
+	jw_object_double(jw, key, v[0]);
+	jw_object_array(jw, interval, false);
+	jw_array_double(jw, v[1]);
+	jw_array_double(jw, v[2]);
+	jw_end(jw);
 }
 
-/* A trial's prediction, as ', "predicted": {...}' (null: none). */
-static void json_prediction(struct strbuf *sb, const struct trial_prediction *p)
+/* A trial's prediction, "predicted": {...} (null: none). */
+static void json_prediction(struct json_writer *jw, const struct trial_prediction *p)
 {
 	if (!isfinite(p->peak[0]) && !isfinite(p->gpu[0])) {
-		strbuf_addstr(sb, ", \"predicted\": null");
+		jw_object_null(jw, "predicted");
 		return;
 	}
-	strbuf_addstr(sb, ", \"predicted\": {");
-	json_triple(sb, "peak_bytes", p->peak);
-	strbuf_addstr(sb, ", ");
-	json_triple(sb, "gpu_peak_bytes", p->gpu);
-	strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");
-	json_num(sb, p->growth);
-	strbuf_addch(sb, '}');
+	jw_object_object(jw, "predicted", false);
+	json_triple(jw, "peak_bytes", p->peak);
+	json_triple(jw, "gpu_peak_bytes", p->gpu);
+	jw_object_double(jw, "growth_bytes_per_step", p->growth);
+	jw_end(jw);
 }
 
-/* ',\n  "memory_model": {...}' when a fit has something to say. */
-static void json_memory_model(const struct table *tb, struct strbuf *sb)
+/* "memory_model": {...} when a fit has something to say. */
+static void json_memory_model(const struct table *tb, struct json_writer *jw)
 {
 	if (!any_fit(&tb->m))
 		return;
-	strbuf_addstr(sb, ",\n  \"memory_model\": {");
-	bool first = true;
+	jw_object_object(jw, "memory_model", true);
 	for (int w = 0; w < MEM_NWHAT; w++) {
 		const struct mem_fit *f = &tb->m.mem.fit[w];
 		if (!f->ok)
 			continue;
-		strbuf_addf(sb, "%s\n    \"%s\": {\"trials\": %zu, \"censored\": %zu, \"base\": ", first ? "" : ",",
-		            what_keys[w], f->n, f->n_censored);
-		first = false;
-		json_num(sb, f->base);
-		strbuf_addstr(sb, ", \"residual_sd_log\": ");
-		json_num(sb, f->sd);
-		strbuf_addstr(sb, ", \"effects\": [");
+		jw_object_object(jw, what_keys[w], false);
+		jw_object_intmax(jw, "trials", (intmax_t)f->n);
+		jw_object_intmax(jw, "censored", (intmax_t)f->n_censored);
+		jw_object_double(jw, "base", f->base);
+		jw_object_double(jw, "residual_sd_log", f->sd);
+		jw_object_array(jw, "effects", false);
 		struct effect e[MEMFIT_MAX_DIMS];
 		size_t ne = effects(&tb->m, f, e);
 		for (size_t k = 0; k < ne; k++) {
-			strbuf_addstr(sb, k ? ", {\"parameter\": " : "{\"parameter\": ");
-			strbuf_add_json_str(sb, tb->m.dims[e[k].d]);
-			strbuf_addstr(sb, ", \"exponent\": ");
-			json_num(sb, f->coef[e[k].d]);
-			strbuf_addstr(sb, ", \"from\": ");
-			json_num(sb, e[k].from);
-			strbuf_addstr(sb, ", \"to\": ");
-			json_num(sb, e[k].to);
-			strbuf_addstr(sb, ", \"fitted_from\": ");
-			json_num(sb, e[k].at_from);
-			strbuf_addstr(sb, ", \"fitted_to\": ");
-			json_num(sb, e[k].at_to);
-			strbuf_addch(sb, '}');
+			jw_array_object(jw, false);
+			jw_object_string(jw, "parameter", text(tb->m.dims[e[k].d]));
+			jw_object_double(jw, "exponent", f->coef[e[k].d]);
+			jw_object_double(jw, "from", e[k].from);
+			jw_object_double(jw, "to", e[k].to);
+			jw_object_double(jw, "fitted_from", e[k].at_from);
+			jw_object_double(jw, "fitted_to", e[k].at_to);
+			jw_end(jw);
 		}
-		strbuf_addch(sb, ']');
+		jw_end(jw);
 		if (w == MEM_HOST) {
 			size_t n, inside;
 			double err;
 			accuracy(&tb->m, &n, &err, &inside);
-			strbuf_addf(sb, ", \"predicted_trials\": %zu, \"median_relative_error\": ", n);
-			json_num(sb, err);
-			strbuf_addf(sb, ", \"within_interval\": %zu", inside);
+			jw_object_intmax(jw, "predicted_trials", (intmax_t)n);
+			jw_object_double(jw, "median_relative_error", err);
+			jw_object_intmax(jw, "within_interval", (intmax_t)inside);
 		}
-		strbuf_addch(sb, '}');
+		jw_end(jw);
 	}
-	strbuf_addstr(sb, "\n  }");
+	jw_end(jw);
 }
 
 int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by, struct strbuf *sb)

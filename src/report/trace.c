@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "report/render.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 /* ---- rendering ----------------------------------------------------------- */
@@ -119,77 +120,87 @@ void trace_report_text(const struct trace_report *r, size_t max_sites, struct st
 	}
 }
 
-void trace_report_json(const struct trace_report *r, struct strbuf *sb)
+/* NULL for "": the JSON null of a source line not known. */
+static const char *known(const char *s)
 {
-	strbuf_addf(sb, "{\"mean_bytes\": %lld, \"x_unit\": ", (long long)r->mean_bytes);
-	strbuf_add_json_str(sb, r->x_unit);
-	strbuf_addf(sb, ", \"growing_sites\": %zu, \"undecided_sites\": %zu,\n    \"sites\": [", r->ngrowing,
-	            r->nundecided);
+	return s && *s ? s : NULL;
+}
+
+/* "" for NULL: a name not known is an empty string. */
+static const char *text(const char *s)
+{
+	return s ? s : "";
+}
+
+void trace_report_json(const struct trace_report *r, struct json_writer *jw)
+{
+	jw_object_intmax(jw, "mean_bytes", r->mean_bytes);
+	jw_object_string(jw, "x_unit", r->x_unit);
+	jw_object_intmax(jw, "growing_sites", (intmax_t)r->ngrowing);
+	jw_object_intmax(jw, "undecided_sites", (intmax_t)r->nundecided);
+	jw_newline(jw);
+	jw_object_array(jw, "sites", true);
 	for (size_t i = 0; i < r->nsites; i++) {
 		const struct trace_site_report *s = &r->sites[i];
 		const struct trace_frame *b = s->nframes ? &s->frames[s->blame] : NULL;
-		strbuf_addstr(sb, i ? ",\n      {" : "\n      {");
-		strbuf_addf(sb, "\"site\": %lld, \"kind\": \"%s\", \"library\": ", (long long)s->site,
-		            s->kind == 'a' ? "mmap" : "heap");
-		strbuf_add_json_str(sb, b ? b->library : "");
-		strbuf_addstr(sb, ", \"function\": ");
-		strbuf_add_json_str(sb, b ? b->function : "");
-		strbuf_addstr(sb, ", \"source\": ");
-		report_add_json_str_or_null(sb, b ? b->source : NULL);
-		strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");
-		report_add_json_num(sb, s->growth);
-		strbuf_addstr(sb, ", \"growth_interval_bytes_per_step\": [");
-		report_add_json_num(sb, s->growth_low);
-		strbuf_addstr(sb, ", ");
-		report_add_json_num(sb, s->growth_high);
-		strbuf_addf(sb, "], \"growing\": %s, \"state\": \"%s\", \"reason\": ", s->growing ? "true" : "false",
-		            site_state_name(s->state));
-		strbuf_add_json_str(sb, s->reason);
-		strbuf_addstr(sb, ", \"live_bytes\": ");
-		report_add_json_num(sb, s->live);
-		strbuf_addf(sb, ", \"sampled_allocations\": %lld, \"sampled_frees\": %lld",
-		            (long long)s->allocs, (long long)s->frees);
-		strbuf_addstr(sb, ",\n       \"frames\": [");
+		jw_array_object(jw, false);
+		jw_object_intmax(jw, "site", s->site);
+		jw_object_string(jw, "kind", s->kind == 'a' ? "mmap" : "heap");
+		jw_object_string(jw, "library", b ? text(b->library) : "");
+		jw_object_string(jw, "function", b ? text(b->function) : "");
+		jw_object_string(jw, "source", b ? known(b->source) : NULL);
+		jw_object_double(jw, "growth_bytes_per_step", s->growth);
+		jw_object_array(jw, "growth_interval_bytes_per_step", false);
+		jw_array_double(jw, s->growth_low);
+		jw_array_double(jw, s->growth_high);
+		jw_end(jw);
+		jw_object_bool(jw, "growing", s->growing);
+		jw_object_string(jw, "state", site_state_name(s->state));
+		jw_object_string(jw, "reason", s->reason);
+		jw_object_double(jw, "live_bytes", s->live);
+		jw_object_intmax(jw, "sampled_allocations", s->allocs);
+		jw_object_intmax(jw, "sampled_frees", s->frees);
+		jw_break(jw);
+		jw_object_array(jw, "frames", false);
 		for (size_t j = 0; j < s->nframes; j++) {
-			strbuf_addstr(sb, j ? ", {\"function\": " : "{\"function\": ");
-			strbuf_add_json_str(sb, s->frames[j].function);
-			strbuf_addstr(sb, ", \"library\": ");
-			strbuf_add_json_str(sb, s->frames[j].library);
-			strbuf_addstr(sb, ", \"source\": ");
-			report_add_json_str_or_null(sb, s->frames[j].source);
-			strbuf_addch(sb, '}');
+			jw_array_object(jw, false);
+			jw_object_string(jw, "function", text(s->frames[j].function));
+			jw_object_string(jw, "library", text(s->frames[j].library));
+			jw_object_string(jw, "source", known(s->frames[j].source));
+			jw_end(jw);
 		}
-		strbuf_addstr(sb, "],\n       \"python_stack\": ");
+		jw_end(jw);
+		jw_break(jw);
 		if (!s->npython) {
-			strbuf_addstr(sb, "null");
+			jw_object_null(jw, "python_stack");
 		} else {
-			strbuf_addch(sb, '[');
+			jw_object_array(jw, "python_stack", false);
 			for (size_t j = 0; j < s->npython; j++) {
-				strbuf_addstr(sb, j ? ", {\"file\": " : "{\"file\": ");
-				strbuf_add_json_str(sb, s->python[j].file);
-				strbuf_addf(sb, ", \"line\": %d, \"function\": ", s->python[j].line);
-				strbuf_add_json_str(sb, s->python[j].function);
-				strbuf_addch(sb, '}');
+				jw_array_object(jw, false);
+				jw_object_string(jw, "file", text(s->python[j].file));
+				jw_object_intmax(jw, "line", s->python[j].line);
+				jw_object_string(jw, "function", text(s->python[j].function));
+				jw_end(jw);
 			}
-			strbuf_addch(sb, ']');
+			jw_end(jw);
 		}
-		strbuf_addch(sb, '}');
+		jw_end(jw);
 	}
-	strbuf_addstr(sb, r->nsites ? "\n    ],\n    \"libraries\": [" : "],\n    \"libraries\": [");
+	jw_end(jw);
+	jw_newline(jw);
+	jw_object_array(jw, "libraries", true);
 	for (size_t i = 0; i < r->nlibs; i++) {
 		const struct trace_lib_report *l = &r->libs[i];
-		strbuf_addstr(sb, i ? ",\n      {\"library\": " : "\n      {\"library\": ");
-		strbuf_add_json_str(sb, l->library);
-		strbuf_addstr(sb, ", \"growth_bytes_per_step\": ");
-		report_add_json_num(sb, l->growth);
-		strbuf_addf(sb, ", \"growing\": %s, \"state\": \"%s\", \"reason\": ", l->growing ? "true" : "false",
-		            site_state_name(l->state));
-		strbuf_add_json_str(sb, l->reason);
-		strbuf_addstr(sb, ", \"live_bytes\": ");
-		report_add_json_num(sb, l->live);
-		strbuf_addch(sb, '}');
+		jw_array_object(jw, false);
+		jw_object_string(jw, "library", text(l->library));
+		jw_object_double(jw, "growth_bytes_per_step", l->growth);
+		jw_object_bool(jw, "growing", l->growing);
+		jw_object_string(jw, "state", site_state_name(l->state));
+		jw_object_string(jw, "reason", l->reason);
+		jw_object_double(jw, "live_bytes", l->live);
+		jw_end(jw);
 	}
-	strbuf_addstr(sb, r->nlibs ? "\n    ]}" : "]}");
+	jw_end(jw);
 }
 
 void trace_report_write_text(const struct trace_report *r, struct strbuf *sb)

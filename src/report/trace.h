@@ -15,7 +15,9 @@ void trace_report_text(const struct trace_report *r, size_t max_sites, struct st
 /* `report --trace`: every growing site, then the largest that do not grow
  * (flat or undecided, with why). */
 void trace_report_write_text(const struct trace_report *r, struct strbuf *sb);
-/* The value of the JSON report's "trace" key. */
-void trace_report_json(const struct trace_report *r, struct strbuf *sb);
+struct json_writer;
+/* The members of the JSON report's "trace" object, into the object open in
+ * jw. */
+void trace_report_json(const struct trace_report *r, struct json_writer *jw);
 
 #endif

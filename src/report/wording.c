@@ -15,7 +15,6 @@
 
 #include "platform/placement.h"
 #include "report/render.h"
-#include "util/json.h"
 #include "util/util.h"
 
 static bool shell_safe(const char *s)
@@ -296,21 +295,6 @@ void render_add_csv_field(struct strbuf *sb, const char *s)
 	}
 	if (quote)
 		strbuf_addch(sb, '"');
-}
-
-/* ---- JSON values ------------------------------------------------------- */
-
-void report_add_json_str_or_null(struct strbuf *sb, const char *s)
-{
-	if (s && *s)
-		strbuf_add_json_str(sb, s);
-	else
-		strbuf_addstr(sb, "null");
-}
-
-void report_add_json_num(struct strbuf *sb, double v)
-{
-	json_add_number(sb, v);
 }
 
 void render_range(struct strbuf *sb, double low, double high)

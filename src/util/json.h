@@ -3,7 +3,8 @@
  * -Infinity that Python's json.dumps writes for non-finite floats (which
  * is why it is not a library's; see docs/internals/dependencies.md).
  * Strings are decoded to UTF-8; a \u0000 or an unpaired surrogate is an
- * error. Writing: json_add_number() here, strbuf_add_json_str() in util.h.
+ * error. Writing: json_add_number() here, strbuf_add_json_str() in util.h,
+ * and the writer that keeps commas and nesting in jsonw.h.
  */
 #ifndef LP_JSON_H
 #define LP_JSON_H

@@ -77,7 +77,7 @@ def test_once_text_and_json_while_jobs_run(lp):
     def both_judged():
         runs = once_json(lp)
         leaky, flat = by_command(runs, LEAKY), by_command(runs, FLAT)
-        if leaky and flat and leaky["growth_bytes"] and leaky["growth_bytes"] > 0 and flat["memory_bytes"]:
+        if leaky and flat and leaky["growth_bytes_per_step"] and leaky["growth_bytes_per_step"] > 0 and flat["memory_bytes"]:
             return runs
         return None
 
@@ -87,19 +87,27 @@ def test_once_text_and_json_while_jobs_run(lp):
         assert run["state"] == "running", run
         assert run["memory_bytes"] > 1 << 20, run
         assert run["measure"] == "pss", run
-        assert run["host"], run
+        assert run["hostname"], run
         assert run["command"][0] == lp.py, run
-        for key in ("recent_bytes", "gpu_bytes", "verdict", "seconds_to_limit", "steps_per_second",
-                    "restarts", "last_end_cause", "growth_per", "limit_bytes"):
+        for key in ("recent_bytes", "gpu_bytes", "verdict", "projected_seconds_to_limit", "steps_per_second",
+                    "restarts", "last_end_cause", "x_unit", "limit_bytes"):
             assert key in run, (key, run)
         assert run["restarts"] == 0 and run["last_end_cause"] is None, run
-    assert leaky["growth_per"] == "step", leaky
+    assert leaky["x_unit"] == "step", leaky
     assert leaky["steps_per_second"] > 0, leaky
     assert leaky["recent_bytes"] and leaky["recent_bytes"][-1] > 0, leaky
     # Sorted by time to the limit: the leaking run (the only one with a
     # projection) comes first.
-    if leaky["seconds_to_limit"] is not None and flat["seconds_to_limit"] is None:
+    if leaky["projected_seconds_to_limit"] is not None and flat["projected_seconds_to_limit"] is None:
         assert runs.index(leaky) < runs.index(flat), runs
+    # Every key `ls --format json` has, under the same name (one run
+    # vocabulary: docs/internals/json.md), while the runs are running.
+    r = lp.cmd(["ls", "--format", "json", "--store", lp.store], timeout=60)
+    assert r.rc == 0, r
+    listed = {run["id"]: run for run in json.loads(r.stdout)}
+    for run in (leaky, flat):
+        missing = set(listed[run["id"]]) - set(run)
+        assert not missing, (missing, run)
 
     text = lp.cmd(["top", "--once", "--store", lp.store], timeout=60)
     assert text.rc == 0, text

@@ -18,6 +18,7 @@
 #include "report/render.h"
 #include "report/report.h"
 #include "store/store.h"
+#include "util/json.h"
 #include "util/util.h"
 #include "tap.h"
 
@@ -135,13 +136,18 @@ static bool json_valid(const char *s)
 	return end && *ws(end) == '\0';
 }
 
-/* The text after `"key": ` (first occurrence), or NULL. */
+/* The text after `"key": `, or NULL: the member of the report's own object
+ * (one a line, two spaces in) where it has one, so that "verdict" is the
+ * report's and not its run's; else the first occurrence. */
 static const char *json_field(const char *json, const char *key)
 {
 	char pat[96];
-	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	snprintf(pat, sizeof(pat), "\n  \"%s\": ", key);
 	const char *p = strstr(json, pat);
-	return p ? p + strlen(pat) : NULL;
+	if (p)
+		return p + strlen(pat);
+	p = strstr(json, pat + 3);   /* without the new line and indent */
+	return p ? p + strlen(pat + 3) : NULL;
 }
 
 static double json_num(const char *json, const char *key)
@@ -638,15 +644,15 @@ static void test_command_parsing(void)
 	strbuf_add_json_str(&sb, "ok \x01 \xc3\xa9 \xc3 \"q\"");
 	CHECK_STR(strbuf_str(&sb), "\"ok \\u0001 \xc3\xa9 \\ufffd \\\"q\\\"\"");
 	strbuf_reset(&sb);
-	report_add_json_num(&sb, NAN);
+	json_add_number(&sb, NAN);
 	strbuf_addch(&sb, ' ');
-	report_add_json_num(&sb, INFINITY);
+	json_add_number(&sb, INFINITY);
 	strbuf_addch(&sb, ' ');
-	report_add_json_num(&sb, 0.1);
+	json_add_number(&sb, 0.1);
 	strbuf_addch(&sb, ' ');
-	report_add_json_num(&sb, -0.0);
+	json_add_number(&sb, -0.0);
 	strbuf_addch(&sb, ' ');
-	report_add_json_num(&sb, 1700000000.25);
+	json_add_number(&sb, 1700000000.25);
 	CHECK_STR(strbuf_str(&sb), "null null 0.1 0 1700000000.25");
 	strbuf_release(&sb);
 
