@@ -20,6 +20,12 @@ int sv_signal_main(struct sv *sv, int sig)
 {
 	if (!sv->attached)
 		return sigqueue(sv->child, sig, (union sigval){ .sival_int = 0 });
+	if (sv->o->attach_slurm) {   /* no main process: every one of the job's */
+		if (sv_attach_signal_slurm(sv, sig) > 0)
+			return 0;
+		errno = ESRCH;
+		return -1;
+	}
 #ifdef SYS_pidfd_send_signal
 	if (sv->pidfd >= 0)
 		return (int)syscall(SYS_pidfd_send_signal, sv->pidfd, sig, NULL, 0);
@@ -34,9 +40,14 @@ int sv_signal_main(struct sv *sv, int sig)
 
 /* An attached job (attach.c) is in no process group of ours: the main
  * process through its pidfd, the members of its tree the sampler finds
- * now, and its cgroup when it is its own. */
+ * now, and its cgroup when it is its own; a SLURM job's processes in its
+ * cgroup tree, one by one. */
 static void signal_attached(struct sv *sv, int sig)
 {
+	if (sv->o->attach_slurm) {   /* never its cgroup whole: slurmstepd is in it */
+		sv_attach_signal_slurm(sv, sig);
+		return;
+	}
 	struct mem_sample s;
 	const struct proc_mem *pm;
 	sampler_sample(sv->sampler, mono_ns(), false, &s);

@@ -170,7 +170,7 @@ struct sv {
 	size_t ring_n;
 	double first_step_t;
 
-	/* attach.c: a job leakproof did not start (o->attach_pid) */
+	/* attach.c: a job leakproof did not start (o->attach_pid, o->attach_slurm) */
 	bool attached;
 	bool detached;                         /* leakproof stopped watching; the job went on */
 	int pidfd;                             /* its main process (pidfd_open); -1: none */
@@ -279,6 +279,14 @@ void sv_attach_on_stop_signal(struct sv *sv, int sig, int64_t now);
 void sv_attach_end_segment(struct sv *sv);
 const char *sv_attach_status(const struct sv *sv);
 void sv_attach_release(struct sv *sv);
+/* A SLURM job (o->attach_slurm): its placement (job, step, array task,
+ * its cgroup's limit) instead of leakproof's own; its processes, every
+ * one in its cgroup tree but SLURM's slurmstepd, sent sig; how many. */
+struct placement;
+void sv_attach_slurm_placement(const struct sv *sv, struct placement *place /* out */);
+uint64_t sv_attach_slurm_limit(const struct slurm_job *job);   /* its cgroup's; 0: none */
+int sv_attach_signal_slurm(struct sv *sv, int sig);
+#define SLURM_STEPD_COMM "slurmstepd"   /* SLURM's step daemon, in the job's cgroup too */
 
 /* tracing.c */
 int sv_trace_prepare(struct sv *sv);

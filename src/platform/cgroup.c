@@ -1309,6 +1309,41 @@ int cgroup_each_proc(const struct job_cgroup *cg, void (*fn)(pid_t pid, void *ct
 	return for_each_proc(cg->dir, fn, ctx);
 }
 
+static int tree_each_proc(char *path, size_t cap, int depth, void (*fn)(pid_t, void *), void *ctx)
+{
+	int n = for_each_proc(path, fn, ctx);
+	if (n < 0 && depth == CGROUP_TREE_DEPTH)
+		return -1;   /* below the top: a cgroup removed meanwhile */
+	n = n < 0 ? 0 : n;
+	DIR *d = depth > 0 ? opendir(path) : NULL;
+	struct dirent *e;
+	size_t len = strlen(path);
+	while (d && (e = readdir(d))) {
+		if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (len + 1 + strlen(e->d_name) + 1 > cap)
+			continue;
+		path[len] = '/';
+		strcpy(path + len + 1, e->d_name);
+		n += tree_each_proc(path, cap, depth - 1, fn, ctx);
+		path[len] = '\0';
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+int cgroup_tree_each_proc(const char *dir, void (*fn)(pid_t pid, void *ctx), void *ctx)
+{
+	char path[PATH_MAX];
+	if (strlen(dir) >= sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(path, dir);
+	return tree_each_proc(path, sizeof(path), CGROUP_TREE_DEPTH, fn, ctx);
+}
+
 /* ---- the caller's own limit ------------------------------------------ */
 
 /* The smallest limit in file NAME from dir (below or at mount) up to and

@@ -77,6 +77,14 @@ int cgroup_of_process(pid_t pid, struct job_cgroup *out, char *why, size_t whysz
 /* Every pid in cg's cgroup.procs through fn; how many, or -1 with errno. */
 int cgroup_each_proc(const struct job_cgroup *cg, void (*fn)(pid_t pid, void *ctx), void *ctx);
 
+/* The same for the cgroup directory dir and every cgroup below it, down to
+ * CGROUP_TREE_DEPTH levels (a SLURM job's job_J/step_S/task_T, v2's
+ * .../step_S/user/task_T): how many pids (a pid listed twice, as v1 may,
+ * counts twice), or -1 with errno when dir's own cgroup.procs cannot be
+ * read. A cgroup below that vanishes meanwhile is skipped. */
+#define CGROUP_TREE_DEPTH 8
+int cgroup_tree_each_proc(const char *dir, void (*fn)(pid_t pid, void *ctx), void *ctx);
+
 /* The memory limit in force for the caller (the smallest limit of its own
  * cgroup and its ancestors); 0 when unlimited or unknown. */
 uint64_t cgroup_self_limit(void);
