@@ -502,30 +502,6 @@ int sv_attach_begin(struct sv *sv)
 	return 0;
 }
 
-struct slurm_walk {
-	int sig;                    /* 0: count only */
-	int n;
-};
-
-static void slurm_one(pid_t pid, void *vctx)
-{
-	struct slurm_walk *w = vctx;
-	struct proc_stat ps;
-	if (pid <= 0 || pid == getpid() || read_proc_stat(NULL, pid, &ps) < 0 || ps.state == 'Z' ||
-	    !strncmp(ps.comm, SLURM_STEPD_COMM, strlen(SLURM_STEPD_COMM)))
-		return;
-	if (w->sig && kill(pid, w->sig) < 0)
-		return;
-	w->n++;
-}
-
-int sv_attach_signal_slurm(struct sv *sv, int sig)
-{
-	struct slurm_walk w = { sig, 0 };
-	cgroup_tree_each_proc(sv->cg.dir, slurm_one, &w);
-	return w.n;
-}
-
 /* A SLURM job ends when its cgroup is gone, or holds none of its
  * processes any more (slurmstepd may linger a moment): looked for at each
  * tick where the last sample found nobody, and at least once a second. */
@@ -537,9 +513,8 @@ static void slurm_note_end(struct sv *sv, int64_t now)
 	size_t n = sampler_procs(sv->sampler, &pm);
 	bool gone = stat(sv->cg.dir, &st) < 0;
 	if (!gone && (n == 0 || now - last_look_ns >= 1000000000LL)) {
-		struct slurm_walk w = { 0, 0 };
 		last_look_ns = now;
-		gone = cgroup_tree_each_proc(sv->cg.dir, slurm_one, &w) < 0 || w.n == 0;
+		gone = sv_signal_slurm_job(sv, 0) <= 0;
 		if (stat(sv->cg.dir, &st) == 0)
 			slurm_ooms = sv_oom_kills_now(sv);
 	}
@@ -735,23 +710,6 @@ void sv_attach_end_segment(struct sv *sv)
 		sv_say(sv, "%s ended (%s: %s)", who, cause, evidence);
 }
 
-/* The cgroup's limit, from its file name: 0 when none. */
-static uint64_t limit_in(const char *dir, const char *name)
-{
-	char path[4200], buf[64];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	char *end;
-	unsigned long long v = strtoull(buf, &end, 10);
-	return end == buf || v >= (1ULL << 62) ? 0 : (uint64_t)v;   /* "max", v1's "unlimited" */
-}
-
 void sv_attach_slurm_placement(const struct sv *sv, struct placement *p)
 {
 	const struct slurm_job *job = sv->o->attach_slurm;
@@ -761,12 +719,7 @@ void sv_attach_slurm_placement(const struct sv *sv, struct placement *p)
 	snprintf(p->slurm_array_job_id, sizeof(p->slurm_array_job_id), "%s", job->array_job_id);
 	snprintf(p->slurm_array_task_id, sizeof(p->slurm_array_task_id), "%s", job->array_task_id);
 	snprintf(p->slurm_step_id, sizeof(p->slurm_step_id), "%s", job->step);
-	p->alloc_mem_bytes = sv_attach_slurm_limit(job);
-}
-
-uint64_t sv_attach_slurm_limit(const struct slurm_job *job)
-{
-	return limit_in(job->cg.dir, job->cg.version == 2 ? "memory.max" : "memory.limit_in_bytes");
+	p->alloc_mem_bytes = cgroup_limit_of(&job->cg);
 }
 
 /* The run's status: "detached" (the job went on), "done" (leakproof

@@ -1373,6 +1373,16 @@ static uint64_t smallest_limit_up(const char *dir, const char *mount, const char
 	return best;
 }
 
+uint64_t cgroup_limit_of(const struct job_cgroup *cg)
+{
+	char buf[64];
+	uint64_t v;
+	if (read_in_dir(cg->dir, cg->version == 2 ? "memory.max" : "memory.limit_in_bytes", buf, sizeof(buf)) < 0 ||
+	    parse_limit_value(buf, &v) < 0)
+		return 0;
+	return v;
+}
+
 static uint64_t min_limit(uint64_t a, uint64_t b)
 {
 	if (!a)

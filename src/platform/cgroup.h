@@ -85,6 +85,10 @@ int cgroup_each_proc(const struct job_cgroup *cg, void (*fn)(pid_t pid, void *ct
 #define CGROUP_TREE_DEPTH 8
 int cgroup_tree_each_proc(const char *dir, void (*fn)(pid_t pid, void *ctx), void *ctx);
 
+/* cg's own memory limit (v2 memory.max, v1 memory.limit_in_bytes), not
+ * its ancestors'; 0 when unlimited or unreadable. */
+uint64_t cgroup_limit_of(const struct job_cgroup *cg);
+
 /* The memory limit in force for the caller (the smallest limit of its own
  * cgroup and its ancestors); 0 when unlimited or unknown. */
 uint64_t cgroup_self_limit(void);
