@@ -418,7 +418,7 @@ static void slurm_name(const struct slurm_job *job, char *out, size_t outsz)
 static int slurm_begin(struct sv *sv)
 {
 	const struct slurm_job *job = sv->o->attach_slurm;
-	char name[128], when[64] = "?", ago[32] = "?", d[700];
+	char name[128], when[64] = "?", ago[32] = "?", d[1400];
 	struct proc_stat ps;
 	uint64_t first = 0;
 	size_t alive = 0;
