@@ -244,7 +244,9 @@ void sv_attach_describe(const struct sv *sv, struct strbuf *command_json, char *
 	const struct slurm_job *job = sv->o->attach_slurm;
 	pid_t pid = job ? job->pids[0] : sv->o->attach_pid;
 	char path[64], buf[8192];
-	if (job && job->command[0]) {   /* its batch script, as SLURM knows it */
+	/* the whole job or its batch step: its batch script, as SLURM knows it;
+	 * a step (srun): the command line of its first process */
+	if (job && job->command[0] && (!job->step[0] || !strcmp(job->step, "batch"))) {
 		strbuf_addch(command_json, '[');
 		strbuf_add_json_str(command_json, job->command);
 		strbuf_addch(command_json, ']');

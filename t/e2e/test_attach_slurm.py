@@ -4,8 +4,9 @@ scripts/cluster (proctrack/cgroup, task/cgroup): a batch job started by
 sbatch (t/workloads/attach_job.py: a main process and a pool of workers,
 "step N" lines in a log) is found through SLURM, watched through its
 cgroup (every process in it but slurmstepd) and judged; the run is stored
-with the job; SIGINT to leakproof leaves the job running; a budget stops
-the job's processes; job ids that cannot be watched are refused clearly.
+with the job; one srun step is watched alone; SIGINT to leakproof leaves
+the job running; a budget stops the job's processes; job ids that cannot be
+watched are refused clearly.
 
 Needs root and the packages of scripts/install-deps (postgresql,
 slurm-wlm, munge), as test_cluster_services.py.
@@ -23,11 +24,11 @@ pytestmark = pytest.mark.slow
 STEP_RE = r"^step (\d+)"
 
 
-def submit(lp, cluster, mode, steps, *options, workers=3, step_s=0.05):
-    """attach_job.py as a batch job; waits until it runs and has written
-    "ready" to its log. (job id, log path)."""
+def submit(lp, cluster, mode, steps, *options, workers=3, step_s=0.05, launch="exec"):
+    """attach_job.py as a batch job (launch "srun": as its step 0); waits
+    until it runs and has written "ready" to its log. (job id, log path)."""
     log = Path(lp.dir) / f"job-{mode}.log"
-    wrap = f"exec {lp.py} {lp.workload('attach_job.py')} {mode} {log} {steps} {workers} {step_s}"
+    wrap = f"{launch} {lp.py} {lp.workload('attach_job.py')} {mode} {log} {steps} {workers} {step_s}"
     job = cluster.sbatch("--mem=400M", f"--output={lp.dir}/slurm-%j.out", *options, wrap=wrap)
     wait_for(f"job {job} to write 'ready' to its log", lambda: log.exists() and "ready" in log.read_text(),
              timeout=30, every=0.05)
@@ -85,6 +86,27 @@ def test_a_leaking_batch_job_is_watched_through_its_cgroup(cluster, lp):
     ls = lp.ls()
     assert " ended " in ls and "leak" in ls and f" {job} " in ls, ls
     assert f"SLURM job {job}" in lp.report(fmt="text")
+
+
+def test_one_step_of_a_job_is_watched_alone(cluster, lp):
+    """--slurm-job J.0: the srun step's cgroup only; the batch script and
+    srun, in the batch step, are not the step's."""
+    job, log = submit(lp, cluster, "leak", 40, workers=2, launch="srun")
+    try:
+        a = attach(lp, cluster, f"{job}.0", "--log", log, "--step-regex", STEP_RE)
+        Path(f"{log}.go").touch()
+        rc, err = finish(a)
+    finally:
+        cancel(cluster, job)
+    assert rc == 0, err
+    assert f"/job_{job}/step_0'" in a.said.decode(), a.said
+    rep = lp.report()
+    assert rep["verdict"] == "leak" and rep["steps"] == 40, lp.describe(rep) + err
+    assert rep["max_processes"] == 3, lp.describe(rep) + err   # the main process and its 2 workers
+    assert rep["run"]["command"][1].endswith("attach_job.py"), rep["run"]   # the step's own command line
+    place = rep["run"]["placement"]
+    assert (place["slurm_job_id"], place["slurm_step_id"]) == (str(job), "0"), place
+    assert f" {job}.0 " in lp.ls()
 
 
 def test_sigint_detaches_and_leaves_the_job_running(cluster, lp):
