@@ -438,7 +438,7 @@ static int slurm_begin(struct sv *sv)
 		return error("%s ended before leakproof could watch it", name);
 	sv->child = 0;   /* no main process */
 	sv->job_start_ticks = first;
-	sv->oom_kills_at_start = slurm_ooms = sv_oom_kills_now(sv);
+	sv->oom_kills_at_start = slurm_ooms = cgroup_tree_oom_kills(&sv->cg);
 	double started = wall_of_ticks(first);
 	if (started > 0) {
 		time_t t = (time_t)started;
@@ -518,7 +518,7 @@ static void slurm_note_end(struct sv *sv, int64_t now)
 		last_look_ns = now;
 		gone = sv_signal_slurm_job(sv, 0) <= 0;
 		if (stat(sv->cg.dir, &st) == 0)
-			slurm_ooms = sv_oom_kills_now(sv);
+			slurm_ooms = cgroup_tree_oom_kills(&sv->cg);
 	}
 	if (!gone)
 		return;
@@ -660,7 +660,13 @@ void sv_attach_end_segment(struct sv *sv)
 	char evidence[CAUSE_LINE_MAX + 200], line[CAUSE_LINE_MAX];
 	struct stat st;
 	bool cg_gone = sv->o->attach_slurm && stat(sv->cg.dir, &st) < 0;   /* SLURM removed it */
-	uint64_t ooms = cg_gone ? slurm_ooms : sv_oom_kills_now(sv);
+	uint64_t ooms;
+	if (sv->o->attach_slurm) {   /* a step's cgroup removed takes its count with it */
+		uint64_t now_ooms = cg_gone ? 0 : cgroup_tree_oom_kills(&sv->cg);
+		ooms = now_ooms > slurm_ooms ? now_ooms : slurm_ooms;
+	} else {
+		ooms = sv_oom_kills_now(sv);
+	}
 	int kernel = 0;
 	if (sv->detached) {
 		cause = "detached";

@@ -1269,6 +1269,43 @@ int cgroup_read_events(const struct job_cgroup *cg, struct cgroup_events *out)
 	return 0;
 }
 
+/* The OOM kills of path's v1 memory cgroup and those below it. */
+static uint64_t v1_tree_oom_kills(char *path, size_t cap, int depth)
+{
+	char buf[SMALL_FILE_CAP];
+	struct cgroup_events ev;
+	uint64_t n = read_in_dir(path, "memory.oom_control", buf, sizeof(buf)) >= 0 &&
+	             parse_oom_control(buf, &ev) == 0 ? ev.oom_kill : 0;
+	DIR *d = depth > 0 ? opendir(path) : NULL;
+	struct dirent *e;
+	size_t len = strlen(path);
+	while (d && (e = readdir(d))) {
+		if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    len + 1 + strlen(e->d_name) + 1 > cap)
+			continue;
+		path[len] = '/';
+		strcpy(path + len + 1, e->d_name);
+		n += v1_tree_oom_kills(path, cap, depth - 1);
+		path[len] = '\0';
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+uint64_t cgroup_tree_oom_kills(const struct job_cgroup *cg)
+{
+	char buf[SMALL_FILE_CAP], path[PATH_MAX];
+	struct cgroup_events ev;
+	if (!cg->has_memory || strlen(cg->dir) >= sizeof(path))
+		return 0;
+	if (cg->version == 2)   /* memory.events counts the cgroups below too */
+		return read_in_dir(cg->dir, "memory.events", buf, sizeof(buf)) >= 0 &&
+		       parse_memory_events(buf, &ev) == 0 ? ev.oom_kill : 0;
+	strcpy(path, cg->dir);
+	return v1_tree_oom_kills(path, sizeof(path), CGROUP_TREE_DEPTH);
+}
+
 /* ---- a process leakproof did not start -------------------------------- */
 
 int cgroup_of_process(pid_t pid, struct job_cgroup *out, char *why, size_t whysz)

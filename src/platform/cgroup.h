@@ -84,6 +84,11 @@ int cgroup_each_proc(const struct job_cgroup *cg, void (*fn)(pid_t pid, void *ct
  * read. A cgroup below that vanishes meanwhile is skipped. */
 #define CGROUP_TREE_DEPTH 8
 int cgroup_tree_each_proc(const char *dir, void (*fn)(pid_t pid, void *ctx), void *ctx);
+/* The OOM kills in cg and the cgroups below it: v2's memory.events counts
+ * them already; v1's memory.oom_control counts its own cgroup's only (a
+ * kill where a step's or task's limit was hit is not its job's), so those
+ * of the tree are summed. Quiet: a cgroup that cannot be read counts 0. */
+uint64_t cgroup_tree_oom_kills(const struct job_cgroup *cg);
 
 /* cg's own memory limit (v2 memory.max, v1 memory.limit_in_bytes), not
  * its ancestors'; 0 when unlimited or unreadable. */

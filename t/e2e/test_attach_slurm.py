@@ -4,8 +4,8 @@ scripts/cluster (proctrack/cgroup, task/cgroup): a batch job started by
 sbatch (t/workloads/attach_job.py: a main process and a pool of workers,
 "step N" lines in a log) is found through SLURM, watched through its
 cgroup (every process in it but slurmstepd) and judged; the run is stored
-with the job; one srun step is watched alone; SIGINT to leakproof leaves
-the job running; a budget stops the job's processes; job ids that cannot be
+with the job; one srun step is watched alone; SLURM's OOM kill is its
+recorded end; SIGINT to leakproof leaves the job running; a budget stops the job's processes; job ids that cannot be
 watched are refused clearly.
 
 Needs root and the packages of scripts/install-deps (postgresql,
@@ -61,11 +61,11 @@ def test_a_leaking_batch_job_is_watched_through_its_cgroup(cluster, lp):
         a = attach(lp, cluster, job, "--log", log, "--step-regex", STEP_RE)
         Path(f"{log}.go").touch()
         rc, err = finish(a)
+        end = cluster.end_of(job, timeout=30)   # before any scancel: SLURM's own word on its end
     finally:
         cancel(cluster, job)
     assert rc == 0, err
     assert f"/job_{job}'" in a.said.decode(), a.said   # its cgroup, whatever SLURM's layout above it
-    end = cluster.end_of(job)
     assert end.get("JobState") == "COMPLETED", end       # watched, not touched
     rep = lp.report()
     assert rep["verdict"] == "leak", lp.describe(rep) + err
@@ -141,6 +141,7 @@ def test_a_budget_stops_the_jobs_processes(cluster, lp):
                    "--soft-limit", "150M", "--grace", "5s")
         Path(f"{log}.go").touch()
         rc, err = finish(a, timeout=30)
+        end = cluster.end_of(job, timeout=30)
     finally:
         cancel(cluster, job)
     assert rc == 0, err
@@ -148,9 +149,27 @@ def test_a_budget_stops_the_jobs_processes(cluster, lp):
     assert rep["peak_bytes"] < 200 << 20, lp.describe(rep)
     seg = rep["segments"][-1]
     assert seg["cause"] == "stop-requested" and "soft limit" in seg["evidence"], seg
-    end = cluster.end_of(job)
     assert end.get("JobState") in ("FAILED", "CANCELLED"), end   # a signal, SLURM's word for it
     assert end.get("JobState") != "OUT_OF_MEMORY", end
+
+
+def test_slurms_oom_kill_is_the_recorded_end(cluster, lp):
+    """The job past its sbatch --mem: SLURM's cgroup limit and the kernel's
+    OOM killer end a worker, and the job with it; the end is recorded as
+    oom-kill from the cgroup's own count (on v1 the kill is counted in the
+    step's or task's cgroup, below the job's)."""
+    job, log = submit(lp, cluster, "leak", 0, "--mem=120M", workers=4, step_s=0.01)
+    try:
+        a = attach(lp, cluster, job, "--log", log, "--step-regex", STEP_RE)
+        Path(f"{log}.go").touch()
+        rc, err = finish(a)
+        end = cluster.end_of(job, timeout=30)
+    finally:
+        cancel(cluster, job)
+    assert rc == 0, err
+    assert end.get("JobState") == "OUT_OF_MEMORY", end
+    seg = lp.report()["segments"][-1]
+    assert seg["cause"] == "oom-kill" and "oom_kill rose" in seg["evidence"], (seg, err)
 
 
 def test_job_ids_that_cannot_be_watched_are_refused(cluster, lp):

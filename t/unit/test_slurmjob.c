@@ -3,8 +3,8 @@
  * platform/slurmjob.c, on SLURM 22.05's own output): job ids and steps,
  * `scontrol -o show job` records (an array's tasks, a command with
  * spaces), `scontrol listpids` lines, and the job's cgroup cut from a
- * process's path on v1 and v2 layouts; and cgroup_tree_each_proc() on a
- * directory tree shaped as SLURM's.
+ * process's path on v1 and v2 layouts; and cgroup_tree_each_proc() and
+ * cgroup_tree_oom_kills() on a directory tree shaped as SLURM's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +152,20 @@ static void test_tree_each_proc(void)
 	CHECK_EQ_INT(cgroup_tree_each_proc(top, count_one, &sum), 3);
 	snprintf(path, sizeof(path), "%s/job_5/none", dir);
 	CHECK_EQ_INT(cgroup_tree_each_proc(path, NULL, NULL), -1);   /* the top itself: an error */
+	/* OOM kills: v1 counts each cgroup's own (summed over the tree), v2's
+	 * memory.events at the top counts those below already */
+#define OOM_CONTROL(n) "oom_kill_disable 0\nunder_oom 0\noom_kill " #n "\n"
+	put(dir, "job_5/memory.oom_control", OOM_CONTROL(0));
+	put(dir, "job_5/step_batch/memory.oom_control", OOM_CONTROL(2));
+	put(dir, "job_5/step_batch/task_0/memory.oom_control", OOM_CONTROL(1));
+	put(dir, "job_5/memory.events", "low 0\nhigh 0\nmax 4\noom 1\noom_kill 5\n");
+	struct job_cgroup cg = { .version = 1, .has_memory = true };
+	snprintf(cg.dir, sizeof(cg.dir), "%s", top);
+	CHECK_EQ_INT(cgroup_tree_oom_kills(&cg), 3);
+	cg.version = 2;
+	CHECK_EQ_INT(cgroup_tree_oom_kills(&cg), 5);
+	snprintf(cg.dir, sizeof(cg.dir), "%s", path);   /* gone: 0, quietly */
+	CHECK_EQ_INT(cgroup_tree_oom_kills(&cg), 0);
 	char cmd[700];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	CHECK(system(cmd) == 0);
