@@ -48,9 +48,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/placement.h"
 #include "core/sampler.h"
 #include "core/supervise-int.h"
-#include "base/placement.h"
 #include "platform/cgroup.h"
 #include "platform/proc.h"
 #include "platform/slurmjob.h"
