@@ -9,7 +9,8 @@
 # values of a few options are listed here (--format, --measure, --restart,
 # --stop-signal); those of --format and --measure are offered only where the
 # option's help names them. t/e2e/test_completion.py checks them against
-# the help texts. `attach` offers the pids of the caller's processes. Run ids come from
+# the help texts. `attach` offers the pids of the caller's processes, and
+# for --slurm-job the ids of the caller's running SLURM jobs. Run ids come from
 # `leakproof ls` on the store named on the command line (--store), else the
 # default one.
 
@@ -157,6 +158,8 @@ _leakproof()
 		--measure | -m) values=$(_leakproof_named "$bin" "$cmd" --measure "pss rss uss cgroup gpu") ;;
 		--restart) values="at-limit every= on-oom never" ;;
 		--stop-signal) values="TERM INT HUP QUIT USR1 USR2" ;;
+		--slurm-job) # the caller's running SLURM jobs (attach watches those on this node)
+			values=$(squeue -h -t RUNNING -u "$(id -un)" -o %i 2>/dev/null) ;;
 		esac
 		[[ $values == *every=* ]] && compopt -o nospace 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -W "$values" -- "$cur")

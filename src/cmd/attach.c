@@ -7,6 +7,7 @@
  */
 static const char usage[] =
 "usage: leakproof attach [options] PID\n"
+"       leakproof attach [options] --slurm-job JOBID[.STEP]\n"
 "\n"
 "Watch the job whose main process is PID, already running (started from a\n"
 "notebook, a scheduler, another shell), as `leakproof run` watches its own:\n"
@@ -16,7 +17,16 @@ static const char usage[] =
 "cgroup tree and the job's log file. The run is stored like any other, for\n"
 "`leakproof ls` and `report`, marked attached.\n"
 "\n"
+"With --slurm-job, the job is a SLURM job running on this node (or one of\n"
+"its steps: 12.batch, 12.0; an array task: 10_3): everything in its cgroup,\n"
+"which SLURM's proctrack/cgroup made, found through `scontrol listpids`\n"
+"and the cgroup its processes are in; its end is its cgroup holding none of\n"
+"its processes any more. A job without such a cgroup is refused (watch its\n"
+"batch script's pid instead).\n"
+"\n"
 "options:\n"
+"      --slurm-job ID     watch SLURM job ID (JOBID, JOBID.STEP, ARRAYID_TASK)\n"
+"                         instead of a PID\n"
 "  -i, --interval DUR     sampling interval: 100ms (default), 1ms, 0.5s, ...\n"
 "  -m, --measure M        what the verdict judges: pss (default), rss, uss,\n"
 "                         cgroup (only when the job has a cgroup of its own), gpu\n"
@@ -35,7 +45,8 @@ static const char usage[] =
 "                         SIGKILL (cause budget-kill)\n"
 "      --soft-limit SIZE  where the stop signal is sent: 90% of the budget by\n"
 "                         default; SIZE or a percentage of --max-mem\n"
-"      --stop-signal SIG  what asks the job to stop: TERM (default), INT, ...\n"
+"      --stop-signal SIG  what asks the job to stop: TERM (default), INT, ...;\n"
+"                         a SLURM job's processes all get it (never scancel)\n"
 "      --grace DUR        from the stop signal to SIGKILL (default 30s)\n"
 "      --no-cgroup        do not measure the job's cgroup even when it is its own\n"
 "      --no-status-line   no live status line (drawn on stderr when it is a\n"
@@ -57,8 +68,10 @@ static const char usage[] =
 "\n"
 "exit status: 0 once the run is stored (whatever the job did); 124 for a\n"
 "usage error, or a pid that cannot be watched (none, a zombie, PID 1,\n"
-"leakproof itself or its ancestor); 125 when leakproof itself fails, or may\n"
-"not read the process (another user's).\n";
+"leakproof itself or its ancestor), or a SLURM job that cannot (none, not\n"
+"running, not on this node, without a cgroup); 125 when leakproof itself\n"
+"fails (SLURM cannot be asked), or may not read the process or the job\n"
+"(another user's).\n";
 
 #include <getopt.h>
 #include <math.h>
@@ -75,6 +88,7 @@ static const char usage[] =
 #include "core/supervise.h"
 #include "model/summary.h"
 #include "platform/cgroup.h"
+#include "platform/slurmjob.h"
 #include "report/report.h"
 #include "store/store.h"
 #include "store/sweeps.h"
@@ -82,7 +96,7 @@ static const char usage[] =
 
 enum {
 	OPT_MAX_MEM = 256, OPT_SOFT_LIMIT, OPT_STOP_SIGNAL, OPT_GRACE, OPT_LOG, OPT_NO_CGROUP,
-	OPT_NO_STATUS_LINE, OPT_REFUSED,
+	OPT_NO_STATUS_LINE, OPT_SLURM_JOB, OPT_REFUSED,
 };
 
 #define usage_error(...) cmd_usage_error("attach", __VA_ARGS__)
@@ -99,6 +113,7 @@ static const struct option longopts[] = {
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "no-cgroup", no_argument, NULL, OPT_NO_CGROUP },
 	{ "no-status-line", no_argument, NULL, OPT_NO_STATUS_LINE },
+	{ "slurm-job", required_argument, NULL, OPT_SLURM_JOB },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	/* `run`'s options that make no sense for a job leakproof did not start */
@@ -113,6 +128,8 @@ static const struct option longopts[] = {
 struct attach_args {
 	struct supervise_opts o;
 	const char *store_opt, *max_mem, *soft;
+	const char *slurm_spec;    /* --slurm-job; NULL: a pid */
+	struct slurm_job slurm;    /* what it names, once found */
 	bool quiet, help;
 };
 
@@ -177,6 +194,9 @@ static int take_option(struct attach_args *a, int c, const char *arg, const char
 	case OPT_NO_STATUS_LINE:
 		o->status_line = 0;
 		break;
+	case OPT_SLURM_JOB:
+		a->slurm_spec = arg;
+		break;
 	case OPT_REFUSED:
 		return usage_error("'--%s' is not for `leakproof attach`: leakproof did not start the job, and does not "
 		                   "know the environment it was started with (use `leakproof run` for that)", word);
@@ -209,8 +229,15 @@ static int parse_options(int argc, char **argv, struct attach_args *a)
 		if (rc)
 			return rc;
 	}
+	if (a->slurm_spec) {
+		if (optind < argc)
+			return usage_error("--slurm-job '%s' and a pid ('%s'): one or the other", a->slurm_spec, argv[optind]);
+		if (!a->o.use_cgroup)
+			return usage_error("--no-cgroup and --slurm-job: a SLURM job is what is in its cgroup");
+		return 0;
+	}
 	if (optind >= argc)
-		return usage_error("%s", "no pid given: leakproof attach [options] PID");
+		return usage_error("%s", "no pid given: leakproof attach [options] PID (or --slurm-job JOBID)");
 	if (optind + 1 < argc)
 		return usage_error("one pid only: '%s' after '%s'", argv[optind + 1], argv[optind]);
 	long long pid;
@@ -252,6 +279,29 @@ static int validate(struct attach_args *a)
 	return 0;
 }
 
+/* The SLURM job --slurm-job names, on this node, with its cgroup; not one
+ * that holds leakproof itself. 0 or an exit status after a message. */
+static int find_slurm_job(struct attach_args *a)
+{
+	char why[1200];
+	enum slurm_find f = slurm_job_find(a->slurm_spec, &a->slurm, why, sizeof(why));
+	if (f == SLURM_FIND_REFUSED)
+		return usage_error("cannot attach: %s", why);
+	if (f != SLURM_FIND_OK) {
+		error("cannot attach: %s", why);
+		return LP_EXIT_FAILURE;
+	}
+	struct job_cgroup self;
+	size_t len = strlen(a->slurm.cg.dir);
+	if (cgroup_of_process(getpid(), &self, why, sizeof(why)) == 0 && !strncmp(self.dir, a->slurm.cg.dir, len) &&
+	    (self.dir[len] == '/' || !self.dir[len]))
+		return usage_error("cannot attach: leakproof runs inside SLURM job %s itself (its cgroup '%s'): watch it "
+		                   "from outside, or start the job's command with `leakproof run`",
+		                   a->slurm.job_id, a->slurm.cg.dir);
+	a->o.attach_slurm = &a->slurm;
+	return 0;
+}
+
 /* Judge the stored run, record the verdict with the end, print the summary
  * (as `run` does). */
 static void judge_and_print(struct store *st, const struct supervise_result *res, bool quiet)
@@ -283,7 +333,9 @@ int cmd_attach(int argc, char **argv)
 		return status;
 	}
 	status = validate(&a);
-	if (status == 0) {
+	if (status == 0 && a.slurm_spec) {
+		status = find_slurm_job(&a);
+	} else if (status == 0) {
 		bool denied;
 		char why[400];
 		if (supervise_attach_check(a.o.attach_pid, &denied, why, sizeof(why)) < 0) {

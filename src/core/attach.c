@@ -24,6 +24,13 @@
  *   - a stop signal to leakproof ends the watching, not the job
  *     (detached), unless a budget's stop is pending: then SIGKILL.
  *
+ * A SLURM job (`--slurm-job`, o->attach_slurm, found by platform/slurmjob.c)
+ * has no main process: everything in its cgroup and the cgroups below it
+ * (its steps, their tasks) is the job, but slurmstepd, SLURM's daemon that
+ * sits there too; the cgroup emptied of the job's processes, or removed,
+ * is its end; signals go to those processes one by one, never to the
+ * cgroup whole (it would reach slurmstepd) and never through scancel.
+ *
  * Times are CLOCK_MONOTONIC nanoseconds; memory is bytes.
  */
 #include <dirent.h>
@@ -41,10 +48,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/placement.h"
 #include "core/sampler.h"
 #include "core/supervise-int.h"
 #include "platform/cgroup.h"
 #include "platform/proc.h"
+#include "platform/slurmjob.h"
 #include "store/store.h"
 
 #define LOG_READ_MAX (4 << 20)      /* bytes of the log read at one wake-up */
@@ -55,6 +64,9 @@
  * OOM record at the end: a worker the OOM killer ended is one of them. */
 static pid_t seen[SEEN_MAX];
 static size_t nseen;
+/* A SLURM job's cgroup's OOM kills when last looked: SLURM removes it soon
+ * after the job ends, before the end is recorded. */
+static uint64_t slurm_ooms;
 
 static void remember(pid_t pid)
 {
@@ -190,6 +202,10 @@ bool sv_attach_find_cgroup(struct sv *sv)
 	char why[200];
 	struct job_cgroup cg;
 	pid_t pid = sv->o->attach_pid;
+	if (sv->o->attach_slurm) {   /* SLURM's, made for the job: its own by construction */
+		sv->cg = sv->o->attach_slurm->cg;
+		return true;
+	}
 	if (cgroup_of_process(pid, &cg, why, sizeof(why)) < 0) {
 		snprintf(sv->no_cg_why, sizeof(sv->no_cg_why), "attached: its cgroup is not its own (%s)", why);
 		return false;
@@ -225,8 +241,18 @@ bool sv_attach_find_cgroup(struct sv *sv)
 
 void sv_attach_describe(const struct sv *sv, struct strbuf *command_json, char *cwd, size_t cwdsz)
 {
-	pid_t pid = sv->o->attach_pid;
+	const struct slurm_job *job = sv->o->attach_slurm;
+	pid_t pid = job ? job->pids[0] : sv->o->attach_pid;
 	char path[64], buf[8192];
+	/* the whole job or its batch step: its batch script, as SLURM knows it;
+	 * a step (srun): the command line of its first process */
+	if (job && job->command[0] && (!job->step[0] || !strcmp(job->step, "batch"))) {
+		strbuf_addch(command_json, '[');
+		strbuf_add_json_str(command_json, job->command);
+		strbuf_addch(command_json, ']');
+		snprintf(cwd, cwdsz, "%s", job->workdir[0] ? job->workdir : "?");
+		return;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
@@ -251,7 +277,9 @@ void sv_attach_describe(const struct sv *sv, struct strbuf *command_json, char *
 	strbuf_addch(command_json, ']');
 	snprintf(path, sizeof(path), "/proc/%d/cwd", (int)pid);
 	ssize_t m = readlink(path, cwd, cwdsz - 1);
-	if (m > 0)
+	if (job && job->workdir[0])
+		snprintf(cwd, cwdsz, "%s", job->workdir);
+	else if (m > 0)
 		cwd[m] = '\0';
 	else
 		snprintf(cwd, cwdsz, "?");
@@ -377,6 +405,59 @@ static void log_start(struct sv *sv)
 
 /* ---- its start and its end --------------------------------------------- */
 
+/* The job's name for messages: "SLURM job 12.batch", "SLURM job 10_3". */
+static void slurm_name(const struct slurm_job *job, char *out, size_t outsz)
+{
+	if (job->array_job_id[0] && job->array_task_id[0])
+		snprintf(out, outsz, "SLURM job %s_%s%s%s", job->array_job_id, job->array_task_id, job->step[0] ? "." : "",
+		         job->step);
+	else
+		snprintf(out, outsz, "SLURM job %s%s%s", job->job_id, job->step[0] ? "." : "", job->step);
+}
+
+/* A SLURM job's start: its processes here as SLURM listed them (the
+ * earliest start time bounds the kernel's log read at the end). */
+static int slurm_begin(struct sv *sv)
+{
+	const struct slurm_job *job = sv->o->attach_slurm;
+	char name[128], when[64] = "?", ago[32] = "?", d[1400];
+	struct proc_stat ps;
+	uint64_t first = 0;
+	size_t alive = 0;
+	slurm_name(job, name, sizeof(name));
+	nseen = 0;
+	for (size_t i = 0; i < job->npids; i++) {
+		if (read_proc_stat(NULL, job->pids[i], &ps) < 0 || ps.state == 'Z')
+			continue;
+		alive++;
+		remember(job->pids[i]);
+		if (!first || ps.starttime_ticks < first)
+			first = ps.starttime_ticks;
+	}
+	if (!alive)
+		return error("%s ended before leakproof could watch it", name);
+	sv->child = 0;   /* no main process */
+	sv->job_start_ticks = first;
+	sv->oom_kills_at_start = slurm_ooms = cgroup_tree_oom_kills(&sv->cg);
+	double started = wall_of_ticks(first);
+	if (started > 0) {
+		time_t t = (time_t)started;
+		struct tm tm;
+		fmt_duration(ago, sizeof(ago), wall_seconds() - started > 0 ? wall_seconds() - started : 0);
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&t, &tm));
+	}
+	snprintf(d, sizeof(d), "%s (%.60s) of user %.40s, its cgroup '%.300s', %zu process%s, started %s, %s before "
+	         "leakproof came; started_at=%.3f", name, job->name, job->user, sv->cg.dir, alive, alive == 1 ? "" : "es",
+	         when, ago, started);
+	store_add_event(sv->st, sv->run_id, 0, "attach", d);
+	sv_say(sv, "attached to %s (%s), started %s ago; watching its cgroup '%s'", name, job->name, ago, sv->cg.dir);
+	if (sv->o->follow_log)
+		log_start(sv);
+	store_flush(sv->st);
+	sv_take_sample(sv, mono_ns());
+	return 0;
+}
+
 int sv_attach_begin(struct sv *sv)
 {
 	pid_t pid = sv->o->attach_pid;
@@ -385,6 +466,8 @@ int sv_attach_begin(struct sv *sv)
 	sv->state = SV_RUNNING;
 	sv->seg_start_ns = now;
 	cause_scan_init(&sv->scan);
+	if (sv->o->attach_slurm)
+		return slurm_begin(sv);
 	if (read_proc_stat(NULL, pid, &ps) < 0 || ps.state == 'Z')
 		return error("pid %d ended before leakproof could watch it", (int)pid);
 	sv->child = pid;
@@ -421,6 +504,35 @@ int sv_attach_begin(struct sv *sv)
 	return 0;
 }
 
+/* A SLURM job ends when its cgroup is gone, or holds none of its
+ * processes any more (slurmstepd may linger a moment): looked for at each
+ * tick where the last sample found nobody, and at least once a second. */
+static void slurm_note_end(struct sv *sv, int64_t now)
+{
+	static int64_t last_look_ns;
+	const struct proc_mem *pm;
+	struct stat st;
+	size_t n = sampler_procs(sv->sampler, &pm);
+	bool gone = stat(sv->cg.dir, &st) < 0;
+	if (!gone && (n == 0 || now - last_look_ns >= 1000000000LL)) {
+		last_look_ns = now;
+		gone = sv_signal_slurm_job(sv, 0) <= 0;
+		if (stat(sv->cg.dir, &st) == 0)
+			slurm_ooms = cgroup_tree_oom_kills(&sv->cg);
+	}
+	if (!gone)
+		return;
+	char name[128], d[260];
+	slurm_name(sv->o->attach_slurm, name, sizeof(name));
+	sv_attach_follow(sv);   /* the last lines it wrote */
+	linebuf_finish(&sv->out_lb, sv_on_output_line, sv);
+	sv->child_exited = true;
+	snprintf(d, sizeof(d), "ended: %s has no process left in its cgroup (its exit status is SLURM's to know)", name);
+	store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "exit", d);
+	sv->state = SV_ENDING;
+	sv->state_deadline_ns = now;
+}
+
 void sv_attach_note_end(struct sv *sv, int64_t now)
 {
 	if (sv->child_exited || sv->detached)
@@ -429,6 +541,10 @@ void sv_attach_note_end(struct sv *sv, int64_t now)
 	for (size_t i = 0, n = sampler_procs(sv->sampler, &pm); i < n; i++)
 		remember(pm[i].pid);
 	bool gone = false, reused = false;
+	if (sv->o->attach_slurm) {
+		slurm_note_end(sv, now);
+		return;
+	}
 	if (sv->pidfd >= 0) {
 		struct pollfd p = { .fd = sv->pidfd, .events = POLLIN };
 		gone = poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP));
@@ -478,8 +594,12 @@ void sv_attach_on_stop_signal(struct sv *sv, int sig, int64_t now)
 	char d[96];
 	snprintf(d, sizeof(d), "SIG%s: leakproof stopped watching; the job went on", name);
 	store_add_event(sv->st, sv->run_id, sv_now_t(sv, now), "detach", d);
-	sv_say(sv, "SIG%s: detached from pid %d, which goes on running; the run is stored as detached", name,
-	       (int)sv->child);
+	char who[128];
+	if (sv->o->attach_slurm)
+		slurm_name(sv->o->attach_slurm, who, sizeof(who));
+	else
+		snprintf(who, sizeof(who), "pid %d", (int)sv->child);
+	sv_say(sv, "SIG%s: detached from %s, which goes on running; the run is stored as detached", name, who);
 	sv->state = SV_ENDING;
 	sv->state_deadline_ns = now;
 }
@@ -538,7 +658,15 @@ void sv_attach_end_segment(struct sv *sv)
 {
 	const char *cause;
 	char evidence[CAUSE_LINE_MAX + 200], line[CAUSE_LINE_MAX];
-	uint64_t ooms = sv_oom_kills_now(sv);
+	struct stat st;
+	bool cg_gone = sv->o->attach_slurm && stat(sv->cg.dir, &st) < 0;   /* SLURM removed it */
+	uint64_t ooms;
+	if (sv->o->attach_slurm) {   /* a step's cgroup removed takes its count with it */
+		uint64_t now_ooms = cg_gone ? 0 : cgroup_tree_oom_kills(&sv->cg);
+		ooms = now_ooms > slurm_ooms ? now_ooms : slurm_ooms;
+	} else {
+		ooms = sv_oom_kills_now(sv);
+	}
 	int kernel = 0;
 	if (sv->detached) {
 		cause = "detached";
@@ -559,7 +687,8 @@ void sv_attach_end_segment(struct sv *sv)
 		         sv->why_stopped, sigabbrev_np(sv->o->stop_signal));
 	} else {
 		cause = "ended";
-		snprintf(evidence, sizeof(evidence), "status unknown: leakproof is not its parent; no OOM kill in %s%s",
+		snprintf(evidence, sizeof(evidence), "status unknown: %s; no OOM kill in %s%s",
+		         sv->o->attach_slurm ? "SLURM's to know (sacct, scontrol show job)" : "leakproof is not its parent",
 		         sv->have_cg && sv->cg.has_memory ? "its cgroup's memory.events" : "",
 		         kernel < 0 ? (sv->have_cg && sv->cg.has_memory ? " (the kernel's log is not readable here)"
 		                                                       : "any record readable here (no cgroup of its own, "
@@ -580,8 +709,25 @@ void sv_attach_end_segment(struct sv *sv)
 	};
 	store_segment_end(sv->st, sv->run_id, sv->seg, &se);
 	store_flush(sv->st);
+	char who[128];
+	if (sv->o->attach_slurm)
+		slurm_name(sv->o->attach_slurm, who, sizeof(who));
+	else
+		snprintf(who, sizeof(who), "pid %d", (int)sv->child);
 	if (!sv->detached)
-		sv_say(sv, "pid %d ended (%s: %s)", (int)sv->child, cause, evidence);
+		sv_say(sv, "%s ended (%s: %s)", who, cause, evidence);
+}
+
+void sv_attach_slurm_placement(const struct sv *sv, struct placement *p)
+{
+	const struct slurm_job *job = sv->o->attach_slurm;
+	memset(p, 0, sizeof(*p));
+	p->rank = p->local_rank = p->node_id = -1;
+	snprintf(p->slurm_job_id, sizeof(p->slurm_job_id), "%s", job->job_id);
+	snprintf(p->slurm_array_job_id, sizeof(p->slurm_array_job_id), "%s", job->array_job_id);
+	snprintf(p->slurm_array_task_id, sizeof(p->slurm_array_task_id), "%s", job->array_task_id);
+	snprintf(p->slurm_step_id, sizeof(p->slurm_step_id), "%s", job->step);
+	p->alloc_mem_bytes = cgroup_limit_of(&job->cg);
 }
 
 /* The run's status: "detached" (the job went on), "done" (leakproof

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/supervise-int.h"
+#include "platform/slurmjob.h"
 #include "store/store.h"
 
 uint64_t sv_machine_memory(void)
@@ -34,7 +35,9 @@ uint64_t sv_projection_limit(const struct supervise_opts *o, const char **source
 {
 	uint64_t limit = o->max_mem_bytes;
 	*source = "max-mem";
-	if (!limit && (limit = cgroup_self_limit()))
+	if (!limit && o->attach_slurm && (limit = cgroup_limit_of(&o->attach_slurm->cg)))
+		*source = "cgroup";   /* the job's allocation, SLURM's limit on its cgroup */
+	else if (!limit && !o->attach_slurm && (limit = cgroup_self_limit()))
 		*source = "cgroup";
 	if (!limit) {
 		limit = sv_machine_memory();

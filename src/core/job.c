@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +21,12 @@ int sv_signal_main(struct sv *sv, int sig)
 {
 	if (!sv->attached)
 		return sigqueue(sv->child, sig, (union sigval){ .sival_int = 0 });
+	if (sv->o->attach_slurm) {   /* no main process: every one of the job's */
+		if (sv_signal_slurm_job(sv, sig) > 0)
+			return 0;
+		errno = ESRCH;
+		return -1;
+	}
 #ifdef SYS_pidfd_send_signal
 	if (sv->pidfd >= 0)
 		return (int)syscall(SYS_pidfd_send_signal, sv->pidfd, sig, NULL, 0);
@@ -32,11 +39,41 @@ int sv_signal_main(struct sv *sv, int sig)
 	return kill(sv->child, sig);
 }
 
+struct slurm_walk {
+	int sig;                    /* 0: count only */
+	int n;
+};
+
+static void slurm_one(pid_t pid, void *vctx)
+{
+	struct slurm_walk *w = vctx;
+	struct proc_stat ps;
+	if (pid <= 0 || pid == getpid() || read_proc_stat(NULL, pid, &ps) < 0 || ps.state == 'Z' ||
+	    !strncmp(ps.comm, SLURM_STEPD_COMM, strlen(SLURM_STEPD_COMM)))
+		return;
+	if (w->sig && kill(pid, w->sig) < 0)
+		return;
+	w->n++;
+}
+
+int sv_signal_slurm_job(struct sv *sv, int sig)
+{
+	struct slurm_walk w = { sig, 0 };
+	if (cgroup_tree_each_proc(sv->cg.dir, slurm_one, &w) < 0)
+		return -1;
+	return w.n;
+}
+
 /* An attached job (attach.c) is in no process group of ours: the main
  * process through its pidfd, the members of its tree the sampler finds
- * now, and its cgroup when it is its own. */
+ * now, and its cgroup when it is its own; a SLURM job's processes in its
+ * cgroup tree, one by one. */
 static void signal_attached(struct sv *sv, int sig)
 {
+	if (sv->o->attach_slurm) {   /* never its cgroup whole: slurmstepd is in it */
+		sv_signal_slurm_job(sv, sig);
+		return;
+	}
 	struct mem_sample s;
 	const struct proc_mem *pm;
 	sampler_sample(sv->sampler, mono_ns(), false, &s);

@@ -531,6 +531,46 @@ static int scan_proc(struct sampler *s, int64_t now_ns)
 
 /* ---- membership from the job cgroup ------------------------------------- */
 
+/* Whether pid's name (comm) begins with cfg.skip_comm: not a member. */
+static bool skipped(const struct sampler *s, pid_t pid)
+{
+	char path[4096], comm[32];
+	if (!s->cfg.skip_comm)
+		return false;
+	snprintf(path, sizeof(path), "%s/%d/comm", s->root, (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, comm, sizeof(comm) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;   /* gone: its statm read fails, it is dropped */
+	comm[n] = '\0';
+	return !strncmp(comm, s->cfg.skip_comm, strlen(s->cfg.skip_comm));
+}
+
+static void take_member(struct sampler *s, pid_t pid, int64_t now_ns)
+{
+	if (s->cfg.exclude_root && pid == s->cfg.root_pid)
+		return;
+	struct member *m = member_find(s, pid);
+	if (m)
+		m->seen_gen = s->gen;       /* v1 may list a PID twice */
+	else if (!skipped(s, pid))
+		member_add(s, pid, now_ns);
+}
+
+struct tree_scan {
+	struct sampler *s;
+	int64_t now_ns;
+};
+
+static void tree_one(pid_t pid, void *vctx)
+{
+	struct tree_scan *t = vctx;
+	if (pid > 0)
+		take_member(t->s, pid, t->now_ns);
+}
+
 /*
  * v2 restarts cgroup.procs at every read from offset 0, so its descriptor is
  * kept. v1 builds a PID list at the first read after open() and serves it
@@ -541,6 +581,10 @@ static int scan_cgroup(struct sampler *s, int64_t now_ns)
 {
 	ssize_t len;
 	s->need_walk = false;
+	if (s->cfg.cgroup_tree) {   /* each cgroup's procs, opened per read */
+		struct tree_scan t = { s, now_ns };
+		return cgroup_tree_each_proc(s->cfg.cgroup_dir, tree_one, &t) < 0 ? -1 : 0;
+	}
 	if (s->cfg.cgroup_version == 1) {
 		char path[4096];
 		snprintf(path, sizeof(path), "%s/cgroup.procs", s->cfg.cgroup_dir);
@@ -577,16 +621,8 @@ static int scan_cgroup(struct sampler *s, int64_t now_ns)
 	}
 	if (n < 0)
 		return -1;
-	for (ssize_t i = 0; i < n; i++) {
-		pid_t pid = s->pids[i];
-		if (s->cfg.exclude_root && pid == s->cfg.root_pid)
-			continue;
-		struct member *m = member_find(s, pid);
-		if (m)
-			m->seen_gen = s->gen;       /* v1 may list a PID twice */
-		else
-			member_add(s, pid, now_ns);
-	}
+	for (ssize_t i = 0; i < n; i++)
+		take_member(s, s->pids[i], now_ns);
 	return 0;
 }
 
@@ -861,7 +897,7 @@ static void sample_gpu(struct sampler *s)
 
 struct sampler *sampler_new(const struct sampler_config *cfg)
 {
-	if (cfg->root_pid <= 0) {
+	if (cfg->root_pid <= 0 && !(cfg->cgroup_dir && cfg->cgroup_tree)) {
 		error("sampler: no root process");
 		return NULL;
 	}
@@ -897,7 +933,7 @@ struct sampler *sampler_new(const struct sampler_config *cfg)
 			sampler_free(s);
 			return NULL;
 		}
-		if (cfg->cgroup_version == 1) {   /* reopened at every read: see scan_cgroup() */
+		if (cfg->cgroup_version == 1 || cfg->cgroup_tree) {   /* reopened at every read: see scan_cgroup() */
 			close(s->procs_fd);
 			s->procs_fd = -1;
 		}

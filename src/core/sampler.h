@@ -6,7 +6,8 @@
  * exclude_root: the supervisor, a child subreaper, samples its own children
  * and the orphans reparented to it). When the job has its own cgroup,
  * membership is read from its cgroup.procs instead, which also sees
- * processes that escaped the tree.
+ * processes that escaped the tree; a cgroup watched with the cgroups below
+ * it (a SLURM job, `attach --slurm-job`) needs no root process at all.
  *
  * Cost model (docs/internals/sampler.md): each tick reads /proc/PID/statm of
  * every member through a descriptor kept open (one pread each), except that a
@@ -41,6 +42,12 @@ struct sampler_config {
 	bool exclude_root;
 	const char *cgroup_dir;       /* the job's own cgroup directory, or NULL */
 	int cgroup_version;           /* 1 or 2 when cgroup_dir is set */
+	bool cgroup_tree;             /* membership from cgroup_dir's cgroup.procs and
+	                               * those of every cgroup below it (a SLURM job's
+	                               * steps and tasks); root_pid may then be 0 */
+	const char *skip_comm;        /* with a cgroup: a process whose name (comm)
+	                               * begins so is no member ("slurmstepd":
+	                               * SLURM's daemon in the job's cgroup); NULL */
 	struct nvml *nvml;            /* NULL: no GPU sampling; not owned */
 	double pss_cpu_budget;        /* fraction of one CPU for smaps_rollup; default 0.02 */
 	double pss_refresh_fraction;  /* default 0.02 (2% of the process's RSS) */

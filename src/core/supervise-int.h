@@ -170,7 +170,7 @@ struct sv {
 	size_t ring_n;
 	double first_step_t;
 
-	/* attach.c: a job leakproof did not start (o->attach_pid) */
+	/* attach.c: a job leakproof did not start (o->attach_pid, o->attach_slurm) */
 	bool attached;
 	bool detached;                         /* leakproof stopped watching; the job went on */
 	int pidfd;                             /* its main process (pidfd_open); -1: none */
@@ -214,6 +214,10 @@ bool sv_reap(struct sv *sv);
  * kill of its group); an attached job's through its pidfd, or only while
  * its start time is the one attached to. 0, or -1 with errno. */
 int sv_signal_main(struct sv *sv, int sig);
+/* A SLURM job's processes (o->attach_slurm), every one in its cgroup tree
+ * but SLURM's slurmstepd, sent sig one by one (0: counted only): how many,
+ * -1 when its cgroup cannot be read (gone). */
+int sv_signal_slurm_job(struct sv *sv, int sig);
 
 /* guard.c: start the job's guard (0, or -1 with errno: the job runs
  * unguarded); tell it the job's process group (> 0), that none runs (0),
@@ -279,6 +283,11 @@ void sv_attach_on_stop_signal(struct sv *sv, int sig, int64_t now);
 void sv_attach_end_segment(struct sv *sv);
 const char *sv_attach_status(const struct sv *sv);
 void sv_attach_release(struct sv *sv);
+/* A SLURM job (o->attach_slurm): its placement (job, step, array task,
+ * its cgroup's limit) instead of leakproof's own. */
+struct placement;
+void sv_attach_slurm_placement(const struct sv *sv, struct placement *place /* out */);
+#define SLURM_STEPD_COMM "slurmstepd"   /* SLURM's step daemon, in the job's cgroup too */
 
 /* tracing.c */
 int sv_trace_prepare(struct sv *sv);

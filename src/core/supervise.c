@@ -640,7 +640,7 @@ static void sv_init(struct sv *sv, struct store *st, const struct supervise_opts
 	sv->st = st;
 	sv->sigfd = sv->timerfd = sv->outfd = sv->errfd = sv->chanfd = sv->tracefd = sv->stepfd = -1;
 	sv->guard_fd = sv->guard_ack = sv->pidfd = -1;
-	sv->attached = o->attach_pid > 0;
+	sv->attached = o->attach_pid > 0 || o->attach_slurm;
 	sv->tee_pipe[0][0] = sv->tee_pipe[0][1] = sv->tee_pipe[1][0] = sv->tee_pipe[1][1] = -1;
 	sv->epoch = -1;
 	sv->peak = -1;
@@ -762,6 +762,8 @@ static int record_run_begin(struct sv *sv)
 	gethostname(host, sizeof(host) - 1);
 	struct placement place;  /* its SLURM allocation, its rank in a job of several */
 	placement_here(&place);
+	if (o->attach_slurm)
+		sv_attach_slurm_placement(sv, &place);
 	struct proc_stat self;   /* who supervises: a later leakproof tells a dead one */
 	bool know_self = read_proc_stat(NULL, getpid(), &self) == 0;
 	uint64_t pidns = 0;      /* where that pid means us */
@@ -812,6 +814,10 @@ static struct sampler *make_sampler(const struct sv *sv)
 	sc.exclude_root = !sv->attached;
 	sc.cgroup_dir = sv->have_cg ? sv->cg.dir : NULL;
 	sc.cgroup_version = sv->cg.version;
+	if (o->attach_slurm) {   /* the job's cgroup and those below: its steps, their tasks */
+		sc.cgroup_tree = true;
+		sc.skip_comm = SLURM_STEPD_COMM;
+	}
 	sc.nvml = sv->nvml;
 	/* NVML is slow (a query can take a millisecond): twice a second unless
 	 * GPU memory is what is judged or enforced, then at the sampling

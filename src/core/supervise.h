@@ -17,6 +17,7 @@
 #include "store/store.h"
 
 struct step_regex;
+struct slurm_job;
 
 struct supervise_opts {
 	char **argv;               /* the command, NULL-terminated; not owned */
@@ -53,6 +54,9 @@ struct supervise_opts {
 	/* `leakproof attach`: a job leakproof did not start (core/attach.c,
 	 * docs/internals/attach.md); argv, restart and tracing unused */
 	pid_t attach_pid;          /* its main process; 0: start argv instead */
+	/* or a SLURM job (`attach --slurm-job`): everything in its cgroup,
+	 * no main process; NULL: none. Not owned; outlives supervise() */
+	const struct slurm_job *attach_slurm;
 	const char *follow_log;    /* a log file it writes, followed as tail -F
 	                            * for --step-regex; NULL: none */
 };

@@ -1269,6 +1269,43 @@ int cgroup_read_events(const struct job_cgroup *cg, struct cgroup_events *out)
 	return 0;
 }
 
+/* The OOM kills of path's v1 memory cgroup and those below it. */
+static uint64_t v1_tree_oom_kills(char *path, size_t cap, int depth)
+{
+	char buf[SMALL_FILE_CAP];
+	struct cgroup_events ev;
+	uint64_t n = read_in_dir(path, "memory.oom_control", buf, sizeof(buf)) >= 0 &&
+	             parse_oom_control(buf, &ev) == 0 ? ev.oom_kill : 0;
+	DIR *d = depth > 0 ? opendir(path) : NULL;
+	struct dirent *e;
+	size_t len = strlen(path);
+	while (d && (e = readdir(d))) {
+		if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    len + 1 + strlen(e->d_name) + 1 > cap)
+			continue;
+		path[len] = '/';
+		strcpy(path + len + 1, e->d_name);
+		n += v1_tree_oom_kills(path, cap, depth - 1);
+		path[len] = '\0';
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+uint64_t cgroup_tree_oom_kills(const struct job_cgroup *cg)
+{
+	char buf[SMALL_FILE_CAP], path[PATH_MAX];
+	struct cgroup_events ev;
+	if (!cg->has_memory || strlen(cg->dir) >= sizeof(path))
+		return 0;
+	if (cg->version == 2)   /* memory.events counts the cgroups below too */
+		return read_in_dir(cg->dir, "memory.events", buf, sizeof(buf)) >= 0 &&
+		       parse_memory_events(buf, &ev) == 0 ? ev.oom_kill : 0;
+	strcpy(path, cg->dir);
+	return v1_tree_oom_kills(path, sizeof(path), CGROUP_TREE_DEPTH);
+}
+
 /* ---- a process leakproof did not start -------------------------------- */
 
 int cgroup_of_process(pid_t pid, struct job_cgroup *out, char *why, size_t whysz)
@@ -1309,6 +1346,41 @@ int cgroup_each_proc(const struct job_cgroup *cg, void (*fn)(pid_t pid, void *ct
 	return for_each_proc(cg->dir, fn, ctx);
 }
 
+static int tree_each_proc(char *path, size_t cap, int depth, void (*fn)(pid_t, void *), void *ctx)
+{
+	int n = for_each_proc(path, fn, ctx);
+	if (n < 0 && depth == CGROUP_TREE_DEPTH)
+		return -1;   /* below the top: a cgroup removed meanwhile */
+	n = n < 0 ? 0 : n;
+	DIR *d = depth > 0 ? opendir(path) : NULL;
+	struct dirent *e;
+	size_t len = strlen(path);
+	while (d && (e = readdir(d))) {
+		if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (len + 1 + strlen(e->d_name) + 1 > cap)
+			continue;
+		path[len] = '/';
+		strcpy(path + len + 1, e->d_name);
+		n += tree_each_proc(path, cap, depth - 1, fn, ctx);
+		path[len] = '\0';
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+int cgroup_tree_each_proc(const char *dir, void (*fn)(pid_t pid, void *ctx), void *ctx)
+{
+	char path[PATH_MAX];
+	if (strlen(dir) >= sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(path, dir);
+	return tree_each_proc(path, sizeof(path), CGROUP_TREE_DEPTH, fn, ctx);
+}
+
 /* ---- the caller's own limit ------------------------------------------ */
 
 /* The smallest limit in file NAME from dir (below or at mount) up to and
@@ -1336,6 +1408,16 @@ static uint64_t smallest_limit_up(const char *dir, const char *mount, const char
 			*slash = '\0';
 	}
 	return best;
+}
+
+uint64_t cgroup_limit_of(const struct job_cgroup *cg)
+{
+	char buf[64];
+	uint64_t v;
+	if (read_in_dir(cg->dir, cg->version == 2 ? "memory.max" : "memory.limit_in_bytes", buf, sizeof(buf)) < 0 ||
+	    parse_limit_value(buf, &v) < 0)
+		return 0;
+	return v;
 }
 
 static uint64_t min_limit(uint64_t a, uint64_t b)

@@ -77,6 +77,23 @@ int cgroup_of_process(pid_t pid, struct job_cgroup *out, char *why, size_t whysz
 /* Every pid in cg's cgroup.procs through fn; how many, or -1 with errno. */
 int cgroup_each_proc(const struct job_cgroup *cg, void (*fn)(pid_t pid, void *ctx), void *ctx);
 
+/* The same for the cgroup directory dir and every cgroup below it, down to
+ * CGROUP_TREE_DEPTH levels (a SLURM job's job_J/step_S/task_T, v2's
+ * .../step_S/user/task_T): how many pids (a pid listed twice, as v1 may,
+ * counts twice), or -1 with errno when dir's own cgroup.procs cannot be
+ * read. A cgroup below that vanishes meanwhile is skipped. */
+#define CGROUP_TREE_DEPTH 8
+int cgroup_tree_each_proc(const char *dir, void (*fn)(pid_t pid, void *ctx), void *ctx);
+/* The OOM kills in cg and the cgroups below it: v2's memory.events counts
+ * them already; v1's memory.oom_control counts its own cgroup's only (a
+ * kill where a step's or task's limit was hit is not its job's), so those
+ * of the tree are summed. Quiet: a cgroup that cannot be read counts 0. */
+uint64_t cgroup_tree_oom_kills(const struct job_cgroup *cg);
+
+/* cg's own memory limit (v2 memory.max, v1 memory.limit_in_bytes), not
+ * its ancestors'; 0 when unlimited or unreadable. */
+uint64_t cgroup_limit_of(const struct job_cgroup *cg);
+
 /* The memory limit in force for the caller (the smallest limit of its own
  * cgroup and its ancestors); 0 when unlimited or unknown. */
 uint64_t cgroup_self_limit(void);

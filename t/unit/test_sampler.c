@@ -610,6 +610,57 @@ static void test_fake_cgroup(void)
 	fake_teardown();
 }
 
+/* A SLURM job's cgroup (attach --slurm-job): its members are in the
+ * cgroups below it (job_5/step_batch/task_0, job_5/step_0/task_0), there
+ * is no root process, and slurmstepd, in step_batch itself, is no member. */
+static void test_fake_cgroup_tree(void)
+{
+	fake_setup();
+	char cg[128];
+	snprintf(cg, sizeof(cg), "%s/job_5", fake);
+	put_proc(30, "slurmstepd", 1, 9000, 9000, 9000);
+	put("30/comm", "slurmstepd\n");
+	put("11/comm", "python\n");
+	put("12/comm", "pt_data_worker\n");
+	put("13/comm", "worker\n");
+	put("job_5/cgroup.procs", "");
+	put("job_5/memory.usage_in_bytes", "7777\n");
+	put("job_5/step_batch/cgroup.procs", "30\n");
+	put("job_5/step_batch/task_0/cgroup.procs", "11\n13\n");
+	put("job_5/step_0/cgroup.procs", "30\n");
+	put("job_5/step_0/task_0/cgroup.procs", "12\n");
+	struct sampler_config cfg;
+	sampler_config_init(&cfg);
+	cfg.proc_root = fake;
+	cfg.cgroup_dir = cg;
+	cfg.cgroup_version = 1;
+	CHECK(sampler_new(&cfg) == NULL);   /* no root process, one cgroup: refused */
+	cfg.cgroup_tree = true;
+	cfg.skip_comm = "slurmstepd";
+	struct sampler *s = sampler_new(&cfg);
+	CHECK(s != NULL);
+	if (!s)
+		return;
+	struct mem_sample ms;
+	int64_t t = 5 * SEC;
+	CHECK_EQ_INT(sampler_sample(s, t, false, &ms), 3);
+	CHECK(find_proc(s, 11) && find_proc(s, 12) && find_proc(s, 13) && !find_proc(s, 30));
+	CHECK_EQ_INT(ms.rss, (40000 + 20000 + 8000) * 1024);
+	CHECK(ms.has_cgroup && ms.cgroup == 7777);   /* the job's whole usage, at its top */
+	/* the step ends: its cgroups go */
+	char cmd[200];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/step_0'", cg);
+	CHECK(system(cmd) == 0);
+	CHECK_EQ_INT(sampler_sample(s, t += 2 * SEC, false, &ms), 2);
+	CHECK(!find_proc(s, 12));
+	/* a new task joins */
+	put("job_5/step_1/task_0/cgroup.procs", "20\n");
+	CHECK_EQ_INT(sampler_sample(s, t += 2 * SEC, false, &ms), 3);
+	CHECK(find_proc(s, 20) != NULL);
+	sampler_free(s);
+	fake_teardown();
+}
+
 /* A source whose value has not moved for 500 ms is read every 100 ms, not
  * every tick; cgroup.procs is read after a fork, or every second. */
 static void test_fake_quiet(void)
@@ -1408,6 +1459,7 @@ TEST_MAIN("sampler",
 	TEST(test_fake_refresh_triggers),
 	TEST(test_fake_step_boundary),
 	TEST(test_fake_cgroup),
+	TEST(test_fake_cgroup_tree),
 	TEST(test_fake_quiet),
 	TEST(test_fake_gpu),
 	TEST(test_real_private),
