@@ -8,7 +8,8 @@
  * nothing. Here the supervisor keeps the job's memory, sampled on its tick,
  * in a ring that halves its resolution when full (so it spans the whole
  * run), judges it as the verdict would (core/analyze.c), and when the
- * verdict turns to leak sends SIGURG, once, to each process of the job.
+ * verdict turns to leak sends SIGURG, once, to each process of the job
+ * but the forked children that still share their parent's pages.
  * With --census the hook says its pid instead (`census 0 * hook=PID`): at
  * the end, no census and no hook means Python skipped the hook. Times in
  * seconds since the run began, memory in bytes.
@@ -67,13 +68,26 @@ void sv_census_watch(struct sv *sv, double t, double v)
 	if (a.verdict != VERDICT_LEAK || a.window_x < WAKE_MIN_WINDOW_S)
 		return;
 	sv->census_woken = true;
+	/* Not a forked child that still shares its parent's pages (a
+	 * DataLoader's worker): a census walks every object it inherited and
+	 * writes their reference counts, so the worker would copy its parent's
+	 * pages for it (the copies of a four-epoch DataLoader rose again when
+	 * its workers were woken late in the run). */
 	const struct proc_mem *pm;
-	size_t n = sampler_procs(sv->sampler, &pm), sent = 0;
-	for (size_t i = 0; i < n; i++)
-		if (pm[i].pid > 0 && kill(pm[i].pid, SIGURG) == 0)
+	size_t n = sampler_procs(sv->sampler, &pm), sent = 0, forks = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (pm[i].pid <= 0)
+			continue;
+		if (pm[i].cow_base)
+			forks++;
+		else if (kill(pm[i].pid, SIGURG) == 0)
 			sent++;
-	char d[400];
-	snprintf(d, sizeof(d), "memory grows (%s): SIGURG to %zu process%s to wake the object census", a.reason, sent,
-	         sent == 1 ? "" : "es");
+	}
+	char d[480];
+	int len = snprintf(d, sizeof(d), "memory grows (%s): SIGURG to %zu process%s to wake the object census",
+	                   a.reason, sent, sent == 1 ? "" : "es");
+	if (forks && len > 0 && (size_t)len < sizeof(d))
+		snprintf(d + len, sizeof(d) - (size_t)len, "; %zu forked worker%s sharing %s parent's pages left alone",
+		         forks, forks == 1 ? "" : "s", forks == 1 ? "its" : "their");
 	store_add_event(sv->st, sv->run_id, t, "census", d);
 }

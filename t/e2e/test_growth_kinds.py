@@ -237,3 +237,19 @@ def test_memory_mapped_scan_at_full_speed_is_file_cache(lp):
         pytest.fail(f"the scan's kinds were not read during its growth: {rep['reason']}")
     assert d["kind"] == "file-cache", lp_describe(rep)
     assert not [g for g in kinds(rep, "anonymous") if g["verdict"] == "leak"], rep["growth_kinds"]
+
+
+@pytest.mark.slow
+def test_census_woken_leaves_the_dataloader_workers_alone(lp):
+    # the workers keep 256 KiB a batch: the job's memory turns to growth and
+    # the dormant census is woken, in the main process only: a census in a
+    # forked worker would copy its parent's pages
+    r = lp.run([lp.py, lp.workload(DATALOADER), "--data", "numpy", "--epochs", "1", "--keep-kib", "256",
+                "--pause-ms", "2"], "--quiet", timeout=300)
+    assert r.rc == 0, r
+    import sqlite3
+    events = [d for (d,) in sqlite3.connect(lp.store).execute("SELECT detail FROM events WHERE kind = 'census'")]
+    woken = [d for d in events if "to wake the object census" in d]
+    assert woken, events
+    assert "SIGURG to 1 process to wake" in woken[0] and "2 forked workers sharing their parent's pages left alone" \
+        in woken[0], woken
