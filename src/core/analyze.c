@@ -754,15 +754,19 @@ static struct concavity concavity(const double *x, const double *y, size_t n, do
  * allowed: one taken mid-fall) whose total is large against the
  * range of the series (a quarter of its 5th–95th percentile span) and
  * against the ordinary point-to-point change (four times the 75th
- * percentile of |Δy|); noise whose falls are that large against its own
- * changes has no such range, and a plateau with rare dips climbs back in
- * one step, which a sawtooth does not (no single rise in a cycle is more
- * than half the median fall). A cycle runs from the low point after one
+ * percentile of |Δy|), and that comes mostly at once (its largest single
+ * drop at least half of it: a collection frees in one step, a sample
+ * taken mid-fall splits it in two, while AR(1) noise adds up such falls
+ * from runs of ordinary decreases); noise whose falls are that large
+ * against its own changes has no such range, and a plateau with rare
+ * dips climbs back in one step, which a sawtooth does not (no single rise
+ * in a cycle is more than half the median fall). A cycle runs from the low point after one
  * fall to the point before the next.
  */
 #define CYCLE_RANGE_SHARE 0.25   /* a fall: at least this share of the 5-95% range */
 #define CYCLE_CHANGE_TIMES 4.0   /* ... and this many times the 75th percentile of |dy| */
 #define CYCLE_RISE_SHARE 0.5     /* no single rise in a cycle above this share of a fall */
+#define CYCLE_DROP_SHARE 0.5     /* a fall's largest single drop: at least this share of it */
 #define CYCLES_MIN 5             /* whole cycles needed to judge by cycles */
 
 struct cycles {
@@ -811,8 +815,10 @@ static int find_cycles(const struct series *raw, struct work *w, struct cycles *
 			j++;
 		while (j > i && y[j] == y[j - 1])
 			j--;
-		double f = y[i - 1] - y[j];
-		if (f >= big) {
+		double f = y[i - 1] - y[j], drop = 0;
+		for (size_t k = i; k <= j; k++)
+			drop = fmax(drop, y[k - 1] - y[k]);
+		if (f >= big && drop >= CYCLE_DROP_SHARE * f) {
 			low[nf] = j;
 			fall[nf++] = f;
 		}
