@@ -941,9 +941,15 @@ static int warmup_accept(const struct warmup_ctx *k, size_t v)
 	double tol = span > 0 ? k->immaterial / span : 0;
 	if (b > k->ref_high + tol)
 		return 0;
-	/* settling: the window's growth must not slow down */
-	if (len >= 9 && concavity(c->x + v, c->y + v, len, b, k->tmp).z > CURVE_Z)
-		return 0;
+	/* settling: the window's growth must not slow down, unless even the
+	 * lower bound of its late rate is short of its slope by a difference
+	 * too small to matter over it (memory of almost no noise, a leak in
+	 * whole pages, makes an arch of a few pages significant) */
+	if (len >= 9) {
+		struct concavity cv = concavity(c->x + v, c->y + v, len, b, k->tmp);
+		if (cv.z > CURVE_Z && !((b - cv.late_low) * span < k->immaterial))
+			return 0;
+	}
 	/* level: around the window's own trend, its first chunk against the
 	 * rest of it, lower and by a difference that matters (without noise,
 	 * a page is significant) */
