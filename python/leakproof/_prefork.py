@@ -375,8 +375,12 @@ def main(modules):
             say('refuse: cannot write %s: %s' % (e.filename or os.path.join(tmp, 'stub.py'), e.strerror))
             return 0
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        srv.bind(path)
-        srv.listen(64)
+        try:
+            srv.bind(path)     # a socket's path holds 107 bytes at most: a long $TMPDIR
+            srv.listen(64)
+        except OSError as e:
+            say('refuse: cannot listen on %s: %s' % (path, e.strerror or e))
+            return 0
         template = Template(srv, modules)
         signal.signal(signal.SIGTERM, lambda s, f: sys.exit(0))
         gc.collect()

@@ -14,11 +14,14 @@ its own with a cold start that the stub carries out.
 
 import json
 import os
+import pathlib
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -285,9 +288,20 @@ def test_the_template_refuses_what_it_cannot_fork(tmp_path):
     assert proc.wait(timeout=60) == 0
 
 
-def test_the_template_writes_the_stub_and_a_stub_without_a_cgroup_of_its_own_starts_cold(tmp_path):
-    tmpdir = tmp_path / "tmp"
+def test_a_tmpdir_too_long_for_a_socket_is_a_refusal_not_a_traceback(tmp_path):
+    tmpdir = tmp_path / ("d" * 120)
     tmpdir.mkdir()
+    (tmp_path / "mine.py").write_text("VALUE = 42\n")
+    proc, line = start_template(tmp_path, "mine", env=dict(os.environ, TMPDIR=str(tmpdir)))
+    assert line.startswith("refuse: cannot listen on " + str(tmpdir)), line
+    assert proc.wait(timeout=60) == 0
+    assert os.listdir(tmpdir) == []          # its directory removed
+
+
+def test_the_template_writes_the_stub_and_a_stub_without_a_cgroup_of_its_own_starts_cold(tmp_path):
+    # a socket's path holds 107 bytes: a short $TMPDIR, not one in pytest's
+    # tmp_path (under xdist, /tmp/pytest-of-root/pytest-N/popen-gwN/test_...)
+    tmpdir = pathlib.Path(tempfile.mkdtemp(prefix="lp-", dir="/tmp"))
     (tmp_path / "mine.py").write_text("VALUE = 42\n")
     proc, line = start_template(tmp_path, "mine", env=dict(os.environ, TMPDIR=str(tmpdir)))
     try:
@@ -317,7 +331,10 @@ def test_the_template_writes_the_stub_and_a_stub_without_a_cgroup_of_its_own_sta
                 repr(os.environ["OMP_NUM_THREADS"]) if "OMP_NUM_THREADS" in os.environ else "unset"), r.stderr
     finally:
         stop_template(proc)
-    assert os.listdir(tmpdir) == []            # its private directory gone with it
+    try:
+        assert os.listdir(tmpdir) == []            # its private directory gone with it
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
     # a stub whose template is gone starts cold too
     os.makedirs(d)
     with open(stub, "wb") as f:
