@@ -147,6 +147,13 @@ struct member {
 	uint64_t shared;            /* statm, this tick: resident file + shmem pages */
 	uint64_t shared_at_exact;   /* ... at the last rollup */
 	uint64_t pss_file_exact, pss_shmem_exact;
+	/* file pages shared with processes outside the tree (see outside()) */
+	uint64_t pss_file_read;     /* Pss_File as the last rollup read it */
+	int64_t outside;            /* of it, what outsiders' comings and goings gave or took */
+	uint64_t tree_moved;        /* resident file + shmem pages the others of the tree
+	                             * gained or lost since its last rollup */
+	uint64_t shared_moved;      /* its own, this tick */
+	bool tree_changed;          /* a member came or went since its last rollup */
 	uint64_t cow_base;          /* a forked child: its anonymous memory when first
 	                             * seen, all of it shared with the parent; 0: none */
 	uint64_t cow;               /* of those pages, how many it holds privately now */
@@ -687,6 +694,49 @@ static void read_dev_shm(struct sampler *s, int64_t now_ns)
 	s->memstat_reads++;
 }
 
+/* v + (to - from), clamped at 0. */
+static uint64_t shift(uint64_t v, uint64_t from, uint64_t to)
+{
+	if (to >= from)
+		return v + (to - from);
+	return from - to > v ? 0 : v - (from - to);
+}
+
+/* v - d, clamped at 0. */
+static uint64_t minus(uint64_t v, int64_t d)
+{
+	return d < 0 ? v + (uint64_t)-d : (uint64_t)d > v ? 0 : v - (uint64_t)d;
+}
+
+/*
+ * File pages shared with processes outside the tree: when one of those
+ * starts or ends, the tree's PSS moves, by tens of MiB for a PyTorch job
+ * (it shares ~100 MiB of libtorch with every other PyTorch process on the
+ * machine), though nothing in the job did: a plateau would read as a leak,
+ * or a leak as noise. Such a move is told by what did not come with it:
+ * Pss_File moved between two rollups of a member while no member came or
+ * went, and neither its own resident file + shmem pages (statm) nor those
+ * of the rest of the tree moved by half as much. It goes into m->outside,
+ * which is taken off what the samples show: file pages shared with
+ * outsiders count at the share they had when first read, moved only by
+ * the tree's own doings. A move from inside the tree (a sibling mapping
+ * the same pages, a fork, an exit) comes with one of those, and is shown
+ * as read; so is any move of anonymous memory (copy on write).
+ */
+static void outside_share(struct member *m, const struct proc_smaps *sm)
+{
+	if (m->have_exact && sm->has_pss_split && !m->tree_changed) {
+		int64_t moved = (int64_t)sm->pss_file_bytes - (int64_t)m->pss_file_read;
+		int64_t own = (int64_t)m->shared - (int64_t)m->shared_at_exact;
+		uint64_t explained = (uint64_t)(own < 0 ? -own : own) + m->tree_moved;
+		if ((uint64_t)(moved < 0 ? -moved : moved) > 2 * explained)
+			m->outside += moved - own;
+	}
+	m->pss_file_read = sm->pss_file_bytes;
+	m->tree_moved = 0;
+	m->tree_changed = false;
+}
+
 static void read_rollup(struct sampler *s, struct member *m, int64_t now_ns)
 {
 	struct proc_smaps sm;
@@ -706,6 +756,7 @@ static void read_rollup(struct sampler *s, struct member *m, int64_t now_ns)
 			m->rollup_denied = true;
 		return;                 /* gone: the next statm read drops it */
 	}
+	outside_share(m, &sm);
 	m->have_exact = m->exact_now = true;
 	m->exact_ns = now_ns;
 	m->stale = false;
@@ -714,11 +765,11 @@ static void read_rollup(struct sampler *s, struct member *m, int64_t now_ns)
 	 * twice (or not at all) by every later estimate */
 	m->rss_at_exact = sm.rss_bytes ? sm.rss_bytes : m->rss;
 	m->minflt_at_exact = m->minflt;
-	m->pss_exact = sm.pss_bytes;
+	m->pss_exact = minus(sm.pss_bytes, m->outside);
 	m->uss_exact = proc_smaps_uss(&sm);
 	m->swap = sm.swap_bytes;
 	m->shared_at_exact = m->shared;
-	m->pss_file_exact = sm.pss_file_bytes;
+	m->pss_file_exact = minus(sm.pss_file_bytes, m->outside);
 	m->pss_shmem_exact = sm.pss_shmem_bytes;
 	if (m->cow_candidate)
 		update_cow(m, &sm);
@@ -735,14 +786,6 @@ static bool shares(const struct sampler *s, const struct member *m)
 {
 	return m->rss_at_exact > m->pss_exact &&
 	       m->rss_at_exact - m->pss_exact > threshold(s, m->rss_at_exact);
-}
-
-/* v + (to - from), clamped at 0. */
-static uint64_t shift(uint64_t v, uint64_t from, uint64_t to)
-{
-	if (to >= from)
-		return v + (to - from);
-	return from - to > v ? 0 : v - (from - to);
 }
 
 /* How much m wants a fresh rollup: 0 not at all, else larger is sooner. */
@@ -1156,8 +1199,11 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 	                                                                       MEMSTAT_EVERY_NS))) {
 		read_dev_shm(s, now_ns);
 	}
-	for (size_t i = 0; i < s->n; i++)
+	uint64_t tree_moved = 0;    /* resident file + shmem pages moved, this tick */
+	for (size_t i = 0; i < s->n; i++) {
 		s->m[i].exact_now = false;
+		s->m[i].shared_moved = 0;
+	}
 	for (size_t i = 0; i < s->n; ) {
 		struct member *m = &s->m[i];
 		if (!all && quiet(&m->src, now_ns)) {
@@ -1176,7 +1222,12 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 		m->rss = sm.resident_pages * s->page_bytes;
 		m->anon = sm.resident_pages > sm.shared_pages ?
 		          (sm.resident_pages - sm.shared_pages) * s->page_bytes : 0;
-		m->shared = sm.shared_pages * s->page_bytes;
+		uint64_t shared = sm.shared_pages * s->page_bytes;
+		if (m->statm_seen) {
+			m->shared_moved = shared > m->shared ? shared - m->shared : m->shared - shared;
+			tree_moved += m->shared_moved;
+		}
+		m->shared = shared;
 		if (!m->statm_seen && m->live) {
 			/* first sight: a child of a member may be a fork sharing
 			 * its parent's pages (update_cow() decides) */
@@ -1198,10 +1249,13 @@ int sampler_sample(struct sampler *s, int64_t now_ns, bool force_exact, struct m
 		src_read(&m->src, now_ns, sm.resident_pages ^ sm.shared_pages << 32 ^ sm.size_pages << 48);
 		i++;
 	}
-	if (changed)
-		for (size_t i = 0; i < s->n; i++)
-			if (s->m[i].have_exact && shares(s, &s->m[i]))
-				s->m[i].stale = true;
+	for (size_t i = 0; i < s->n; i++) {
+		struct member *m = &s->m[i];
+		m->tree_moved += tree_moved - m->shared_moved;
+		m->tree_changed |= changed;
+		if (changed && m->have_exact && shares(s, m))
+			m->stale = true;
+	}
 
 	refresh_rollups(s, now_ns, force_exact, step);
 	settle(s, now_ns);

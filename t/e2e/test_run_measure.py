@@ -2,7 +2,10 @@
 `leakproof run` measures the whole process tree, and by default (PSS) counts
 memory that forked workers share once, not once per worker.
 """
+import csv
+import io
 import re
+import subprocess
 
 import pytest
 
@@ -66,3 +69,57 @@ def test_steady_memory_is_not_sampled_at_every_tick_but_changes_are_seen(lp):
     gaps = [b - a for a, b in zip(t, t[1:]) if a < t[-1] - 0.2]
     assert max(gaps) < 0.25, max(gaps)
     assert max(rss) - min(v for v, x in zip(rss, t) if 0.8 <= x <= 1.4) > 90 * lp.MIB
+
+
+SHARED_FILE_JOB = """\
+import mmap, sys, time
+import leakproof
+path, flag, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with open(path, "rb") as f:
+    m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+touched = sum(m[i] for i in range(0, len(m), mmap.PAGESIZE))   # every page resident
+for i in range(steps):
+    if i == 2 * steps // 3:
+        open(flag, "w").close()              # the outsider may go now
+    scratch = mmap.mmap(-1, 1 << 20)         # touched and unmapped: page faults,
+    scratch.write(b"x" * (1 << 20))          # which have the job's PSS re-read,
+    scratch.close()                          # and no growth
+    time.sleep(0.02)
+    leakproof.step()
+"""
+
+OUTSIDER = """\
+import mmap, os, sys, time
+path, flag = sys.argv[1], sys.argv[2]
+with open(path, "rb") as f:
+    m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+touched = sum(m[i] for i in range(0, len(m), mmap.PAGESIZE))
+print("mapped", flush=True)
+while not os.path.exists(flag):
+    time.sleep(0.01)
+"""
+
+
+def test_a_process_outside_the_job_ending_does_not_move_its_memory(lp, tmp_path):
+    # Another process on the machine maps the same file as the job (as every
+    # PyTorch process maps libtorch): while both do, each one's PSS holds
+    # half of those pages; when the outsider ends, the job's PSS gains the
+    # other half though the job did nothing. Two thirds of the way in, it ends.
+    shared = tmp_path / "shared.bin"
+    shared.write_bytes(b"\1" * (96 << 20))
+    flag = tmp_path / "go"
+    outsider = subprocess.Popen([lp.py, "-c", OUTSIDER, str(shared), str(flag)],
+                                stdout=subprocess.PIPE)
+    try:
+        assert outsider.stdout.readline() == b"mapped\n"
+        r = lp.run([lp.py, "-c", SHARED_FILE_JOB, str(shared), str(flag), "300"], timeout=120)
+    finally:
+        outsider.kill()
+        outsider.wait()
+    assert r.rc == 0, r
+    rep = lp.report()
+    assert rep["verdict"] == "no-leak", lp.describe(rep)
+    rows = list(csv.DictReader(io.StringIO(lp.report(fmt="csv"))))
+    pss = [int(row["pss"]) for row in rows[10:]]
+    # the job's own memory moved by the 1 MiB it touches each step at most
+    assert max(pss) - min(pss) < 8 * lp.MIB, (min(pss), max(pss))

@@ -108,6 +108,20 @@ static void put_rollup(pid_t pid, unsigned rss_kb, unsigned pss_kb, unsigned pri
 	put_rollup_anon(pid, rss_kb, pss_kb, priv_kb, swap_kb, 0);
 }
 
+/* A rollup whose PSS has file_kb of mapped files' pages. */
+static void put_rollup_file(pid_t pid, unsigned rss_kb, unsigned pss_kb, unsigned priv_kb, unsigned file_kb)
+{
+	char rel[64], text[1024];
+	snprintf(rel, sizeof(rel), "%d/smaps_rollup", (int)pid);
+	snprintf(text, sizeof(text),
+	         "00400000-7fff0000 ---p 00000000 00:00 0 [rollup]\n"
+	         "Rss: %u kB\nPss: %u kB\nPss_Anon: %u kB\nPss_File: %u kB\nPss_Shmem: 0 kB\n"
+	         "Shared_Clean: %u kB\nShared_Dirty: 0 kB\nPrivate_Clean: 0 kB\nPrivate_Dirty: %u kB\n"
+	         "Anonymous: %u kB\nSwap: 0 kB\nSwapPss: 0 kB\n",
+	         rss_kb, pss_kb, pss_kb - file_kb, file_kb, rss_kb - priv_kb, priv_kb, priv_kb);
+	put(rel, text);
+}
+
 /* A process of the fake root: RSS rss_kb, of which priv_kb private. */
 static void put_proc(pid_t pid, const char *name, pid_t ppid, unsigned rss_kb, unsigned pss_kb, unsigned priv_kb)
 {
@@ -1442,6 +1456,65 @@ static void test_real_tick_cost(void)
 	       (double)(bare + busy_in) / (double)bare);
 }
 
+/*
+ * A process outside the tree that maps the same files as the job (another
+ * PyTorch process on the machine) starts or ends: the job's Pss_File moves
+ * though nothing in the tree did. The samples hold still. The same move
+ * that comes with a sibling mapping those pages, or with a member coming
+ * or going, is the tree's own, and shown as read.
+ */
+static void test_fake_outsiders_sharing_is_not_the_jobs(void)
+{
+	fake_setup();
+	struct sampler_config cfg;
+	fake_config(&cfg);
+	struct sampler *s = sampler_new(&cfg);
+	struct mem_sample ms;
+	int64_t t = 5 * SEC;
+	put_rollup_file(11, 40000, 30000, 28000, 10000);
+	CHECK_EQ_INT(sampler_sample(s, t, true, &ms), 3);
+	const uint64_t before = ms.pss;
+	CHECK_EQ_INT(find_proc(s, 11)->pss, 30000 * 1024);
+
+	/* the outsider ends: 11's share of the files doubles, nobody's
+	 * resident pages moved */
+	put_rollup_file(11, 40000, 40000, 28000, 20000);
+	sampler_sample(s, t += SEC, true, &ms);
+	CHECK_EQ_INT(ms.pss, before);
+	CHECK_EQ_INT(find_proc(s, 11)->pss, 30000 * 1024);
+	CHECK_EQ_INT(find_proc(s, 11)->file, 10000 * 1024);
+	/* and starts again: back where it was, still the same */
+	put_rollup_file(11, 40000, 30000, 28000, 10000);
+	sampler_sample(s, t += SEC, true, &ms);
+	CHECK_EQ_INT(ms.pss, before);
+
+	/* the job maps 4000 kB more of the files itself, shared with the
+	 * outsider: its own resident pages moved, so its PSS is as read */
+	put_statm(11, 10000, 44000 * 1024 / page, 16000 * 1024 / page);
+	put_rollup_file(11, 44000, 32000, 28000, 12000);
+	sampler_sample(s, t += SEC, true, &ms);
+	CHECK_EQ_INT(find_proc(s, 11)->pss, 32000 * 1024);
+
+	/* a sibling (12) maps 8000 kB of the job's files: 11's share falls
+	 * by 4000 kB without its own pages moving, but 12's moved; shown as
+	 * read */
+	put_statm(12, 10000, 28000 * 1024 / page, 24000 * 1024 / page);
+	put_rollup_file(12, 28000, 12000, 4000, 4000);
+	put_rollup_file(11, 44000, 28000, 28000, 8000);
+	sampler_sample(s, t += SEC, true, &ms);
+	CHECK_EQ_INT(find_proc(s, 11)->pss, 28000 * 1024);
+	CHECK_EQ_INT(find_proc(s, 12)->pss, 12000 * 1024);
+
+	/* a member ends (13): whatever moved with it is the tree's */
+	rm_proc(13);
+	put_rollup_file(11, 44000, 30000, 28000, 10000);
+	sampler_sample(s, t += SEC, true, &ms);
+	CHECK_EQ_INT(ms.nprocs, 2);
+	CHECK_EQ_INT(find_proc(s, 11)->pss, 30000 * 1024);
+	sampler_free(s);
+	fake_teardown();
+}
+
 static void setup(void)
 {
 	page = (uint64_t)sysconf(_SC_PAGESIZE);
@@ -1461,6 +1534,7 @@ TEST_MAIN("sampler",
 	TEST(test_fake_cgroup),
 	TEST(test_fake_cgroup_tree),
 	TEST(test_fake_quiet),
+	TEST(test_fake_outsiders_sharing_is_not_the_jobs),
 	TEST(test_fake_gpu),
 	TEST(test_real_private),
 	TEST(test_real_cow),
