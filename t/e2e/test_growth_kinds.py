@@ -165,6 +165,7 @@ def lp_describe(rep):
     return {k: rep.get(k) for k in ("verdict", "reason", "measure_judged", "diagnosis", "growth_kinds")}
 
 
+@pytest.mark.xdist_group("dev_shm")      # not beside the other's files
 def test_files_left_in_dev_shm_are_in_the_headline(lp):
     # 512 KiB a step in files no process maps (a DataLoader's dead workers
     # leave such files behind): in no process's PSS, held all the same
@@ -184,6 +185,7 @@ def test_files_left_in_dev_shm_are_in_the_headline(lp):
     assert "measure pss+shm" in text and "verdict   leak" in text, text
 
 
+@pytest.mark.xdist_group("dev_shm")
 def test_the_machines_dev_shm_is_shown_not_blamed(lp):
     # without a cgroup of its own, the only figure is the machine's
     # /dev/shm, which every process writes to (other tests beside this one
@@ -193,7 +195,15 @@ def test_the_machines_dev_shm_is_shown_not_blamed(lp):
     rep = lp.report()
     assert rep["measure_judged"] == "pss", lp_describe(rep)
     assert rep["verdict"] != "leak", lp_describe(rep)
-    assert "the machine's /dev/shm grew" in rep["reason"] and "not counted" in rep["reason"], lp_describe(rep)
+    machine = [g for g in rep["growth_kinds"] if g["name"] == "/dev/shm"]
+    assert len(machine) == 1 and machine[0]["kind"] == "shared-memory", lp_describe(rep)
+    # said when it grew; a process beside the job that emptied /dev/shm
+    # meanwhile (PostgreSQL's segments, a DataLoader's) can make it not
+    if machine[0]["verdict"] == "leak":
+        assert "the machine's /dev/shm grew" in rep["reason"] and "not counted" in rep["reason"], \
+            lp_describe(rep)
+    else:
+        assert "/dev/shm" not in rep["reason"], lp_describe(rep)
     d = rep["diagnosis"]
     assert not d or d["kind"] != "shared-memory", lp_describe(rep)
 

@@ -54,13 +54,8 @@ parameters:
 env:
   OMP_NUM_THREADS: {{values: ["1", "2"]}}
   MALLOC_ARENA_MAX: {{values: ["1", "4"]}}
-parallel: 1
+parallel: 2
 """)
-    # one trial at a time: a PyTorch trial starting or ending beside another
-    # moves the other's PSS by the library pages they share (tens of MiB,
-    # RSS flat), which a 100-step trial's judgment cannot tell from its own
-    # memory (a keep=loss trial was judged no-leak so in a clean-clone CI
-    # run); what this test is about is the table of configurations
     r = sweep(lp, f, timeout=600)
     assert r.rc == 0, r
     rep = sweep_json(lp)
