@@ -28,7 +28,9 @@ PCDIR    ?= $(DATADIR)/pkgconfig
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 
 B        ?= build
-CHECK_JOBS ?= $(shell n=$$(nproc); [ $$n -ge 2 ] && echo $$n || echo 2)
+# two pytest workers a core: the end-to-end tests mostly wait on their jobs
+# (a third of two cores busy at one a core)
+CHECK_JOBS ?= $(shell n=$$(nproc); [ $$n -ge 2 ] && echo $$((2 * n)) || echo 4)
 CC       ?= cc
 PKGS      = sqlite3 libpcre2-8 yaml-0.1 libdw ncursesw
 VERSION   = 0.1.0
