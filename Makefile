@@ -56,7 +56,7 @@ say = @echo "  $(1)	$@"
 endif
 
 SRC = $(wildcard src/util/*.c src/base/*.c src/platform/*.c src/core/*.c src/store/*.c src/sweep/*.c \
-                 src/model/*.c src/report/*.c src/cmd/*.c)
+                 src/judge/*.c src/report/*.c src/cmd/*.c)
 OBJ = $(SRC:%.c=$(B)/%.o)
 LIBOBJ = $(filter-out $(B)/src/main.o,$(OBJ))
 

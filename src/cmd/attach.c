@@ -86,7 +86,7 @@ static const char usage[] =
 #include "core/analyze.h"
 #include "core/scan.h"
 #include "core/supervise.h"
-#include "model/summary.h"
+#include "judge/summary.h"
 #include "platform/cgroup.h"
 #include "platform/slurmjob.h"
 #include "report/report.h"

@@ -28,7 +28,7 @@ static const char usage[] =
 #include <time.h>
 
 #include "cmd/cmd.h"
-#include "model/summary.h"
+#include "judge/summary.h"
 #include "platform/placement.h"
 #include "report/report.h"
 #include "store/store.h"

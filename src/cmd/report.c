@@ -3,7 +3,7 @@
  * its stored samples, as text, Markdown, CSV, JSON, an HTML page with
  * charts, one SVG chart or JUnit XML (src/report/). In phases: the
  * options, what to show, their checks, the rendering into a buffer (the
- * model in src/model/, the renderers in src/report/), the output.
+ * model in src/judge/, the renderers in src/report/), the output.
  */
 static const char usage[] =
 "usage: leakproof report [RUN | sweep:ID] [options]\n"
@@ -57,9 +57,9 @@ static const char usage[] =
 #include <string.h>
 
 #include "cmd/cmd.h"
-#include "model/job.h"
-#include "model/sites.h"
-#include "model/summary.h"
+#include "judge/job.h"
+#include "judge/sites.h"
+#include "judge/summary.h"
 #include "report/report.h"
 #include "report/trace.h"
 #include "store/store.h"

@@ -51,8 +51,8 @@ static const char usage[] =
 
 #include "cmd/cmd.h"
 #include "platform/proc.h"
-#include "model/sites.h"
-#include "model/summary.h"
+#include "judge/sites.h"
+#include "judge/summary.h"
 #include "report/report.h"
 #include "store/live.h"
 #include "store/store.h"

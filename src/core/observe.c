@@ -298,7 +298,7 @@ static void on_step(struct sv *sv, bool has_n, int64_t n, enum step_source src)
 }
 
 /* One line of an object census (docs/internals/census.md): stored with
- * the last step marked, for model/census.c to judge. */
+ * the last step marked, for judge/census.c to judge. */
 static void on_census(struct sv *sv, double t, const struct chan_msg *m)
 {
 	struct census_row r;

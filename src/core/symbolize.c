@@ -1,7 +1,7 @@
 /*
  * core/symbolize.c — names the frames of a traced run's allocation sites
  * (libdw, through platform/symbols) and writes the names to the store at the
- * end of the run (see symbolize.h). The supervisor calls it; model/sites.c
+ * end of the run (see symbolize.h). The supervisor calls it; judge/sites.c
  * names frames the same way when a run was killed before its end.
  */
 #include "core/symbolize.h"

@@ -1,6 +1,6 @@
 /*
  * report/census.c — the rendering of the object census and of the GPU
- * memory split (judged in model/census.c): text sections, JSON values,
+ * memory split (judged in judge/census.c): text sections, JSON values,
  * Markdown and HTML tables (see census.h). Sizes in bytes, growth per
  * unit of x_unit. Type names and holders come from the job: escaped for
  * the format they go into.

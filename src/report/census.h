@@ -1,12 +1,12 @@
 /*
  * report/census.h — the rendering of a run's object census and of its GPU
  * memory split (allocated, cached, other), loaded and judged by
- * model/census.h: the text sections and the JSON values.
+ * judge/census.h: the text sections and the JSON values.
  */
 #ifndef LP_REPORT_CENSUS_H
 #define LP_REPORT_CENSUS_H
 
-#include "model/census.h"
+#include "judge/census.h"
 
 struct strbuf;
 

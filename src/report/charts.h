@@ -1,7 +1,7 @@
 /*
  * charts.h — private to src/report/: the charts of a run and of a sweep,
- * as struct plot (plot.h), built from the model (model/summary.h,
- * model/sweep.h); shared by the
+ * as struct plot (plot.h), built from the model (judge/summary.h,
+ * judge/sweep.h); shared by the
  * html report (html.c) and the standalone svg (svg.c).
  *
  * A run has up to three charts: memory over steps (when it marked steps),
@@ -23,7 +23,7 @@
 
 #include "report/plot.h"
 #include "report/report.h"
-#include "model/sweep.h"
+#include "judge/sweep.h"
 
 #define CHARTS_MAX_METRICS 4   /* metric names drawn; more are left out */
 
@@ -33,7 +33,7 @@ struct run_charts {
 	struct plot steps;           /* memory over steps; steps.nseries 0 when none */
 	struct plot time;            /* memory over time */
 	struct plot change;          /* histogram of the per-point change */
-	struct plot kinds;           /* the job's memory by kind (model/kinds.h), on
+	struct plot kinds;           /* the job's memory by kind (judge/kinds.h), on
 	                              * the x of the judged chart; kinds.nseries 0
 	                              * when the run stored no kinds */
 	bool have_steps, have_time, have_change, have_kinds;

@@ -13,7 +13,7 @@
  *   anonymous,copy_on_write,file_cache,shared_memory
  *
  * the job's memory of each kind at the row's time, summed over its
- * processes (model/kinds.h run_kinds_totals()); empty where no process was
+ * processes (judge/kinds.h run_kinds_totals()); empty where no process was
  * measured. A run without kinds renders as before. Appended to a buffer:
  * a million rows cost about 60 MB (100 MB with the kinds).
  */
@@ -21,7 +21,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "model/kinds.h"
+#include "judge/kinds.h"
 #include "report/render.h"
 
 #define NKIND_COLUMNS 4     /* anonymous .. shared-memory: GPU is the gpu column */

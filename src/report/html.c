@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/kinds.h"
+#include "judge/kinds.h"
 #include "report/charts.h"
 #include "report/render.h"
 

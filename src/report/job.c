@@ -1,5 +1,5 @@
 /*
- * job.c — one job of several ranks (model/job.h) as a table, a row per
+ * job.c — one job of several ranks (judge/job.h) as a table, a row per
  * rank (rank, node, host, run, how it ended, steps, peak, growth, verdict),
  * then which rank's memory grows: text, Markdown, CSV or JSON. A rank
  * that grows while the others do not points at its data, its node or its
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/job.h"
+#include "judge/job.h"
 #include "report/render.h"
 #include "util/jsonw.h"
 

@@ -7,7 +7,7 @@
  * flat run passes, its verdict in <system-out>. A trial with no run yet is
  * skipped.
  *
- * The diagnosis (model/kinds.h) goes into the failure's message and into
+ * The diagnosis (judge/kinds.h) goes into the failure's message and into
  * the testcase's <properties> (leakproof.diagnosis, .diagnosis_kind,
  * .verdict_judged, .end); the flight recorder's paragraph after an
  * out-of-memory end and the census's growing types with their holders go
@@ -20,10 +20,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "model/kinds.h"
+#include "judge/kinds.h"
 #include "report/plot.h"
 #include "report/render.h"
-#include "model/sweep.h"
+#include "judge/sweep.h"
 
 /* Whether the run ended in failure: not "exited 0", and not still running. */
 static bool run_failed(const struct run_summary *s, char *outcome, size_t outsz)

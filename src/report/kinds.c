@@ -1,6 +1,6 @@
 /*
  * report/kinds.c — the growth kinds of a run, its diagnosis and the OOM
- * flight recorder (model/kinds.h), as text lines, JSON members, Markdown
+ * flight recorder (judge/kinds.h), as text lines, JSON members, Markdown
  * and HTML tables, for every format's writer. Field names of the JSON are
  * part of its contract (docs/internals/growth-kinds.md). Sizes in bytes;
  * growth per unit of the run's x. Text from the job (process names) is
@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "model/kinds.h"
+#include "judge/kinds.h"
 #include "report/plot.h"
 #include "report/render.h"
 #include "util/jsonw.h"
@@ -139,7 +139,7 @@ static void add_diagnosis(struct json_writer *jw, const struct run_summary *s)
 	jw_end(jw);
 }
 
-/* The census over the window (model/census.h census_report_window()). */
+/* The census over the window (judge/census.h census_report_window()). */
 static void add_window_census(struct json_writer *jw, const struct census_report *c)
 {
 	char words[256];

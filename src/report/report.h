@@ -1,6 +1,6 @@
 /*
  * report.h — what a run's numbers mean, from the store alone: the leak
- * judgment (model/summary.h) rendered as text (the end-of-run summary),
+ * judgment (judge/summary.h) rendered as text (the end-of-run summary),
  * Markdown, CSV, JSON, an HTML page with charts, one chart as SVG, or
  * JUnit XML. Renderers only: they read the model and append to a strbuf.
  */
@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdint.h>
 
-#include "model/summary.h"
+#include "judge/summary.h"
 #include "store/store.h"
 
 enum report_format { REPORT_TEXT = 0, REPORT_MD, REPORT_CSV, REPORT_JSON, REPORT_HTML, REPORT_SVG, REPORT_JUNIT };
@@ -50,7 +50,7 @@ void report_render(const struct run_summary *s, enum report_format fmt, const st
  * column), the svg chart of memory, or junit (one testcase per trial). 0, or -1 after a message. */
 int sweep_report_render(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
                         struct strbuf *sb);
-/* A job of several ranks (model/job.h) in fmt, appended to sb: a row per
+/* A job of several ranks (judge/job.h) in fmt, appended to sb: a row per
  * rank and which rank's memory grows (job.c). text, md, csv and json; -1
  * for another format (nothing appended). */
 struct job_model;

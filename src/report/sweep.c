@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "report/render.h"
-#include "model/sweep.h"
+#include "judge/sweep.h"
 #include "util/jsonw.h"
 #include "util/stats.h"
 

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "model/kinds.h"
+#include "judge/kinds.h"
 #include "report/render.h"
 
 #define COMMAND_MAX_CHARS 120

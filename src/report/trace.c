@@ -1,6 +1,6 @@
 /*
  * report/trace.c — the rendering of a traced run's allocation sites (judged
- * in model/sites.c): the text sections and the JSON value (see trace.h).
+ * in judge/sites.c): the text sections and the JSON value (see trace.h).
  */
 #include "report/trace.h"
 

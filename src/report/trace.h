@@ -1,11 +1,11 @@
 /*
  * report/trace.h — the rendering of a traced run's allocation sites, loaded
- * and judged by model/sites.h.
+ * and judged by judge/sites.h.
  */
 #ifndef LP_REPORT_TRACE_H
 #define LP_REPORT_TRACE_H
 
-#include "model/sites.h"
+#include "judge/sites.h"
 
 struct strbuf;
 

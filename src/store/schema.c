@@ -188,7 +188,7 @@ static const char *const migrations[] = {
 	"CREATE INDEX trials_status ON trials(sweep_id, status, idx);"
 	"ALTER TABLE sweeps ADD COLUMN executor TEXT;"        /* NULL: local; slurm */
 	"ALTER TABLE sweeps ADD COLUMN slurm_job INTEGER;",   /* the array job last submitted */
-	/* 8: the object census of Python jobs (core/observe.c, model/census.c) */
+	/* 8: the object census of Python jobs (core/observe.c, judge/census.c) */
 	"CREATE TABLE census ("
 	"  run_id INTEGER NOT NULL,"
 	"  t REAL NOT NULL,"

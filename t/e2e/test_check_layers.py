@@ -41,7 +41,7 @@ def test_the_tree_as_it_is_passes(tree):
 @pytest.mark.parametrize("where, line, said", [
     ("util/stats.c", "#include <core/sampler.h>", "floor 0 (util) may not include floor 4 (core)"),
     ("util/stats.c", '#include "report/report.h"', "floor 0 (util) may not include floor 7 (report)"),
-    ("model/gate.c", '#include "store/internal.h"', "a private header of src/store/"),
+    ("judge/gate.c", '#include "store/internal.h"', "a private header of src/store/"),
     ("cmd/ls.c", '#include "sweep/runner-int.h"', "a private header of src/sweep/"),
 ])
 def test_an_include_that_breaks_the_rules_fails(tree, where, line, said):
@@ -76,4 +76,4 @@ def test_a_call_up_a_floor_fails(tree, tmp_path):
                     str(objs / "src" / "util" / "planted.o")], check=True)
     r = check(root, str(objs))
     assert r.returncode == 1 and \
-        "util/planted.c: calls run_summary_load of model/summary.c: a call up a floor" in r.stderr, r.stderr
+        "util/planted.c: calls run_summary_load of judge/summary.c: a call up a floor" in r.stderr, r.stderr

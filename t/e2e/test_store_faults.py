@@ -243,10 +243,11 @@ def _every_write(lp, lib, nsteps, pause, sticky, errno_):
                 os.unlink(store + suffix)
         return kind
 
-    # The runs are independent (a store and a fault of their own): one per
-    # core at a time, rather than a hundred one after another.
+    # The runs are independent (a store and a fault of their own): two per
+    # core at a time (each mostly waits on its job's pauses), rather than a
+    # hundred one after another.
     kinds = {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2 * max(2, os.cpu_count() or 2)) as pool:
         for kind in pool.map(one, range(1, total + 1)):
             kinds[kind] = kinds.get(kind, 0) + 1
     print(f"{total} writes: {kinds}")

@@ -13,7 +13,7 @@ import json
 import pytest
 
 TRAIN = "sweep_train.py"
-WIDTHS = [8, 16, 32, 64]
+WIDTHS = [8, 16, 32]
 EXTRAS = [5, 10, 20, 40, 60, 80, 300, 450]      # MiB held on top of torch (~150-250 MiB)
 TOO_LARGE = 300                                  # from here on, over the 400M budget
 

@@ -2,7 +2,7 @@
  * test_census.c — the GPU memory split judged on recorded series (a tensor
  * leak, a fragmenting cache, memory outside PyTorch, a clean loop), census
  * types in words, and the exact test that judges a type on few censuses
- * (model/census.c).
+ * (judge/census.c).
  */
 #include "tap.h"
 
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/census.h"
+#include "judge/census.h"
 
 #define MIB (1024.0 * 1024.0)
 #define N 150

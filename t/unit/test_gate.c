@@ -1,12 +1,12 @@
 /*
- * test_gate.c — the memory gate (model/gate.c) on summaries made by hand:
+ * test_gate.c — the memory gate (judge/gate.c) on summaries made by hand:
  * each expectation held and broken, by how much, and what cannot be judged.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "model/gate.h"
+#include "judge/gate.h"
 #include "tap.h"
 
 #define MiB (1024.0 * 1024.0)

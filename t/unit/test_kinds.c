@@ -1,6 +1,6 @@
 /*
  * test_kinds.c — the growth kinds judged from a store with known series
- * (model/kinds.c through run_summary_load): copy-on-write of two workers
+ * (judge/kinds.c through run_summary_load): copy-on-write of two workers
  * that stops (not a leak, the verdict changed), that still rises (bound,
  * no projection to the limit), a worker's anonymous leak with the parent
  * flat, page cache only (not a leak), and the flight recorder of an
@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model/census.h"
-#include "model/kinds.h"
-#include "model/summary.h"
+#include "judge/census.h"
+#include "judge/kinds.h"
+#include "judge/summary.h"
 #include "report/report.h"
 #include "store/store.h"
 #include "util/util.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model/job.h"
+#include "judge/job.h"
 #include "platform/placement.h"
 #include "report/report.h"
 #include "store/store.h"

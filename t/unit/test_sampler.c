@@ -88,28 +88,10 @@ static void put_statm(pid_t pid, uint64_t size_pages, uint64_t resident_pages, u
 }
 
 /* Sizes in kB, as the kernel writes them; anon_kb: its anonymous memory
- * (a fork child shares Anonymous - Private_Dirty of it with its parent). */
-static void put_rollup_anon(pid_t pid, unsigned rss_kb, unsigned pss_kb, unsigned priv_kb, unsigned swap_kb,
-                            unsigned anon_kb)
-{
-	char rel[64], text[1024];
-	snprintf(rel, sizeof(rel), "%d/smaps_rollup", (int)pid);
-	snprintf(text, sizeof(text),
-	         "00400000-7fff0000 ---p 00000000 00:00 0 [rollup]\n"
-	         "Rss: %u kB\nPss: %u kB\nPss_Anon: %u kB\nPss_File: 0 kB\nPss_Shmem: 0 kB\n"
-	         "Shared_Clean: %u kB\nShared_Dirty: 0 kB\nPrivate_Clean: 0 kB\nPrivate_Dirty: %u kB\n"
-	         "Anonymous: %u kB\nSwap: %u kB\nSwapPss: %u kB\n",
-	         rss_kb, pss_kb, pss_kb, rss_kb - priv_kb, priv_kb, anon_kb, swap_kb, swap_kb);
-	put(rel, text);
-}
-
-static void put_rollup(pid_t pid, unsigned rss_kb, unsigned pss_kb, unsigned priv_kb, unsigned swap_kb)
-{
-	put_rollup_anon(pid, rss_kb, pss_kb, priv_kb, swap_kb, 0);
-}
-
-/* A rollup whose PSS has file_kb of mapped files' pages. */
-static void put_rollup_file(pid_t pid, unsigned rss_kb, unsigned pss_kb, unsigned priv_kb, unsigned file_kb)
+ * (a fork child shares Anonymous - Private_Dirty of it with its parent);
+ * file_kb: of its PSS, mapped files' pages. */
+static void put_rollup_of(pid_t pid, unsigned rss_kb, unsigned pss_kb, unsigned priv_kb, unsigned swap_kb,
+                          unsigned anon_kb, unsigned file_kb)
 {
 	char rel[64], text[1024];
 	snprintf(rel, sizeof(rel), "%d/smaps_rollup", (int)pid);
@@ -117,9 +99,25 @@ static void put_rollup_file(pid_t pid, unsigned rss_kb, unsigned pss_kb, unsigne
 	         "00400000-7fff0000 ---p 00000000 00:00 0 [rollup]\n"
 	         "Rss: %u kB\nPss: %u kB\nPss_Anon: %u kB\nPss_File: %u kB\nPss_Shmem: 0 kB\n"
 	         "Shared_Clean: %u kB\nShared_Dirty: 0 kB\nPrivate_Clean: 0 kB\nPrivate_Dirty: %u kB\n"
-	         "Anonymous: %u kB\nSwap: 0 kB\nSwapPss: 0 kB\n",
-	         rss_kb, pss_kb, pss_kb - file_kb, file_kb, rss_kb - priv_kb, priv_kb, priv_kb);
+	         "Anonymous: %u kB\nSwap: %u kB\nSwapPss: %u kB\n",
+	         rss_kb, pss_kb, pss_kb - file_kb, file_kb, rss_kb - priv_kb, priv_kb, anon_kb, swap_kb, swap_kb);
 	put(rel, text);
+}
+
+static void put_rollup_anon(pid_t pid, unsigned rss_kb, unsigned pss_kb, unsigned priv_kb, unsigned swap_kb,
+                            unsigned anon_kb)
+{
+	put_rollup_of(pid, rss_kb, pss_kb, priv_kb, swap_kb, anon_kb, 0);
+}
+
+static void put_rollup(pid_t pid, unsigned rss_kb, unsigned pss_kb, unsigned priv_kb, unsigned swap_kb)
+{
+	put_rollup_anon(pid, rss_kb, pss_kb, priv_kb, swap_kb, 0);
+}
+
+static void put_rollup_file(pid_t pid, unsigned rss_kb, unsigned pss_kb, unsigned priv_kb, unsigned file_kb)
+{
+	put_rollup_of(pid, rss_kb, pss_kb, priv_kb, 0, priv_kb, file_kb);
 }
 
 /* A process of the fake root: RSS rss_kb, of which priv_kb private. */

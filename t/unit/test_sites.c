@@ -1,6 +1,6 @@
 /*
  * test_sites.c — the judgment of a traced run's allocation sites
- * (model/sites.c): on series too short to judge on their own, a site that
+ * (judge/sites.c): on series too short to judge on their own, a site that
  * carries the run's growth is growing when the run leaks, one that cannot
  * be told is undecided (never flat), and short-lived sites do not grow.
  * Deterministic: synthetic series and a synthetic store, no timing.
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model/sites.h"
+#include "judge/sites.h"
 #include "store/trace.h"
 #include "tap.h"
 

@@ -1,9 +1,9 @@
 /*
- * model/job.c — a job of several ranks, loaded from the store and each
+ * judge/job.c — a job of several ranks, loaded from the store and each
  * rank judged (run_summary_load, the judgment `report RUN` makes): the
- * table of ranks and which one grows. See model/job.h.
+ * table of ranks and which one grows. See judge/job.h.
  */
-#include "model/job.h"
+#include "judge/job.h"
 
 #include <errno.h>
 #include <math.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/summary.h"
+#include "judge/summary.h"
 #include "util/util.h"
 
 int job_key_of_run(struct store *st, int64_t run_id, char *key, size_t cap)

@@ -3,7 +3,7 @@
  * Pure: reads the summary, appends the lines that say what held and what
  * broke. Sizes in bytes; growth per step (the summary's x unit).
  */
-#include "model/gate.h"
+#include "judge/gate.h"
 
 #include <math.h>
 #include <string.h>

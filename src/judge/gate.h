@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "model/summary.h"
+#include "judge/summary.h"
 #include "util/util.h"
 
 /* The exit status of a run whose job succeeded but broke an expectation:

@@ -1,5 +1,5 @@
 /*
- * model/summary.h — what a stored run's numbers mean, from the store alone:
+ * judge/summary.h — what a stored run's numbers mean, from the store alone:
  * the leak judgment (core/analyze) on the run's step series, its rates,
  * peak, limit and projection, and the allocation sites of a traced run.
  * Loaded and judged here; rendered by src/report/.
@@ -65,10 +65,10 @@ struct run_summary {
 	struct segment_row *segments;
 	size_t nsegments;
 	struct trace_report *trace;    /* allocation sites (--trace); NULL: not traced */
-	struct census_report *census;  /* the object census (model/census.h); NULL: none */
+	struct census_report *census;  /* the object census (judge/census.h); NULL: none */
 	struct gpu_report *gpu;        /* PyTorch's CUDA allocator beside NVML; NULL: none */
 	struct run_kinds *kinds;       /* growth kinds, diagnosis, OOM flight recorder
-	                                * (model/kinds.h); never NULL after a load */
+	                                * (judge/kinds.h); never NULL after a load */
 	enum verdict verdict_judged;   /* the statistics' verdict; a.verdict differs when
 	                                * the diagnosis found the growth is not a leak */
 	double *segment_start_bytes;   /* per segment: the measure at its first

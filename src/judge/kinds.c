@@ -1,5 +1,5 @@
 /*
- * model/kinds.c — growth kinds of a stored run: the kind rows the sampler
+ * judge/kinds.c — growth kinds of a stored run: the kind rows the sampler
  * stored (store's kind_samples: per process anonymous, copy-on-write,
  * file-backed, shared memory and GPU bytes; pid 0 the job cgroup's page
  * cache and shmem) made into series on the run's own x and judged with
@@ -13,7 +13,7 @@
  *
  * Units: bytes, seconds since the run began, x in steps or seconds.
  */
-#include "model/kinds.h"
+#include "judge/kinds.h"
 
 #include <math.h>
 #include <stdio.h>

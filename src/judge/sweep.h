@@ -1,5 +1,5 @@
 /*
- * model/sweep.h — a stored sweep, loaded once for every renderer: its row,
+ * judge/sweep.h — a stored sweep, loaded once for every renderer: its row,
  * the names of its dimensions (from the sweep's file, when it still
  * parses), its trials joined with their runs, and each trial's memory
  * series, what the memory model predicted of each trial when it started

@@ -1,5 +1,5 @@
 /*
- * model/sites.c — a traced run's allocation sites, loaded and judged and
+ * judge/sites.c — a traced run's allocation sites, loaded and judged and
  * ranked (see sites.h); report/trace.c renders them.
  *
  * The store keeps, per site, its live sampled bytes each time they changed
@@ -15,7 +15,7 @@
  * carrying it is undecided, never flat. Libraries are judged on the sum of
  * their sites' series.
  */
-#include "model/sites.h"
+#include "judge/sites.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * model/kinds.h — what kind of memory grows, and in which process: the
+ * judge/kinds.h — what kind of memory grows, and in which process: the
  * growth kinds of a stored run (its kind_samples, written by the sampler),
  * each judged with the run's own statistics (core/analyze), the diagnosis
  * that names the kind driving the verdict, and the OOM flight recorder (the

@@ -1,8 +1,8 @@
 /*
- * model/sweep.c — a stored sweep loaded for the renderers (see sweep.h):
+ * judge/sweep.c — a stored sweep loaded for the renderers (see sweep.h):
  * one loader for the table, the charts and the JUnit verdicts.
  */
-#include "model/sweep.h"
+#include "judge/sweep.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * model/job.h — one training job spread over ranks (srun's tasks,
+ * judge/job.h — one training job spread over ranks (srun's tasks,
  * torchrun's workers), each rank a run of its own sharing the placement's
  * job_key (base/placement.h): the ranks loaded and each judged as
  * `report RUN` judges it, and which of them grows. Rendered by

@@ -1,5 +1,5 @@
 /*
- * model/census.h — who holds it, and whose GPU memory it is: the object
+ * judge/census.h — who holds it, and whose GPU memory it is: the object
  * census of a Python job (the client's `census` lines, store table census)
  * judged type by type, and PyTorch's CUDA allocator figures (the client's
  * `gpu` lines) judged beside NVML's as three series. Loaded and judged

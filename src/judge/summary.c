@@ -1,7 +1,7 @@
 /*
- * model/summary.c — from a stored run to its summary: which series is
+ * judge/summary.c — from a stored run to its summary: which series is
  * judged, the judgment (core/analyze), the rates, peak, limit and
- * projection, and the allocation sites of a traced run (model/sites.c).
+ * projection, and the allocation sites of a traced run (judge/sites.c).
  * The renderers in src/report/ only read what this builds.
  *
  * The series: when the run marked steps, memory under the measure at each
@@ -12,7 +12,7 @@
  *
  * Units: bytes, seconds; x in steps or seconds as s->x_unit says.
  */
-#include "model/summary.h"
+#include "judge/summary.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/census.h"
-#include "model/kinds.h"
-#include "model/sites.h"
+#include "judge/census.h"
+#include "judge/kinds.h"
+#include "judge/sites.h"
 #include "util/json.h"
 #include "util/stats.h"
 #include "util/util.h"
@@ -232,7 +232,7 @@ static void processes_at(const struct run_summary *s, const double *t, size_t n,
  * a MiB or more of it, it is added to the series (the measure becomes
  * "pss+shm") and the run judged again, so that the verdict and the
  * diagnosis speak of the same memory. Then processes that pile up in the
- * tree (model/kinds.c) are judged, and the diagnosis made again.
+ * tree (judge/kinds.c) are judged, and the diagnosis made again.
  * x, xt, y: the judged series (n points), y changed in place.
  */
 /* The job's GPU memory at each time of xt (the last sample at or before

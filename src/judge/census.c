@@ -1,5 +1,5 @@
 /*
- * model/census.c — the object census judged type by type, and the GPU's
+ * judge/census.c — the object census judged type by type, and the GPU's
  * memory split into what tensors hold, what PyTorch's caching allocator
  * keeps, and what other libraries hold (census.h; docs/internals/census.md).
  *
@@ -9,7 +9,7 @@
  * objects instead of bytes (CENSUS_MIN_GROWTH_*). Only the types judged
  * `leak` are kept, with the last holder the client named.
  */
-#include "model/census.h"
+#include "judge/census.h"
 
 #include <math.h>
 #include <stdio.h>

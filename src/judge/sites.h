@@ -1,5 +1,5 @@
 /*
- * model/sites.h — where a traced run's growing memory comes from: its
+ * judge/sites.h — where a traced run's growing memory comes from: its
  * allocation sites, each judged for growth across steps by the same
  * statistics as the run (core/analyze), ranked, and rolled up by library.
  * report/trace.h renders them. Units: bytes; growth in bytes per x unit.
