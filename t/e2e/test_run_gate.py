@@ -12,6 +12,16 @@ from conftest import workload
 GATE = 123
 
 
+def test_a_leak_breaks_expect_no_leak(lp):
+    # 300 steps keeping 64 KiB each: a leak; the gate says so after the
+    # verdict, by how much, and exits 123 though the job exited 0
+    r = lp.run([lp.py, workload("steps.py"), "channel", "300", "--step-ms", "2"], "--expect", "no-leak")
+    assert r.rc == GATE, r
+    assert "verdict   leak" in r.err, r.err
+    assert "expect    no-leak: broken" in r.err and "per step" in r.err, r.err
+    assert "broke 1 memory expectation (exit 123)" in r.err, r.err
+
+
 def test_max_peak_broken_says_by_how_much(lp):
     # 200 steps keeping 64 KiB each, on top of the interpreter: far above 1 MiB
     r = lp.run([lp.py, workload("steps.py"), "channel", "200", "--step-ms", "2"], "--max-peak", "1M")
