@@ -147,7 +147,7 @@ struct member {
 	uint64_t shared;            /* statm, this tick: resident file + shmem pages */
 	uint64_t shared_at_exact;   /* ... at the last rollup */
 	uint64_t pss_file_exact, pss_shmem_exact;
-	/* file pages shared with processes outside the tree (see outside()) */
+	/* file pages shared with processes outside the tree (see outside_share()) */
 	uint64_t pss_file_read;     /* Pss_File as the last rollup read it */
 	int64_t outside;            /* of it, what outsiders' comings and goings gave or took */
 	uint64_t tree_moved;        /* resident file + shmem pages the others of the tree
