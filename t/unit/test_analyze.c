@@ -28,9 +28,13 @@
  * smaller count is a subset of the larger. */
 static int seeds(void)
 {
-	const char *e = getenv("LEAKPROOF_TEST_SEEDS");
-	int n = e ? atoi(e) : 0;
-	return n >= 1 && n <= 50 ? n : 50;
+	static int n;               /* read once: SEEDS bounds every family's loop */
+	if (!n) {
+		const char *e = getenv("LEAKPROOF_TEST_SEEDS");
+		int k = e ? atoi(e) : 0;
+		n = k >= 1 && k <= 50 ? k : 50;
+	}
+	return n;
 }
 
 /* ---- a seeded generator ---------------------------------------------------- */
