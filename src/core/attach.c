@@ -504,21 +504,36 @@ int sv_attach_begin(struct sv *sv)
 	return 0;
 }
 
+/* The most OOM kills the job's cgroup tree has counted: a step's cgroup
+ * removed takes its count with it, so the tree's sum can fall. */
+static void note_slurm_ooms(struct sv *sv)
+{
+	uint64_t now = cgroup_tree_oom_kills(&sv->cg);
+	if (now > slurm_ooms)
+		slurm_ooms = now;
+}
+
 /* A SLURM job ends when its cgroup is gone, or holds none of its
  * processes any more (slurmstepd may linger a moment): looked for at each
  * tick where the last sample found nobody, and at least once a second. */
 static void slurm_note_end(struct sv *sv, int64_t now)
 {
 	static int64_t last_look_ns;
+	static size_t last_n;
 	const struct proc_mem *pm;
 	struct stat st;
 	size_t n = sampler_procs(sv->sampler, &pm);
 	bool gone = stat(sv->cg.dir, &st) < 0;
+	/* A member gone may be an OOM kill whose step cgroup SLURM removes
+	 * soon after, taking its count with it: the counts read at once. */
+	if (!gone && n < last_n)
+		note_slurm_ooms(sv);
+	last_n = n;
 	if (!gone && (n == 0 || now - last_look_ns >= 1000000000LL)) {
 		last_look_ns = now;
 		gone = sv_signal_slurm_job(sv, 0) <= 0;
 		if (stat(sv->cg.dir, &st) == 0)
-			slurm_ooms = cgroup_tree_oom_kills(&sv->cg);
+			note_slurm_ooms(sv);
 	}
 	if (!gone)
 		return;
