@@ -76,6 +76,8 @@ SLICE = 50000               # objects of the heap handled per C call; other thre
 LIST_FLOOR = 8 << 20        # a census of the heap always allowed while its list is under this
 LIST_FRACTION = 0.02        # else only while its list is under this share of the process's memory
 BLOCKS_PER_OBJECT = 3       # allocated blocks per tracked object, assumed before the first census
+_CO_OPTIMIZED = 0x0001      # inspect.CO_OPTIMIZED: a function's frame, its locals in fast slots
+_LOCALS_SNAPSHOT = sys.version_info < (3, 13)   # f_locals a dict kept on the frame (PEP 667)
 # The census's cost is its own thread's CPU time: what it takes from the job
 # (a census in a thread waits for the GIL too; that wait is not its cost).
 _clock = getattr(time, "thread_time", time.perf_counter)
@@ -230,6 +232,24 @@ def _system_dirs():
     return tuple(d.rstrip("/") + "/" for d in dirs if d)
 
 
+def _frame_locals(f):
+    """The (name, value) pairs of a running function's locals, leaving
+    nothing behind. Before Python 3.13 (PEP 667), f_locals is a snapshot
+    dict stored on the frame: it would keep every local it saw alive until
+    the function next calls locals() or returns, so a training loop's
+    tensors of one step (megabytes) would live on a step longer, the
+    census's memory in the job's. The snapshot is emptied once read, but
+    where a tracer (a debugger: f_trace) may write it back to the frame,
+    and for frames whose f_locals is their namespace (not optimized: module
+    and class bodies, exec), which are not snapshots."""
+    local = f.f_locals
+    items = list(local.items())
+    if (_LOCALS_SNAPSHOT and f.f_code.co_flags & _CO_OPTIMIZED and f.f_trace is None
+            and type(local) is dict):
+        local.clear()
+    return items
+
+
 class _Walk:
     """One walk for containers held by name, from the job's own modules and
     its running frames: {holder text: container}. Bounded: WALK_MAX objects
@@ -254,8 +274,7 @@ class _Walk:
         for f in frames:
             code = f.f_code
             try:
-                local = f.f_locals if code.co_name != "<module>" else {}
-                items = list(local.items())
+                items = _frame_locals(f) if code.co_name != "<module>" else []
             except Exception:
                 continue
             for name, v in items:

@@ -319,6 +319,47 @@ def test_census_schedule_front_loaded_within_budget(lp):
     assert int(held[-1].split()[3]) > first, held
 
 
+LOCALS_KEPT = r'''
+import gc, json, sys, weakref
+sys.path.insert(0, sys.argv[1])
+from leakproof import census
+lines = []
+c = census.Census(lines.append, 5.0)
+class Batch:
+    pass
+def train():
+    gone, seen = [], []
+    history = []
+    for step in range(12):
+        batch = Batch()                      # a step's data, rebound the next step
+        history.append(step)
+        c.run()
+        before = weakref.ref(batch)
+        batch = Batch()
+        gone.append(before() is None)        # nothing else holds the old one
+        seen.append(any(line.endswith("list local history of train() in job.py") for line in lines))
+    return gone, seen
+gone, seen = train()
+print(json.dumps({"gone": gone, "named": seen[-1]}))
+'''
+
+
+def test_census_keeps_no_local_of_the_job_alive(lp):
+    """Reading a running function's locals (Python before 3.13 stores a
+    snapshot dict on the frame) must not keep them alive past the census:
+    the object a local named at the census is freed as soon as the job
+    rebinds the local, as without a census; the local list is still named."""
+    job = lp.dir / "job.py"
+    job.write_text(LOCALS_KEPT)
+    r = subprocess.run([lp.py, str(job), str(lp.repo / "python")], capture_output=True,
+                       text=True, timeout=120, env={k: v for k, v in os.environ.items()
+                                                    if not k.startswith("LEAKPROOF")})
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert all(out["gone"]), out
+    assert out["named"], out
+
+
 BIG_HEAP = r'''
 import json, sys, threading, time
 sys.path.insert(0, sys.argv[1])

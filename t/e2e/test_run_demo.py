@@ -33,13 +33,7 @@ def test_demo_leaks(lp):
 
 
 def test_demo_fixed_does_not_leak(lp):
-    # --no-census: the object census, woken when the running judgment sees
-    # the loop's first steps settle (+5 MiB), costs a PyTorch job 3-8 MiB
-    # in its first censuses (an open defect, docs/internals/census.md);
-    # late in a run on a busy machine, that step was judged a leak of
-    # 5.5-7 KiB per step. What this test is about is the judgment of the
-    # loop itself.
-    r = lp.run([lp.py, demo(lp), "--fixed"], "--expect", "no-leak", "--no-census", timeout=180)
+    r = lp.run([lp.py, demo(lp), "--fixed"], "--expect", "no-leak", timeout=180)
     assert r.rc == 0, r
     assert "expect    no-leak: held" in r.err, r.err
     rep = lp.report()
