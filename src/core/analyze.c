@@ -31,6 +31,8 @@
 #define WARMUP_FAR_WIDTHS 3.0    /* "far below the settled band", in band widths */
 #define WARMUP_IMMATERIAL 0.1    /* of the growth that matters: a difference this small
                                     cannot change a verdict, so starts no warm-up */
+#define WARMUP_SHARE 0.05        /* ... or of the settled growth over the run */
+#define ACCEL_RATIO 1.25         /* the second half's rate this many times the first's: accelerates */
 #define FLOOR_QUANTILE 0.05      /* the floor of a window: its 5th percentile */
 #define FLOOR_SHARE 0.5          /* the floor must rise at least this share of the trend */
 #define SUSTAIN_SHARE 0.5        /* the late growth rate must reach this share */
@@ -737,6 +739,162 @@ static struct concavity concavity(const double *x, const double *y, size_t n, do
 	return cv;
 }
 
+/* ---- cycles: a sawtooth (garbage collection) ---------------------------- */
+
+/*
+ * A job that frees memory in bulk every so often (reference cycles and
+ * gc.collect(), a cache flushed when full) makes a sawtooth: memory climbs
+ * step by step and falls back at once. Judged as a trend, the phase at
+ * which the run starts and ends tilts the line by a fraction of the
+ * sawtooth's height, far more than a leak that matters on a small job. A
+ * sawtooth is judged by what a leak would change: the floors its falls
+ * reach and the peaks before them.
+ *
+ * A fall is a run of consecutive decreases (equal samples inside it
+ * allowed: one taken mid-fall) whose total is large against the
+ * range of the series (a quarter of its 5th–95th percentile span) and
+ * against the ordinary point-to-point change (four times the 75th
+ * percentile of |Δy|), and that comes mostly at once (its largest single
+ * drop at least half of it: a collection frees in one step, a sample
+ * taken mid-fall splits it in two, while AR(1) noise adds up such falls
+ * from runs of ordinary decreases); noise whose falls are that large
+ * against its own changes has no such range, and a plateau with rare
+ * dips climbs back in one step, which a sawtooth does not (no single rise
+ * in a cycle is more than half the median fall). A cycle runs from the low point after one
+ * fall to the point before the next.
+ */
+#define CYCLE_RANGE_SHARE 0.25   /* a fall: at least this share of the 5-95% range */
+#define CYCLE_CHANGE_TIMES 4.0   /* ... and this many times the 75th percentile of |dy| */
+#define CYCLE_RISE_SHARE 0.5     /* no single rise in a cycle above this share of a fall */
+#define CYCLE_DROP_SHARE 0.5     /* a fall's largest single drop: at least this share of it */
+#define CYCLES_MIN 5             /* whole cycles needed to judge by cycles */
+
+struct cycles {
+	size_t count;               /* whole cycles */
+	size_t first;               /* raw index where the first one starts */
+	double period;              /* median length of a whole cycle, x units */
+	double span;                /* x from the first cycle's start to the end */
+	double baseline;            /* median floor */
+	struct trend floor, peak;   /* trends of the floors and the peaks */
+	double floor_range;         /* highest floor less the lowest */
+	double floor_lift;          /* the rise of the floors' lower quartile from
+	                             * the first half of the cycles to the second,
+	                             * scaled to the span */
+	double tail_peak;           /* the highest point after the last fall */
+	double peak_max;            /* the highest peak of the whole cycles */
+};
+
+/* Find a sawtooth in raw[0..n); 1 with *cy filled when there are at least
+ * CYCLES_MIN whole cycles, 0 otherwise. */
+static int find_cycles(const struct series *raw, struct work *w, struct cycles *cy)
+{
+	size_t n = raw->n;
+	const double *x = raw->x, *y = raw->y;
+	memset(cy, 0, sizeof(*cy));
+	if (n < 4 * (CYCLES_MIN + 1))
+		return 0;
+	double *tmp = work_get(w, n);
+	double range = quantile_copy(y, n, 0.95, tmp) - quantile_copy(y, n, 0.05, tmp);
+	for (size_t i = 1; i < n; i++)
+		tmp[i - 1] = fabs(y[i] - y[i - 1]);
+	double change = quantile_select(tmp, n - 1, 0.75);
+	double big = fmax(CYCLE_RANGE_SHARE * range, CYCLE_CHANGE_TIMES * change);
+	if (!(range > 0) || !(big > 0))
+		return 0;
+
+	/* the falls: low[k] is the index of the low point that ends fall k */
+	size_t *low = xmalloc(n * sizeof(*low)), nf = 0;
+	double *fall = xmalloc(n * sizeof(*fall));
+	for (size_t i = 1; i < n;) {
+		if (!(y[i] < y[i - 1])) {
+			i++;
+			continue;
+		}
+		size_t j = i;
+		while (j + 1 < n && y[j + 1] <= y[j])   /* a sample taken mid-fall */
+			j++;
+		while (j > i && y[j] == y[j - 1])
+			j--;
+		double f = y[i - 1] - y[j], drop = 0;
+		for (size_t k = i; k <= j; k++)
+			drop = fmax(drop, y[k - 1] - y[k]);
+		if (f >= big && drop >= CYCLE_DROP_SHARE * f) {
+			low[nf] = j;
+			fall[nf++] = f;
+		}
+		i = j + 1;
+	}
+	int found = 0;
+	if (nf < CYCLES_MIN + 1)
+		goto out;
+	size_t whole = nf - 1;
+	double med_fall = quantile_copy(fall, nf, 0.5, tmp);
+	/* climbs, not jumps: no single rise inside a cycle near a fall's size */
+	for (size_t i = low[0] + 1; i < n; i++)
+		if (y[i] - y[i - 1] > CYCLE_RISE_SHARE * med_fall)
+			goto out;
+	/* the cycles go on to the end: what follows the last fall is not much
+	 * longer than the longest cycle */
+	double longest = 0;
+	for (size_t k = 0; k < whole; k++)
+		longest = fmax(longest, x[low[k + 1]] - x[low[k]]);
+	if (x[n - 1] - x[low[nf - 1]] > 2 * longest)
+		goto out;
+
+	/* floors (whole cycles and what follows the last fall) and peaks */
+	double *fx = xmalloc(2 * nf * sizeof(*fx)), *fy = fx + nf;
+	double *px = xmalloc(2 * nf * sizeof(*px)), *py = px + nf;
+	for (size_t k = 0; k < nf; k++) {
+		size_t a = low[k], b = k + 1 < nf ? low[k + 1] - 1 : n - 1;   /* the cycle, inclusive */
+		size_t lo = a, hi = a;
+		for (size_t i = a; i <= b; i++) {
+			if (y[i] < y[lo])
+				lo = i;
+			if (y[i] > y[hi])
+				hi = i;
+		}
+		fx[k] = x[lo];
+		fy[k] = y[lo];
+		if (k + 1 < nf) {
+			px[k] = x[hi];
+			py[k] = y[hi];
+			cy->peak_max = k ? fmax(cy->peak_max, y[hi]) : y[hi];
+		} else {
+			cy->tail_peak = y[hi];
+		}
+	}
+	for (size_t k = 0; k < whole; k++)
+		tmp[k] = x[low[k + 1]] - x[low[k]];
+	cy->period = quantile_select(tmp, whole, 0.5);
+	cy->count = whole;
+	cy->first = low[0];
+	cy->span = x[n - 1] - x[low[0]];
+	cy->baseline = quantile_copy(fy, nf, 0.5, tmp);
+	cy->floor_range = max_of(fy, nf) - min_of(fy, nf);
+	/* a floor is where a fall ended; a sample taken before the collector
+	 * finished, or one that freed less, leaves it higher, never lower:
+	 * the lower quartile of each half of the floors is the floor there */
+	size_t fh = nf / 2;
+	double q1 = quantile_copy(fy, fh, 0.25, tmp), q2 = quantile_copy(fy + fh, nf - fh, 0.25, tmp);
+	double x1 = quantile_copy(fx, fh, 0.5, tmp), x2 = quantile_copy(fx + fh, nf - fh, 0.5, tmp);
+	cy->floor_lift = x2 > x1 ? (q2 - q1) * (x[n - 1] - x[low[0]]) / (x2 - x1) : INFINITY;
+	struct series fs, ps;
+	struct work tw = { NULL, 0 };
+	reduce_blocks(fx, fy, nf, 0, TS_MAX_POINTS, &tw, &fs);
+	reduce_blocks(px, py, whole, 0, TS_MAX_POINTS, &tw, &ps);
+	found = trend_fit(fs.x, fs.y, fs.n, &tw, Z_975, 1, &cy->floor) == 0 &&
+	        trend_fit(ps.x, ps.y, ps.n, &tw, Z_975, 1, &cy->peak) == 0 && cy->span > 0;
+	series_release(&fs);
+	series_release(&ps);
+	work_release(&tw);
+	free(fx);
+	free(px);
+out:
+	free(low);
+	free(fall);
+	return found;
+}
+
 /* ---- warm-up --------------------------------------------------------------- */
 
 /*
@@ -781,14 +939,20 @@ static int warmup_accept(const struct warmup_ctx *k, size_t v)
 	 * interval, widened by a difference too small to matter over it */
 	double span = c->x[c->n - 1] - c->x[v];
 	double tol = span > 0 ? k->immaterial / span : 0;
-	if (b < k->ref_low - tol || b > k->ref_high + tol)
+	if (b > k->ref_high + tol)
 		return 0;
-	/* settling: the window's growth must not slow down */
-	if (len >= 9 && concavity(c->x + v, c->y + v, len, b, k->tmp).z > CURVE_Z)
-		return 0;
+	/* settling: the window's growth must not slow down, unless even the
+	 * lower bound of its late rate is short of its slope by a difference
+	 * too small to matter over it (memory of almost no noise, a leak in
+	 * whole pages, makes an arch of a few pages significant) */
+	if (len >= 9) {
+		struct concavity cv = concavity(c->x + v, c->y + v, len, b, k->tmp);
+		if (cv.z > CURVE_Z && !((b - cv.late_low) * span < k->immaterial))
+			return 0;
+	}
 	/* level: around the window's own trend, its first chunk against the
-	 * rest of it, unlike it and by a difference that matters (without
-	 * noise, a page is significant) */
+	 * rest of it, lower and by a difference that matters (without noise,
+	 * a page is significant) */
 	if (len < 2 * k->chunk)
 		return 1;
 	double *r = k->tmp, *t = k->tmp + len;
@@ -797,7 +961,7 @@ static int warmup_accept(const struct warmup_ctx *k, size_t v)
 	if (mann_whitney_p(r, k->chunk, r + k->chunk, len - k->chunk) >= WARMUP_LEVEL_P)
 		return 1;
 	double shift = quantile_copy(r, k->chunk, 0.5, t) - quantile_copy(r + k->chunk, len - k->chunk, 0.5, t);
-	return fabs(shift) < k->immaterial;
+	return shift > -k->immaterial;
 }
 
 /*
@@ -848,7 +1012,7 @@ static size_t find_warmup(const struct series *raw, const struct analyze_opts *o
 	 * band widened by what the slope's uncertainty makes of the distance;
 	 * "far" is at least a difference that matters (memory that moves by
 	 * whole pages makes a band of no width) */
-	double immaterial = WARMUP_IMMATERIAL * thr;
+	double immaterial = fmax(WARMUP_IMMATERIAL * thr, WARMUP_SHARE * fmax(ref_b, 0) * (c.x[m - 1] - c.x[0]));
 	size_t start = 0;
 	for (size_t i = 0; i < half; i++) {
 		double far = q05 - fmax(WARMUP_FAR_WIDTHS * width, immaterial) - (ref_high - ref_low) / 2 * (xc - c.x[i]);
@@ -996,6 +1160,128 @@ static void floor_rise(const struct series *raw, size_t from, struct work *w, do
 	*rise_high = (h3 - l1) * scale;
 }
 
+/* The standard deviation of the residuals of a and b, each around its own
+ * line of slope ba, bb (each centred on its mean), pooled. */
+static double pooled_sd(const struct series *a, double ba, const struct series *b, double bb)
+{
+	double ss = 0;
+	size_t df = 0;
+	const struct series *s[2] = { a, b };
+	double sl[2] = { ba, bb };
+	for (int k = 0; k < 2; k++) {
+		double mean = 0;
+		for (size_t i = 0; i < s[k]->n; i++)
+			mean += s[k]->y[i] - sl[k] * s[k]->x[i];
+		mean /= (double)s[k]->n;
+		for (size_t i = 0; i < s[k]->n; i++) {
+			double e = s[k]->y[i] - sl[k] * s[k]->x[i] - mean;
+			ss += e * e;
+		}
+		df += s[k]->n - 1;
+	}
+	return sqrt(ss / (double)df);
+}
+
+/*
+ * Does the growth of raw[from..n) speed up? The Theil–Sen rates of the
+ * window's two halves (by x), each with its 95% interval: the second's
+ * lower bound above the first's upper bound, at least ACCEL_RATIO times
+ * it, and by a difference that matters over half the window; and both
+ * the second half's growth and the extra growth the speed-up makes over
+ * half the window beyond any random walk's wander (WANDER_RATIO times the
+ * residual sd, as in beyond_wander(): a leak riding on a wandering heap
+ * has halves whose rates differ by a third, a stretch of a random walk
+ * turns upward). A
+ * leak that accelerates is no warm-up: the first half grows too, only
+ * slower.
+ */
+static int accelerates(const struct series *raw, size_t from, double thr, struct work *w,
+                       struct trend *t1, struct trend *t2, size_t *second)
+{
+	size_t n = raw->n;
+	const double *x = raw->x + from, *y = raw->y + from;
+	size_t len = n - from, h = 0;
+	if (len < 20)
+		return 0;
+	double xm = (x[0] + x[len - 1]) / 2, half = (x[len - 1] - x[0]) / 2;
+	while (h < len && x[h] < xm)
+		h++;
+	if (h < 10 || len - h < 10)
+		return 0;
+	struct series s1, s2;
+	reduce_blocks(x, y, h, 0, TS_MAX_POINTS, w, &s1);
+	reduce_blocks(x + h, y + h, len - h, 0, TS_MAX_POINTS, w, &s2);
+	int ok = trend_fit(s1.x, s1.y, s1.n, w, Z_975, 1, t1) == 0 &&
+	         trend_fit(s2.x, s2.y, s2.n, w, Z_975, 1, t2) == 0 &&
+	         t2->low > t1->high && t2->slope > ACCEL_RATIO * fmax(t1->slope, 0) &&
+	         (t2->slope - t1->slope) * half >= thr && beyond_wander(s2.x, s2.y, s2.n, t2->slope) &&
+	         (t2->slope - t1->slope) * half > WANDER_RATIO * pooled_sd(&s1, t1->slope, &s2, t2->slope);
+	series_release(&s1);
+	series_release(&s2);
+	*second = from + h;
+	return ok;
+}
+
+/*
+ * The judgment of a sawtooth by its cycles (find_cycles()): no-leak when
+ * the upper bounds of both the floors' and the peaks' growth over the
+ * cycles stay below what matters (and nothing after the last fall climbs
+ * above the peaks); leak when the floors rise significantly and their
+ * lower bound matters. Returns 1 with *a filled then, 0 to judge the
+ * series as a trend (cycle_period and cycles are filled either way).
+ */
+static int judge_cycles(const struct series *raw, const struct cycles *cy, const struct analyze_opts *o,
+                        struct analysis *a)
+{
+	double thr = fmax(o->min_growth_bytes, o->min_growth_fraction * fmax(cy->baseline, 0));
+	double span = cy->span;
+	const struct trend *f = &cy->floor, *p = &cy->peak;
+	a->cycle_period = cy->period;
+	a->cycles = cy->count;
+	/* floors: the upper bound of their growth, or no significant rise and
+	 * either all of them within less than what matters or their lower
+	 * quartile rising less (ten floors that wander by 0.7 MiB leave an
+	 * upper bound near 1 MiB; one collection that freed less, 5 MiB); peaks (which vary with
+	 * the period when it is irregular): no significant rise, or an upper
+	 * bound below what matters */
+	int floor_up = f->p < o->alpha && f->z > 0, peak_up = p->p < o->alpha && p->z > 0;
+	int flat = (f->high * span < thr || (fmin(cy->floor_range, cy->floor_lift) < thr && !floor_up)) &&
+	           (p->high * span < thr || !peak_up) && cy->tail_peak < cy->peak_max + thr;
+	int rising = floor_up && f->low * span >= thr;
+	if (!flat && !rising)
+		return 0;
+	a->warmup_points = 0;
+	a->warmup_end_x = raw->x[0];
+	a->window_x = span;
+	a->threshold_bytes = thr;
+	a->baseline_bytes = cy->baseline;
+	a->floor_growth_bytes = f->slope * span;
+	a->slope = f->slope;
+	a->slope_low = f->low;
+	a->slope_high = f->high;
+	a->mk_z = f->z;
+	a->mk_p = f->p;
+	a->autocorr_factor = f->var_factor;
+	const char *unit = unit_name(o);
+	char per[32], g1[32], g2[32], pv[32];
+	fmt_x(per, sizeof(per), cy->period >= 10 ? nearbyint(cy->period) : cy->period);
+	if (flat) {
+		a->verdict = VERDICT_NO_LEAK;
+		set_reason(a, "memory rises and falls in cycles of ~%s %ss; floors and peaks do not rise (floors %s over %zu cycles; %s matters)",
+		           per, unit, fmt_bytes(g1, sizeof(g1), f->slope * span), cy->count, fmt_bytes(g2, sizeof(g2), thr));
+		return 1;
+	}
+	a->verdict = VERDICT_LEAK;
+	fmt_p(pv, sizeof(pv), f->p);
+	set_reason(a, "memory rises and falls in cycles of ~%s %ss and its floor rises %s per %s (%s)",
+	           per, unit, fmt_bytes(g1, sizeof(g1), f->slope), unit, pv);
+	if (o->limit_bytes > 0 && f->slope > 0) {
+		double to_limit = (o->limit_bytes - a->last_bytes) / f->slope;
+		a->projected_to_limit = to_limit > 0 ? to_limit : 0;
+	}
+	return 1;
+}
+
 void analyze_series(const double *x, const double *y, size_t n,
                     const struct analyze_opts *opts, struct analysis *out)
 {
@@ -1038,18 +1324,33 @@ void analyze_series(const double *x, const double *y, size_t n,
 		goto out;
 	}
 
-	size_t from = find_warmup(&raw, opts, &w);
-	size_t judged = n - from;
-	a->warmup_points = from;
-	a->warmup_end_x = raw.x[from];
-	double span = raw.x[n - 1] - raw.x[from];
-	a->window_x = span;
+	struct cycles cy;
+	if (find_cycles(&raw, &w, &cy) && judge_cycles(&raw, &cy, opts, a))
+		goto out;
+
+	size_t warm = find_warmup(&raw, opts, &w);
+	a->warmup_points = warm;
+	a->warmup_end_x = raw.x[warm];
 	double floor_low, floor_high;
-	floor_rise(&raw, from, &w, &a->baseline_bytes, &a->floor_growth_bytes, &floor_low, &floor_high);
+	floor_rise(&raw, warm, &w, &a->baseline_bytes, &a->floor_growth_bytes, &floor_low, &floor_high);
 	double thr = opts->min_growth_fraction * (a->baseline_bytes > 0 ? a->baseline_bytes : 0);
 	if (thr < opts->min_growth_bytes)
 		thr = opts->min_growth_bytes;
 	a->threshold_bytes = thr;
+	/* growth that speeds up: one line through both rates leaves residuals
+	 * bent far beyond its noise, which the serial-correlation correction
+	 * takes for a wander. The second half is judged, at its own rate; the
+	 * first is no warm-up (it grows too, only slower). */
+	struct trend t1, t2;
+	size_t from = warm;
+	int accel = accelerates(&raw, warm, thr, &w, &t1, &t2, &from) && n - from >= need;
+	if (!accel)
+		from = warm;
+	else
+		floor_rise(&raw, from, &w, &a->baseline_bytes, &a->floor_growth_bytes, &floor_low, &floor_high);
+	size_t judged = n - from;
+	double span = raw.x[n - 1] - raw.x[from];
+	a->window_x = span;
 
 	reduce_blocks(raw.x + from, raw.y + from, judged, from, TS_MAX_POINTS, &w, &s);
 	struct trend t;
@@ -1064,7 +1365,7 @@ void analyze_series(const double *x, const double *y, size_t n,
 		a->slope_low = lo;
 		a->slope_high = hi;
 	}
-	const char *after = from ? " after warm-up" : "";
+	const char *after = accel ? " over the second half" : warm ? " after warm-up" : "";
 	if (judged < need) {
 		set_reason(a, "only %zu %.*s after warm-up; need %zu", judged, (int)strlen(pts) - (judged == 1), pts, need);
 		goto out;
@@ -1152,7 +1453,14 @@ void analyze_series(const double *x, const double *y, size_t n,
 		goto out;
 	}
 	a->verdict = VERDICT_LEAK;
-	set_reason(a, "memory grows %s per %s%s (%s) and its floor rises with it", rate, unit, after, p);
+	if (accel) {
+		a->rate_early = t1.slope;
+		a->rate_late = b;
+		set_reason(a, "memory grows faster and faster%s: %s per %s over the first half, %s per %s after (%s)",
+		           warm ? " after warm-up" : "", fmt_bytes(g1, sizeof(g1), t1.slope), unit, rate, unit, p);
+	} else {
+		set_reason(a, "memory grows %s per %s%s (%s) and its floor rises with it", rate, unit, after, p);
+	}
 	if (opts->limit_bytes > 0 && b > 0) {
 		double to_limit = (opts->limit_bytes - a->last_bytes) / b;
 		a->projected_to_limit = to_limit > 0 ? to_limit : 0;

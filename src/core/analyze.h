@@ -5,8 +5,12 @@
  * Pure functions on arrays; no I/O. Units: memory in bytes, x in steps (or
  * seconds when judging over time), time in seconds. The method is described
  * in docs/internals/statistics.md:
- *   - warm-up: the leading part that does not yet agree with the settled
- *     end of the series (slope, level, shape) is skipped, at most half;
+ *   - cycles: a sawtooth (memory freed in bulk, e.g. gc.collect()) of at
+ *     least 5 cycles is judged by its floors and peaks;
+ *   - warm-up: the leading part that lies below the settled end of the
+ *     series or grows faster (slope, level, shape) is skipped, at most half;
+ *   - acceleration: growth whose second half is clearly faster is judged
+ *     on that half, with both rates;
  *   - trend: Theil–Sen slope with a rank-based 95% interval (Sen 1968), on
  *     block medians when the series is long, so 100,000 steps stay fast;
  *   - significance: Mann–Kendall with the ties correction, its variance
@@ -65,6 +69,12 @@ struct analysis {
 	double projected_to_limit;    /* x units until limit_bytes; <0 when none */
 	double window_x;              /* length of the judged window, x units */
 	double threshold_bytes;       /* growth over the window that matters */
+	double cycle_period;          /* x units between the falls of a sawtooth
+	                               * (GC cycles) the judgment found; 0: none */
+	size_t cycles;                /* its whole cycles */
+	double rate_early, rate_late; /* when the growth accelerates: its rate over
+	                               * the first half of the window and over the
+	                               * second (bytes per x unit); 0 when not */
 };
 
 /*

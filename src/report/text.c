@@ -139,11 +139,17 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 			strbuf_addf(sb, ", %s/h", fmt_bytes(b2, sizeof(b2), a->slope * 3600));
 		strbuf_addf(sb, ", measure %s\n", run_summary_measure_label(s));
 		if (!a->warmup_points)
-			strbuf_addstr(sb, "  warm-up   none\n");
+			strbuf_addstr(sb, "  warm-up   none");
 		else if (over_time)
-			strbuf_addf(sb, "  warm-up   ended at %s\n", fmt_duration(b1, sizeof(b1), s->warmup_steps));
+			strbuf_addf(sb, "  warm-up   ended at %s", fmt_duration(b1, sizeof(b1), s->warmup_steps));
 		else
-			strbuf_addf(sb, "  warm-up   ended at step %.0f\n", s->warmup_steps);
+			strbuf_addf(sb, "  warm-up   ended at step %.0f", s->warmup_steps);
+		/* a leak that speeds up has no warm-up: say so here */
+		if (a->rate_late > 0 && a->rate_late > a->rate_early)
+			strbuf_addf(sb, "; growth accelerates: %s%s over the first half, %s%s after",
+			            fmt_bytes(b1, sizeof(b1), a->rate_early), render_x_suffix(s),
+			            fmt_bytes(b2, sizeof(b2), a->rate_late), render_x_suffix(s));
+		strbuf_addch(sb, '\n');
 	} else {
 		strbuf_addf(sb, "  measure   %s\n", run_summary_measure_label(s));
 	}

@@ -83,3 +83,56 @@ def test_h5py_staging_files_closed_do_not_leak(lp):
     rep = lp.report()
     assert rep["verdict"] == "no-leak", lp.describe(rep)
     assert rep["steps"] == 250
+
+
+def test_gc_cycles_are_not_a_leak(lp):
+    # Reference cycles of 1 MiB a step, freed by gc.collect() every 60 steps:
+    # a sawtooth of ~60 MiB whose floors and peaks stay put. A line through
+    # it tilts with the phase the run ends at ("grows 14.8 KiB per step ...
+    # run longer" on such a job); judged by its cycles it is no leak.
+    r = lp.run([lp.py, lp.workload("gc_cycles.py")], "--interval", "20ms", timeout=120)
+    assert r.rc == 0, r
+    rep = lp.report()
+    assert rep["verdict"] == "no-leak", lp.describe(rep)
+    assert rep["steps"] == 600
+    assert "cycles of ~60 steps" in rep["analysis_reason"], lp.describe(rep)
+    assert rep["peak_bytes"] > 50 * lp.MIB
+
+
+def test_gc_cycles_on_a_rising_floor_leak(lp):
+    # the same sawtooth, each step also keeping 64 KiB for good
+    r = lp.run([lp.py, lp.workload("gc_cycles.py"), "--keep-kib", "64"], "--interval", "20ms",
+               timeout=120)
+    assert r.rc == 0, r
+    expected = lp.expected_growth(r.stderr)
+    rep = lp.report()
+    assert rep["verdict"] == "leak", lp.describe(rep)
+    assert rep["growth_bytes_per_step"] == pytest.approx(expected, rel=0.30), lp.describe(rep)
+
+
+def test_leak_from_the_first_step_has_no_warmup(lp):
+    # 256 KiB kept a step from step 0: the list's reallocations move the
+    # level by a few MiB, which once made half the run a "warm-up"
+    r = lp.run([lp.py, lp.workload("kept_buffers.py")], "--interval", "20ms", timeout=120)
+    assert r.rc == 0, r
+    expected = lp.expected_growth(r.stderr)
+    rep = lp.report()
+    assert rep["verdict"] == "leak", lp.describe(rep)
+    assert rep["steps"] == 1500
+    assert rep["warmup_steps"] <= 150, lp.describe(rep)
+    assert rep["growth_bytes_per_step"] == pytest.approx(expected, rel=0.10), lp.describe(rep)
+
+
+def test_accelerating_leak_is_said_to_accelerate(lp):
+    # 256 KiB a step, then 2 MiB a step over the second half: no warm-up,
+    # the two rates in the verdict and on the summary's warm-up line
+    r = lp.run([lp.py, lp.workload("kept_buffers.py"), "--accelerate", "--steps", "600"],
+               "--interval", "20ms", timeout=120)
+    assert r.rc == 0, r
+    expected = lp.expected_growth(r.stderr)
+    rep = lp.report()
+    assert rep["verdict"] == "leak", lp.describe(rep)
+    assert rep["warmup_steps"] <= 60, lp.describe(rep)
+    assert "faster and faster" in rep["analysis_reason"], lp.describe(rep)
+    assert rep["growth_bytes_per_step"] == pytest.approx(8 * expected, rel=0.10), lp.describe(rep)
+    assert "growth accelerates:" in r.err, r

@@ -555,7 +555,9 @@ static void test_autocorrelated(void)
 	/* the large-n factor of AR(1) is (1 + 0.9)/(1 - 0.9) = 19 */
 	CHECK(m_ar > 10 && m_ar < 30);
 	CHECK(m_rw > 20);
-	CHECK(m_iid < 1.1);
+	/* half of these series (the odd seeds) inflate by 1.3-1.5 over the whole
+	 * run, as they did over the shorter windows a spurious warm-up left */
+	CHECK(m_iid < 1.2);
 	CHECK(m_saw < 1.5);   /* whole periods add nothing to S */
 	CHECK(ar_leaks <= 1);
 	CHECK(rw_leaks <= 4);
@@ -789,6 +791,284 @@ static void test_a_page_is_no_warmup(void)
 	CHECK_EQ_INT(a.warmup_points, 6);
 }
 
+/* ---- cycles and acceleration --------------------------------------------- */
+
+#define PAGE 4096.0
+
+static double page_round(double v)
+{
+	return PAGE * floor(v / PAGE + 0.5);
+}
+
+/*
+ * A Python job that builds reference cycles and frees them with
+ * gc.collect() every so many steps: memory rises by `rise` a step and
+ * falls back to the floor at each collection; the floor wanders a little
+ * (here by up to 0.7 MiB, as measured) and rises by floor_per_step. The
+ * period is `period`, or, when jitter > 0, drawn uniformly from
+ * period ± jitter for each cycle. Pages only. Returns the cycles made.
+ */
+static int make_gc_cycles(struct rng *r, size_t n, double period, double jitter, double rise,
+                          double floor_per_step)
+{
+	steps_x(n);
+	int cycles = 0;
+	size_t len = (size_t)(period + jitter * (2 * unif(r) - 1) + 0.5);
+	size_t at = (size_t)(unif(r) * (double)len);   /* starts at any phase */
+	double wander = 0.7 * MIB * unif(r);
+	for (size_t i = 0; i < n; i++, at++) {
+		if (at == len) {   /* gc.collect() */
+			len = (size_t)(period + jitter * (2 * unif(r) - 1) + 0.5);
+			at = 0;
+			wander = 0.7 * MIB * unif(r);
+			cycles++;
+		}
+		ys[i] = page_round(5.2 * MIB + wander + rise * (double)at + floor_per_step * (double)i +
+		                   64 * KIB * unif(r));
+	}
+	return cycles;
+}
+
+/* cycles whose floors and peaks stay put are no leak, and say so */
+static void test_cycles_flat(void)
+{
+	struct rng r;
+	int ok = 0, named = 0, irregular_ok = 0;
+	for (int seed = 0; seed < SEEDS; seed++) {
+		rng_seed(&r, 13000 + (uint64_t)seed);
+		make_gc_cycles(&r, 600, 60, 0, 1 * MIB, 0);
+		struct analysis a = judge(600);
+		ok += a.verdict == VERDICT_NO_LEAK;
+		named += strstr(a.reason, "cycles of ~60 steps") != NULL && a.cycle_period > 55 && a.cycle_period < 65;
+		if (seed == 0)
+			printf("# gc cycles of 60 steps, flat: %s — %s\n", verdict_name(a.verdict), a.reason);
+		/* periods of 30 to 90 steps */
+		make_gc_cycles(&r, 600, 60, 30, 1 * MIB, 0);
+		a = judge(600);
+		irregular_ok += a.verdict == VERDICT_NO_LEAK && strstr(a.reason, "cycles of ~") != NULL;
+		if (seed == 0)
+			printf("# gc cycles of 30-90 steps, flat: %s — %s\n", verdict_name(a.verdict), a.reason);
+	}
+	printf("# gc cycles, flat: no-leak %d/%d (period named %d), irregular periods no-leak %d/%d\n",
+	       ok, SEEDS, named, irregular_ok, SEEDS);
+	CHECK_EQ_INT(ok, SEEDS);
+	CHECK_EQ_INT(named, SEEDS);
+	CHECK_EQ_INT(irregular_ok, SEEDS);
+
+	/* the measured run: floors 5.2-5.9 MiB, peaks 65.5-66.1 MiB, 10 cycles */
+	rng_seed(&r, 13500);
+	make_gc_cycles(&r, 620, 62, 0, 1 * MIB, 0);
+	struct analysis a = judge(620);
+	CHECK_STR(verdict_name(a.verdict), "no-leak");
+	CHECK_EQ_INT(a.warmup_points, 0);
+}
+
+/* the same cycles on a floor that rises are a leak */
+static void test_cycles_rising_floor(void)
+{
+	struct rng r;
+	int regular = 0, irregular = 0;
+	for (int seed = 0; seed < SEEDS; seed++) {
+		rng_seed(&r, 14000 + (uint64_t)seed);
+		/* 20 KiB a step: 12 MiB over the run, the threshold is 1 MiB */
+		make_gc_cycles(&r, 600, 60, 0, 1 * MIB, 20 * KIB);
+		struct analysis a = judge(600);
+		regular += a.verdict == VERDICT_LEAK && fabs(a.slope - 20 * KIB) < 0.3 * 20 * KIB;
+		if (seed == 0)
+			printf("# gc cycles, floor +20 KiB/step: %s — %s\n", verdict_name(a.verdict), a.reason);
+		make_gc_cycles(&r, 600, 60, 30, 1 * MIB, 20 * KIB);
+		a = judge(600);
+		irregular += a.verdict == VERDICT_LEAK;
+		if (seed == 0)
+			printf("# gc cycles of 30-90 steps, floor +20 KiB/step: %s — %s\n", verdict_name(a.verdict), a.reason);
+	}
+	printf("# gc cycles, rising floor: leak %d/%d, irregular periods %d/%d\n", regular, SEEDS, irregular, SEEDS);
+	CHECK(regular >= SEEDS * 9 / 10);
+	CHECK(irregular >= SEEDS * 9 / 10);
+}
+
+/* noise, however large, is not cycles */
+static void test_noise_is_no_cycles(void)
+{
+	struct rng r;
+	int named = 0;
+	steps_x(600);
+	for (int seed = 0; seed < SEEDS; seed++) {
+		rng_seed(&r, 15000 + (uint64_t)seed);
+		for (size_t i = 0; i < 600; i++)
+			ys[i] = 1024 * MIB + 20 * MIB * gauss(&r);
+		named += judge(600).cycle_period > 0;
+		make_noisy_plateau(&r, 600);
+		named += judge(600).cycle_period > 0;
+		double e = 0;
+		for (size_t i = 0; i < 600; i++) {
+			e = 0.9 * e + 8 * MIB * gauss(&r);
+			ys[i] = 1024 * MIB + e;
+		}
+		named += judge(600).cycle_period > 0;
+		/* a plateau with rare deep dips (a buffer freed for a step) */
+		for (size_t i = 0; i < 600; i++)
+			ys[i] = 1024 * MIB + 2 * MIB * gauss(&r) - (unif(&r) < 0.02 ? 200 * MIB : 0);
+		named += judge(600).cycle_period > 0;
+	}
+	printf("# noise taken for cycles: %d of %d\n", named, 4 * SEEDS);
+	CHECK_EQ_INT(named, 0);
+
+	/* AR(1) noise falls by runs of ordinary decreases that add up to a
+	 * GC fall's size: such series (seed 16535 first, and the seeds whose
+	 * streams overlap it) were taken for cycles before a fall had to come
+	 * mostly at once (a collection frees its cycles in one step; a sample
+	 * taken mid-fall splits it in two) */
+	int slow_falls = 0;
+	for (int seed = 0; seed < 4 * SEEDS; seed++) {
+		rng_seed(&r, 16535 + (uint64_t)seed);
+		double e = 0;
+		for (size_t i = 0; i < 600; i++) {
+			e = 0.9 * e + 8 * MIB * gauss(&r);
+			ys[i] = 1024 * MIB + e;
+		}
+		slow_falls += judge(600).cycle_period > 0;
+	}
+	printf("# AR(1) phi 0.9 taken for cycles: %d of %d\n", slow_falls, 4 * SEEDS);
+	CHECK_EQ_INT(slow_falls, 0);
+}
+
+/*
+ * A leak with almost no noise: 260 KiB kept a step, in whole pages, the
+ * first 45 steps 3 MiB higher (start-up's temporaries), half a MiB of
+ * small objects gained from step 100 to 450 and a tenth of one after, and
+ * a page block of 256 KiB that comes and goes, as a measured run of
+ * t/workloads/kept_buffers.py. Its residuals are arched by half a MiB,
+ * significant without noise, and the warm-up's settling test took that
+ * for a growth that slows down: warm-up 126 of 1500 steps on the measured
+ * run (175 by the judgment before the one-sided warm-up), 360 on this one.
+ */
+static void test_noiseless_leak_has_no_warmup(void)
+{
+	struct rng r;
+	rng_seed(&r, 17000);
+	steps_x(1500);
+	for (size_t i = 0; i < 1500; i++) {
+		double small = i < 100 ? 0 : i < 450 ? 0.5 * MIB * (double)(i - 100) / 350
+		                                     : 0.5 * MIB + 0.1 * MIB * (double)(i - 450) / 1050;
+		ys[i] = page_round(9.2 * MIB + 260 * KIB * (double)i + small + (i < 45 ? 3 * MIB : 0) +
+		                   (unif(&r) < 0.5 ? 0 : 256 * KIB));
+	}
+	struct analysis a = judge(1500);
+	printf("# noiseless leak: %s, warm-up %zu — %s\n", verdict_name(a.verdict), a.warmup_points, a.reason);
+	CHECK_STR(verdict_name(a.verdict), "leak");
+	CHECK(a.warmup_points <= 150);
+}
+
+/*
+ * A leak from the first step has no warm-up: kept buffers, memory by whole
+ * pages, a little noise from what a step allocates and frees; also an
+ * allocator that takes memory in chunks of 2 MiB.
+ */
+static void test_linear_from_start(void)
+{
+	struct rng r;
+	int warm_ok = 0, leaks = 0, chunky_ok = 0;
+	size_t worst = 0;
+	steps_x(2500);
+	for (int seed = 0; seed < SEEDS; seed++) {
+		rng_seed(&r, 16000 + (uint64_t)seed);
+		for (size_t i = 0; i < 2500; i++)
+			ys[i] = page_round(30 * MIB + 260 * KIB * (double)i + 256 * KIB * unif(&r));
+		struct analysis a = judge(2500);
+		leaks += a.verdict == VERDICT_LEAK;
+		warm_ok += a.warmup_points <= 250;
+		if (a.warmup_points > worst)
+			worst = a.warmup_points;
+		for (size_t i = 0; i < 2500; i++)
+			ys[i] = 30 * MIB + 2 * MIB * ceil((260 * KIB * (double)i + 512 * KIB * unif(&r)) / (2 * MIB));
+		a = judge(2500);
+		chunky_ok += a.verdict == VERDICT_LEAK && a.warmup_points <= 250;
+		if (a.warmup_points > worst)
+			worst = a.warmup_points;
+	}
+	printf("# linear from step 0, n=2500: leak %d/%d, warm-up within the first tenth %d/%d, "
+	       "2 MiB chunks %d/%d; longest warm-up %zu\n", leaks, SEEDS, warm_ok, SEEDS, chunky_ok, SEEDS, worst);
+	CHECK_EQ_INT(leaks, SEEDS);
+	CHECK_EQ_INT(warm_ok, SEEDS);
+	CHECK_EQ_INT(chunky_ok, SEEDS);
+
+	/* as measured (a Python list keeping 256 KiB a step): exact pages,
+	 * and the list's reallocations move the level: 8.3 MiB up for a
+	 * while at step 700, 2.4 MiB down from step 1100, 3.3 from 1800. It
+	 * was given a warm-up of 1117 steps. */
+	for (size_t i = 0; i < 2500; i++) {
+		double shift = i >= 700 && i < 760 ? 8.3 * MIB : i >= 1800 ? -3.3 * MIB : i >= 1100 ? -2.4 * MIB : 0;
+		ys[i] = page_round(10 * MIB + 260 * KIB * (double)i + shift);
+	}
+	struct analysis a = judge(2500);
+	CHECK_STR(verdict_name(a.verdict), "leak");
+	CHECK(a.warmup_points <= 250);
+}
+
+/* a leak that speeds up is said to, with its two rates, not given warm-up */
+static void test_accelerating_leak(void)
+{
+	struct rng r;
+	int ok = 0, rates_ok = 0;
+	steps_x(800);
+	for (int seed = 0; seed < SEEDS; seed++) {
+		rng_seed(&r, 17000 + (uint64_t)seed);
+		/* 0.5 MiB a step, 2 MiB a step from step 400 */
+		for (size_t i = 0; i < 800; i++) {
+			double fi = (double)i;
+			double g = i < 400 ? 0.5 * MIB * fi : 0.5 * MIB * 400 + 2 * MIB * (fi - 400);
+			ys[i] = page_round(200 * MIB + g + 4 * MIB * gauss(&r));
+		}
+		struct analysis a = judge(800);
+		if (seed == 0)
+			printf("# accelerating leak: %s, warm-up %zu — %s\n", verdict_name(a.verdict), a.warmup_points, a.reason);
+		ok += a.verdict == VERDICT_LEAK && a.warmup_points <= 80 && strstr(a.reason, "faster and faster") != NULL;
+		rates_ok += fabs(a.rate_early - 0.5 * MIB) < 0.2 * MIB && fabs(a.rate_late - 2 * MIB) < 0.3 * MIB;
+	}
+	printf("# accelerating leak 0.5 then 2 MiB/step: said %d/%d, rates right %d/%d\n", ok, SEEDS, rates_ok, SEEDS);
+	CHECK_EQ_INT(ok, SEEDS);
+	CHECK(rates_ok >= SEEDS * 9 / 10);
+
+	/* smoothly: the rate grows from 0.2 to 2.2 MiB a step */
+	for (size_t i = 0; i < 800; i++) {
+		double fi = (double)i;
+		ys[i] = page_round(200 * MIB + 0.2 * MIB * fi + 1.25 * KIB * fi * fi + 2 * MIB * gauss(&r));
+	}
+	struct analysis a = judge(800);
+	CHECK_STR(verdict_name(a.verdict), "leak");
+	CHECK(a.warmup_points <= 80);
+	CHECK(strstr(a.reason, "faster and faster") != NULL);
+	CHECK(a.rate_late > 2 * a.rate_early);
+
+	/* a plain leak does not accelerate */
+	for (size_t i = 0; i < 800; i++)
+		ys[i] = page_round(200 * MIB + 1 * MIB * (double)i + 4 * MIB * gauss(&r));
+	a = judge(800);
+	CHECK_STR(verdict_name(a.verdict), "leak");
+	CHECK(strstr(a.reason, "faster and faster") == NULL);
+	CHECK_NEAR(a.rate_early, 0, 0);
+}
+
+/* caches filling with a time constant, by pages and nearly noise-free: the
+ * warm-up is found where they have filled */
+static void test_cache_fill_pages(void)
+{
+	struct rng r;
+	int ok = 0;
+	steps_x(600);
+	for (int seed = 0; seed < SEEDS; seed++) {
+		rng_seed(&r, 18000 + (uint64_t)seed);
+		for (size_t i = 0; i < 600; i++)
+			ys[i] = page_round(100 * MIB + 400 * MIB * (1 - exp(-(double)i / 40)) + 128 * KIB * unif(&r));
+		struct analysis a = judge(600);
+		ok += a.verdict == VERDICT_NO_LEAK && a.warmup_points >= 80 && a.warmup_points <= 300 &&
+		      strstr(a.reason, "faster and faster") == NULL;
+	}
+	printf("# cache filling by pages, tau 40: no-leak with warm-up 80..300 in %d/%d\n", ok, SEEDS);
+	CHECK_EQ_INT(ok, SEEDS);
+}
+
 /* a judgment on 100,000 steps, timed */
 static void test_timing_100k(void)
 {
@@ -853,4 +1133,11 @@ TEST_MAIN("analyze",
 	TEST(test_change_quantiles),
 	TEST(test_unsorted_and_nonfinite),
 	TEST(test_time_bins),
+	TEST(test_cycles_flat),
+	TEST(test_cycles_rising_floor),
+	TEST(test_noise_is_no_cycles),
+	TEST(test_linear_from_start),
+	TEST(test_noiseless_leak_has_no_warmup),
+	TEST(test_accelerating_leak),
+	TEST(test_cache_fill_pages),
 	TEST(test_timing_100k))
