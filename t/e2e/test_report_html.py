@@ -94,7 +94,7 @@ def runs(lp_bin, tmp_path_factory):
     r = st.run([st.py, "-c", METRIC_JOB])
     assert r.returncode == 0, r.stderr
     ids["metric"] = st.latest_id()
-    r = st.run([st.py, st.workload("steps.py"), "none", "2"])
+    r = st.run([st.py, st.workload("steps.py"), "none", "3"])
     assert r.returncode == 0, r.stderr
     ids["nosteps"] = st.latest_id()
     r = st.run([st.py, st.workload("ends.py"), "hog", "8"], "--max-mem", "120M", "--restart", "on-oom",
@@ -178,7 +178,8 @@ def test_svg_of_a_run_without_steps(runs):
     assert rep["x_unit"] == "s"
     root = parse_svg(runs.report(rid, "svg"))
     assert series(root)[0] == "pss"
-    assert len(by_class(root, "lp-trend")) == 1       # it grows 20 MiB/s
+    judged = {k: rep.get(k) for k in ("verdict", "reason", "points", "samples")}
+    assert len(by_class(root, "lp-trend")) == 1, judged   # it grows 20 MiB/s
     check_ticks(ticks(root, "x"), r" s")
     check_ticks(ticks(root, "y"), r" (B|KiB|MiB|GiB)")
     assert "time since the start" in ET.tostring(root, encoding="unicode")
