@@ -153,6 +153,7 @@ static void write_json(struct strbuf *sb, const struct analysis *a)
 	add_num(&jw, "peak_bytes", a->peak_bytes);
 	add_num(&jw, "last_bytes", a->last_bytes);
 	add_num(&jw, "window_steps", a->window_x);
+	add_num(&jw, "window_from", a->points ? a->window_from_x : NAN);
 	add_num(&jw, "threshold_bytes", a->threshold_bytes);
 	jw_object_object(&jw, "per_step_change", false);
 	for (int i = 0; i < 5; i++)
@@ -182,6 +183,8 @@ static void write_text(struct strbuf *sb, const struct analysis *a)
 		strbuf_addf(sb, ", warm-up %zu (judged from step %.0f)", a->warmup_points, a->warmup_end_x);
 	else
 		strbuf_addstr(sb, ", warm-up none");
+	if (a->rate_late > a->rate_early)
+		strbuf_addf(sb, ", judged from step %.0f, where the growth bends upward", a->window_from_x);
 	strbuf_addch(sb, '\n');
 	if (isfinite(a->slope)) {
 		strbuf_addf(sb, "growth    %s/step", signed_bytes(b1, sizeof(b1), a->slope));

@@ -32,7 +32,10 @@
 #define WARMUP_IMMATERIAL 0.1    /* of the growth that matters: a difference this small
                                     cannot change a verdict, so starts no warm-up */
 #define WARMUP_SHARE 0.05        /* ... or of the settled growth over the run */
-#define ACCEL_RATIO 1.25         /* the second half's rate this many times the first's: accelerates */
+#define ACCEL_RATIO 1.25         /* the second part's rate this many times the first's: accelerates */
+#define BEND_MAX_POINTS 300      /* block medians searched for where growth bends upward */
+#define BEND_MIN_POINTS 10       /* ... each part at least this many of them */
+#define BEND_MIN_SHARE 0.2       /* ... and the second at least this share of the window */
 #define FLOOR_QUANTILE 0.05      /* the floor of a window: its 5th percentile */
 #define FLOOR_SHARE 0.5          /* the floor must rise at least this share of the trend */
 #define SUSTAIN_SHARE 0.5        /* the late growth rate must reach this share */
@@ -1183,42 +1186,98 @@ static double pooled_sd(const struct series *a, double ba, const struct series *
 }
 
 /*
- * Does the growth of raw[from..n) speed up? The Theil–Sen rates of the
- * window's two halves (by x), each with its 95% interval: the second's
+ * Where a line through raw[from..n) bends upward most: the split of the
+ * window (its block medians, at most BEND_MAX_POINTS) into a first part of
+ * at least BEND_MIN_POINTS and a second of at least BEND_MIN_SHARE of it
+ * whose two least-squares lines leave the least squared residual. A raw
+ * index, or n when the window is too short to split.
+ */
+static size_t find_bend(const struct series *raw, size_t from, struct work *w)
+{
+	size_t len = raw->n - from;
+	struct series c;
+	reduce_blocks(raw->x + from, raw->y + from, len, from, BEND_MAX_POINTS, w, &c);
+	size_t m = c.n, last = m - (size_t)ceil(BEND_MIN_SHARE * (double)m), best = raw->n;
+	if (m < 2 * BEND_MIN_POINTS || last < BEND_MIN_POINTS)
+		goto out;
+	/* prefix sums, x and y centred for accuracy */
+	double x0 = c.x[0], y0 = c.y[0];
+	double *ps = xmalloc(5 * (m + 1) * sizeof(*ps));
+	double *sx = ps, *sy = ps + m + 1, *sxx = ps + 2 * (m + 1), *sxy = ps + 3 * (m + 1), *syy = ps + 4 * (m + 1);
+	sx[0] = sy[0] = sxx[0] = sxy[0] = syy[0] = 0;
+	for (size_t i = 0; i < m; i++) {
+		double dx = c.x[i] - x0, dy = c.y[i] - y0;
+		sx[i + 1] = sx[i] + dx;
+		sy[i + 1] = sy[i] + dy;
+		sxx[i + 1] = sxx[i] + dx * dx;
+		sxy[i + 1] = sxy[i] + dx * dy;
+		syy[i + 1] = syy[i] + dy * dy;
+	}
+	double best_sse = INFINITY;
+	for (size_t k = BEND_MIN_POINTS; k <= last; k++) {
+		double sse = 0;
+		size_t part[2][2] = { { 0, k }, { k, m } };
+		for (int q = 0; q < 2; q++) {
+			size_t a = part[q][0], b = part[q][1];
+			double nn = (double)(b - a);
+			double mx = (sx[b] - sx[a]) / nn, my = (sy[b] - sy[a]) / nn;
+			double vxx = (sxx[b] - sxx[a]) - nn * mx * mx;
+			double vxy = (sxy[b] - sxy[a]) - nn * mx * my;
+			double vyy = (syy[b] - syy[a]) - nn * my * my;
+			sse += vxx > 0 ? vyy - vxy * vxy / vxx : vyy;
+		}
+		if (sse < best_sse) {
+			best_sse = sse;
+			best = c.start[k];
+		}
+	}
+	free(ps);
+out:
+	series_release(&c);
+	return best;
+}
+
+/*
+ * Does the growth of raw[from..n) speed up, or start late? The window is
+ * split where it bends upward most (find_bend()), and the Theil–Sen rates
+ * of the two parts, each with its 95% interval, must differ: the second's
  * lower bound above the first's upper bound, at least ACCEL_RATIO times
- * it, and by a difference that matters over half the window; and both
- * the second half's growth and the extra growth the speed-up makes over
- * half the window beyond any random walk's wander (WANDER_RATIO times the
- * residual sd, as in beyond_wander(): a leak riding on a wandering heap
- * has halves whose rates differ by a third, a stretch of a random walk
- * turns upward). A
- * leak that accelerates is no warm-up: the first half grows too, only
- * slower.
+ * it, and by a difference that matters over the second part; and both the
+ * second part's growth and the extra growth the bend makes over it beyond
+ * any random walk's wander (WANDER_RATIO times the residual sd, as in
+ * beyond_wander(): a leak riding on a wandering heap has halves whose
+ * rates differ by a third, a stretch of a random walk turns upward). The
+ * second part is then judged on its own; the first is no warm-up: it
+ * grows too, only slower (accelerates), or not at all (a leak that starts
+ * late, which one line through the whole window would hide: its
+ * residuals, bent, read as serial correlation). *onset is 1 then.
  */
 static int accelerates(const struct series *raw, size_t from, double thr, struct work *w,
-                       struct trend *t1, struct trend *t2, size_t *second)
+                       struct trend *t1, struct trend *t2, size_t *second, int *onset)
 {
 	size_t n = raw->n;
+	*onset = 0;
+	if (n - from < 2 * BEND_MIN_POINTS)
+		return 0;
+	size_t h = find_bend(raw, from, w);
+	if (h >= n)
+		return 0;
 	const double *x = raw->x + from, *y = raw->y + from;
-	size_t len = n - from, h = 0;
-	if (len < 20)
-		return 0;
-	double xm = (x[0] + x[len - 1]) / 2, half = (x[len - 1] - x[0]) / 2;
-	while (h < len && x[h] < xm)
-		h++;
-	if (h < 10 || len - h < 10)
-		return 0;
+	size_t k = h - from, len = n - from;
+	double span2 = x[len - 1] - x[k];
 	struct series s1, s2;
-	reduce_blocks(x, y, h, 0, TS_MAX_POINTS, w, &s1);
-	reduce_blocks(x + h, y + h, len - h, 0, TS_MAX_POINTS, w, &s2);
+	reduce_blocks(x, y, k, 0, TS_MAX_POINTS, w, &s1);
+	reduce_blocks(x + k, y + k, len - k, 0, TS_MAX_POINTS, w, &s2);
 	int ok = trend_fit(s1.x, s1.y, s1.n, w, Z_975, 1, t1) == 0 &&
 	         trend_fit(s2.x, s2.y, s2.n, w, Z_975, 1, t2) == 0 &&
 	         t2->low > t1->high && t2->slope > ACCEL_RATIO * fmax(t1->slope, 0) &&
-	         (t2->slope - t1->slope) * half >= thr && beyond_wander(s2.x, s2.y, s2.n, t2->slope) &&
-	         (t2->slope - t1->slope) * half > WANDER_RATIO * pooled_sd(&s1, t1->slope, &s2, t2->slope);
+	         (t2->slope - t1->slope) * span2 >= thr && beyond_wander(s2.x, s2.y, s2.n, t2->slope) &&
+	         (t2->slope - t1->slope) * span2 > WANDER_RATIO * pooled_sd(&s1, t1->slope, &s2, t2->slope);
+	/* flat before: the first part's growth, at its upper bound, does not matter */
+	*onset = ok && t1->high * (x[k] - x[0]) < thr;
 	series_release(&s1);
 	series_release(&s2);
-	*second = from + h;
+	*second = h;
 	return ok;
 }
 
@@ -1251,7 +1310,7 @@ static int judge_cycles(const struct series *raw, const struct cycles *cy, const
 	if (!flat && !rising)
 		return 0;
 	a->warmup_points = 0;
-	a->warmup_end_x = raw->x[0];
+	a->warmup_end_x = a->window_from_x = raw->x[0];
 	a->window_x = span;
 	a->threshold_bytes = thr;
 	a->baseline_bytes = cy->baseline;
@@ -1320,7 +1379,7 @@ void analyze_series(const double *x, const double *y, size_t n,
 			}
 		}
 		if (n)
-			a->warmup_end_x = raw.x[0];
+			a->warmup_end_x = a->window_from_x = raw.x[0];
 		goto out;
 	}
 
@@ -1343,7 +1402,8 @@ void analyze_series(const double *x, const double *y, size_t n,
 	 * first is no warm-up (it grows too, only slower). */
 	struct trend t1, t2;
 	size_t from = warm;
-	int accel = accelerates(&raw, warm, thr, &w, &t1, &t2, &from) && n - from >= need;
+	int onset = 0;
+	int accel = accelerates(&raw, warm, thr, &w, &t1, &t2, &from, &onset) && n - from >= need;
 	if (!accel)
 		from = warm;
 	else
@@ -1351,6 +1411,7 @@ void analyze_series(const double *x, const double *y, size_t n,
 	size_t judged = n - from;
 	double span = raw.x[n - 1] - raw.x[from];
 	a->window_x = span;
+	a->window_from_x = raw.x[from];
 
 	reduce_blocks(raw.x + from, raw.y + from, judged, from, TS_MAX_POINTS, &w, &s);
 	struct trend t;
@@ -1365,7 +1426,12 @@ void analyze_series(const double *x, const double *y, size_t n,
 		a->slope_low = lo;
 		a->slope_high = hi;
 	}
-	const char *after = accel ? " over the second half" : warm ? " after warm-up" : "";
+	char bend[48], after[64];
+	fmt_x(bend, sizeof(bend), raw.x[from]);
+	if (accel)
+		snprintf(after, sizeof(after), strcmp(unit, "step") ? " from %s s on" : " from step %s on", bend);
+	else
+		snprintf(after, sizeof(after), "%s", warm ? " after warm-up" : "");
 	if (judged < need) {
 		set_reason(a, "only %zu %.*s after warm-up; need %zu", judged, (int)strlen(pts) - (judged == 1), pts, need);
 		goto out;
@@ -1456,8 +1522,12 @@ void analyze_series(const double *x, const double *y, size_t n,
 	if (accel) {
 		a->rate_early = t1.slope;
 		a->rate_late = b;
-		set_reason(a, "memory grows faster and faster%s: %s per %s over the first half, %s per %s after (%s)",
-		           warm ? " after warm-up" : "", fmt_bytes(g1, sizeof(g1), t1.slope), unit, rate, unit, p);
+		if (onset)
+			set_reason(a, "memory grows %s per %s%s, flat before (%s)", rate, unit, after, p);
+		else
+			set_reason(a, "memory grows faster and faster%s: %s per %s, then %s per %s%s (%s)",
+			           warm ? " after warm-up" : "", fmt_bytes(g1, sizeof(g1), t1.slope), unit, rate, unit,
+			           after, p);
 	} else {
 		set_reason(a, "memory grows %s per %s%s (%s) and its floor rises with it", rate, unit, after, p);
 	}

@@ -54,7 +54,7 @@ struct analysis {
 	char reason[256];             /* one sentence, lowercase, no full stop */
 	size_t points;                /* usable points (finite x and y) */
 	size_t warmup_points;         /* points skipped as warm-up */
-	double warmup_end_x;          /* x where the judged window starts */
+	double warmup_end_x;          /* x where the warm-up ends (the first x when none) */
 	double slope;                 /* bytes per unit of x (Theil–Sen) */
 	double slope_low, slope_high; /* 95% interval (Sen, with autocorr_factor) */
 	double mk_z, mk_p;            /* Mann–Kendall statistic and two-sided p */
@@ -72,9 +72,11 @@ struct analysis {
 	double cycle_period;          /* x units between the falls of a sawtooth
 	                               * (GC cycles) the judgment found; 0: none */
 	size_t cycles;                /* its whole cycles */
-	double rate_early, rate_late; /* when the growth accelerates: its rate over
-	                               * the first half of the window and over the
-	                               * second (bytes per x unit); 0 when not */
+	double rate_early, rate_late; /* when the growth bends upward (speeds up,
+	                               * or starts late): its rate before the bend
+	                               * and after (bytes per x unit); 0 when not */
+	double window_from_x;         /* x where the judged window starts: where
+	                               * the warm-up ends, or the bend */
 };
 
 /*

@@ -126,7 +126,7 @@ static void judge_type(struct census_report *r, struct census_row *const *rows, 
 		memset(&a, 0, sizeof(a));
 		a.verdict = VERDICT_LEAK;
 		a.points = n;
-		a.warmup_end_x = x[0];
+		a.warmup_end_x = a.window_from_x = x[0];
 		a.slope = theil_sen(x, y, n, &a.slope_low, &a.slope_high);
 		a.mk_p = p;
 		a.last_bytes = y[n - 1];
@@ -143,7 +143,7 @@ static void judge_type(struct census_report *r, struct census_row *const *rows, 
 	if (bytes_known) {
 		/* over the window the counts were judged on */
 		size_t from = 0;
-		while (from < n && x[from] < a.warmup_end_x)
+		while (from < n && x[from] < a.window_from_x)
 			from++;
 		if (n - from >= 2)
 			c->bytes_growth = theil_sen(x + from, yb + from, n - from, NULL, NULL);

@@ -821,10 +821,10 @@ void run_kinds_processes(struct run_kinds *k, const double *x, const double *t, 
 	memset(&g, 0, sizeof(g));
 	analyze_series(x, y, n, opts, &g.a);
 	free(y);
-	/* alive when the judged window began (after warm-up), and at the end */
+	/* alive when the judged window began (after warm-up, or at a bend), and at the end */
 	double first = count[0];
 	for (size_t i = 0; i < n; i++)
-		if (!g.a.warmup_points || !isfinite(g.a.warmup_end_x) || x[i] >= g.a.warmup_end_x) {
+		if (!isfinite(g.a.window_from_x) || x[i] >= g.a.window_from_x) {
 			first = count[i];
 			break;
 		}
@@ -837,8 +837,7 @@ void run_kinds_processes(struct run_kinds *k, const double *x, const double *t, 
 	size_t rises = 0;
 	double x_rise0 = NAN, x_rise1 = NAN;
 	for (size_t i = 1; i < n; i++)
-		if (count[i] > count[i - 1] && (!g.a.warmup_points || !isfinite(g.a.warmup_end_x) ||
-		                                x[i] >= g.a.warmup_end_x)) {
+		if (count[i] > count[i - 1] && (!isfinite(g.a.window_from_x) || x[i] >= g.a.window_from_x)) {
 			rises++;
 			if (!isfinite(x_rise0))
 				x_rise0 = x[i];

@@ -329,8 +329,8 @@ int trace_report_load(struct store *st, int64_t run_id, bool by_step, double unt
 	if (by_step != asked_by_step)
 		run = NULL;
 	size_t from = 0;
-	if (run && run->points && isfinite(run->warmup_end_x))
-		while (from < g.ncols && g.x[from] < run->warmup_end_x)
+	if (run && run->points && isfinite(run->window_from_x))
+		while (from < g.ncols && g.x[from] < run->window_from_x)
 			from++;
 	size_t nwin = g.ncols - from;
 

@@ -301,7 +301,7 @@ static void judge_all_memory(struct run_summary *s, struct run_kinds *k, const d
 	/* Growth too fast for its kinds to be read: not called a leak blind */
 	if (s->a.verdict == VERDICT_LEAK && !k->has_diagnosis && k->nrows) {
 		size_t from = 0;
-		while (from + 1 < n && s->a.warmup_points && isfinite(s->a.warmup_end_x) && x[from] < s->a.warmup_end_x)
+		while (from + 1 < n && isfinite(s->a.window_from_x) && x[from] < s->a.window_from_x)
 			from++;
 		size_t seen = run_kinds_readings(k, xt[from], xt[n - 1]);
 		if (seen < KINDS_MIN_READINGS) {

@@ -190,7 +190,7 @@ static void add_judgment(struct run_charts *c, const struct run_summary *s, cons
 	double *r = xmalloc(j->n * sizeof(double));
 	size_t k = 0, from = j->n;
 	for (size_t i = 0; i < j->n; i++)
-		if (j->ax[i] >= s->a.warmup_end_x) {
+		if (j->ax[i] >= s->a.window_from_x) {
 			if (from == j->n)
 				from = i;
 			r[k++] = j->y[i] - s->a.slope * j->ax[i];

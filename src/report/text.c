@@ -144,11 +144,17 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 			strbuf_addf(sb, "  warm-up   ended at %s", fmt_duration(b1, sizeof(b1), s->warmup_steps));
 		else
 			strbuf_addf(sb, "  warm-up   ended at step %.0f", s->warmup_steps);
-		/* a leak that speeds up has no warm-up: say so here */
-		if (a->rate_late > 0 && a->rate_late > a->rate_early)
-			strbuf_addf(sb, "; growth accelerates: %s%s over the first half, %s%s after",
-			            fmt_bytes(b1, sizeof(b1), a->rate_early), render_x_suffix(s),
+		/* a leak that speeds up or starts late has no warm-up: its bend here */
+		if (a->rate_late > 0 && a->rate_late > a->rate_early) {
+			char b3[32];
+			if (over_time)
+				fmt_duration(b3, sizeof(b3), a->window_from_x);
+			else
+				snprintf(b3, sizeof(b3), "step %.0f", a->window_from_x);
+			strbuf_addf(sb, "; growth bends upward at %s: %s%s before, %s%s after", b3,
+			            render_signed_bytes(b1, sizeof(b1), a->rate_early), render_x_suffix(s),
 			            fmt_bytes(b2, sizeof(b2), a->rate_late), render_x_suffix(s));
+		}
 		strbuf_addch(sb, '\n');
 	} else {
 		strbuf_addf(sb, "  measure   %s\n", run_summary_measure_label(s));

@@ -135,4 +135,19 @@ def test_accelerating_leak_is_said_to_accelerate(lp):
     assert rep["warmup_steps"] <= 60, lp.describe(rep)
     assert "faster and faster" in rep["analysis_reason"], lp.describe(rep)
     assert rep["growth_bytes_per_step"] == pytest.approx(8 * expected, rel=0.10), lp.describe(rep)
-    assert "growth accelerates:" in r.err, r
+    assert "growth bends upward at step " in r.err, r
+
+
+def test_late_leak_is_judged_from_where_it_starts(lp):
+    # nothing kept over the first 60 % of the run, then 256 KiB a step: a
+    # line through the whole run would read the bend as serial correlation
+    r = lp.run([lp.py, lp.workload("kept_buffers.py"), "--start-at", "0.6", "--steps", "500"],
+               "--interval", "20ms", timeout=120)
+    assert r.rc == 0, r
+    expected = lp.expected_growth(r.stderr)
+    rep = lp.report()
+    assert rep["verdict"] == "leak", lp.describe(rep)
+    assert "flat before" in rep["analysis_reason"], lp.describe(rep)
+    assert rep["growth_bytes_per_step"] == pytest.approx(expected, rel=0.10), lp.describe(rep)
+    bend = int(r.err.split("growth bends upward at step ")[1].split(":")[0])
+    assert 280 <= bend <= 340, r.err

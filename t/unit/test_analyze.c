@@ -1050,6 +1050,54 @@ static void test_accelerating_leak(void)
 	CHECK_NEAR(a.rate_early, 0, 0);
 }
 
+/* a leak that starts late, after a flat stretch (an evaluation phase that
+ * keeps its outputs): judged from where it starts, not hidden by one line
+ * through the whole run; a level that steps up once is no such leak */
+static void test_late_onset(void)
+{
+	struct rng r;
+	int ok = 0, from_ok = 0, stairs_ok = 0;
+	steps_x(400);
+	for (int seed = 0; seed < SEEDS; seed++) {
+		rng_seed(&r, 19000 + (uint64_t)seed);
+		size_t onset = 160 + (size_t)(unif(&r) * 120);   /* 40 % to 70 % of the run */
+		for (size_t i = 0; i < 400; i++) {
+			double g = i < onset ? 0 : 0.5 * MIB * (double)(i - onset);
+			ys[i] = page_round(300 * MIB + g + 2 * MIB * gauss(&r));
+		}
+		struct analysis a = judge(400);
+		if (seed == 0)
+			printf("# late leak from step %zu: %s — %s\n", onset + 1, verdict_name(a.verdict), a.reason);
+		ok += a.verdict == VERDICT_LEAK && strstr(a.reason, "flat before") != NULL &&
+		      fabs(a.slope - 0.5 * MIB) < 0.1 * MIB;
+		from_ok += fabs(a.window_from_x - (double)(onset + 1)) <= 20;
+		/* the same by stairs: 4 MiB every 8 steps, nearly noise-free */
+		for (size_t i = 0; i < 400; i++) {
+			double g = i < onset ? 0 : 4 * MIB * (double)((i - onset) / 8);
+			ys[i] = page_round(300 * MIB + g + 64 * KIB * gauss(&r));
+		}
+		a = judge(400);
+		stairs_ok += a.verdict == VERDICT_LEAK && fabs(a.window_from_x - (double)(onset + 1)) <= 20;
+	}
+	printf("# late leak, 0.5 MiB/step from 40-70 %% of the run: said %d/%d, judged from its start %d/%d; "
+	       "by stairs %d/%d\n", ok, SEEDS, from_ok, SEEDS, stairs_ok, SEEDS);
+	CHECK(ok >= SEEDS * 9 / 10);
+	CHECK(from_ok >= SEEDS * 9 / 10);
+	CHECK(stairs_ok >= SEEDS * 9 / 10);
+
+	/* one step up of 20 MiB at 60 %, flat after: not a leak, not a bend */
+	int steps = 0;
+	for (int seed = 0; seed < SEEDS; seed++) {
+		rng_seed(&r, 19500 + (uint64_t)seed);
+		for (size_t i = 0; i < 400; i++)
+			ys[i] = page_round(300 * MIB + (i < 240 ? 0 : 20 * MIB) + 2 * MIB * gauss(&r));
+		struct analysis a = judge(400);
+		steps += a.verdict != VERDICT_LEAK && !(a.rate_late > a.rate_early);
+	}
+	printf("# one step up at 60 %%, flat after: not a leak %d/%d\n", steps, SEEDS);
+	CHECK(steps >= SEEDS * 9 / 10);
+}
+
 /* caches filling with a time constant, by pages and nearly noise-free: the
  * warm-up is found where they have filled */
 static void test_cache_fill_pages(void)
@@ -1139,5 +1187,6 @@ TEST_MAIN("analyze",
 	TEST(test_linear_from_start),
 	TEST(test_noiseless_leak_has_no_warmup),
 	TEST(test_accelerating_leak),
+	TEST(test_late_onset),
 	TEST(test_cache_fill_pages),
 	TEST(test_timing_100k))
