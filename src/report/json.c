@@ -174,6 +174,9 @@ void report_write_json(const struct run_summary *s, const struct report_extras *
 	add_num_array(&jw, "growth_interval_bytes_per_step", interval, 2);
 	jw_object_double(&jw, "warmup_steps", s->warmup_steps);
 	jw_object_double(&jw, "warmup_points", (double)a->warmup_points);
+	jw_object_double(&jw, "window_from", fit ? a->window_from_x : NAN);
+	jw_object_double(&jw, "growth_before_bend_bytes_per_step",
+	                 a->rate_late > a->rate_early ? a->rate_early : NAN);
 	jw_object_double(&jw, "steps", (double)s->steps);
 	jw_object_double(&jw, "steps_per_second", s->steps_per_second > 0 ? s->steps_per_second : NAN);
 	jw_object_double(&jw, "samples", (double)s->nsamples);
