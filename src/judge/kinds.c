@@ -274,6 +274,15 @@ static void judge_cow(struct run_kinds *out, const struct kind_row *rows, const 
 	free(total);
 }
 
+
+/* The run's memory grew and was judged a leak, or was judged but left
+ * unclear (not for want of points): what a diagnosis that explains all of
+ * the growth as not a leak may turn into no-leak. */
+static bool growth_judged(const struct analysis *run)
+{
+	return run->verdict == VERDICT_LEAK || (run->verdict == VERDICT_INCONCLUSIVE && run->window_x > 0 &&
+	                                        run->slope > 0);
+}
 /* Growth of a kind that is the job's own to blame: not the machine's
  * /dev/shm (a job without a cgroup of its own), which every process on the
  * machine writes to; a busy machine's other jobs made it grow under jobs
@@ -378,12 +387,15 @@ static void diagnose(struct run_kinds *out, const struct analysis *run, const st
 			         " not a leak without end",
 			         out->cow_workers, out->cow_workers == 1 ? "" : "s", b1, b2,
 			         fmt_bytes(b3, sizeof(b3), fmax(0, out->cow_bound_bytes - out->cow_bytes)));
+			/* levels off at its bound: not a leak where that is under the limit */
+			double level = run->last_bytes + fmax(0, out->cow_bound_bytes - out->cow_bytes);
+			out->overrides_verdict = growth_judged(run) && (o->limit_bytes <= 0 || level < o->limit_bytes);
 		} else {
 			snprintf(out->diagnosis, sizeof(out->diagnosis),
 			         "copy-on-write \xe2\x80\x94 %d forked worker%s privately copied %s of the parent's pages;"
 			         " bounded by the parent's size (at most %s), flat since %s %.0f",
 			         out->cow_workers, out->cow_workers == 1 ? "" : "s", b1, b2, xw, out->cow_flat_since_x);
-			out->overrides_verdict = run->verdict == VERDICT_LEAK;
+			out->overrides_verdict = growth_judged(run);
 		}
 		return;
 	}
@@ -415,7 +427,7 @@ static void diagnose(struct run_kinds *out, const struct analysis *run, const st
 			         " file being read, pages the kernel drops when it needs the room; not a leak",
 			         w, b1, b2, xw);
 		}
-		out->overrides_verdict = run->verdict == VERDICT_LEAK;
+		out->overrides_verdict = growth_judged(run);
 	}
 }
 

@@ -72,8 +72,9 @@ struct run_kinds {
 	char diagnosis[512];         /* "copy-on-write — 2 forked workers ..."; "" none */
 	bool diagnosis_leak;         /* it names a leak: a process's own memory,
 	                              * shmem nobody maps, processes piling up */
-	bool overrides_verdict;      /* the verdict was leak, and the growth is only
-	                              * page cache or copy-on-write that stopped */
+	bool overrides_verdict;      /* the verdict was leak or unclear, and the
+	                              * growth is only page cache, or copy-on-write
+	                              * that stopped or levels off under the limit */
 	/* copy-on-write of the forked workers, summed */
 	int cow_workers;
 	double cow_bytes, cow_bound_bytes;

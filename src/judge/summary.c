@@ -556,8 +556,15 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 	}
 	if (k->overrides_verdict) {
 		s->a.verdict = VERDICT_NO_LEAK;
-		snprintf(s->reason, sizeof(s->reason), "memory grew, but as %s that is not a leak (see the diagnosis)",
-		         mem_kind_name(s->kinds->diagnosis_kind));
+		if (k->diagnosis_kind == KIND_COW && k->cow_rising) {
+			char g[32];
+			snprintf(s->reason, sizeof(s->reason), "memory grows, but as copy-on-write of forked workers,"
+			         " which levels off at %s, under the limit: not a leak (see the diagnosis)",
+			         fmt_bytes(g, sizeof(g), k->cow_level_bytes));
+		} else {
+			snprintf(s->reason, sizeof(s->reason), "memory grew, but as %s that is not a leak (see the diagnosis)",
+			         mem_kind_name(s->kinds->diagnosis_kind));
+		}
 	}
 	const struct growth_kind *machine_shm = run_kinds_machine_shm_growth(k);
 	if (machine_shm && s->a.verdict != VERDICT_LEAK) {
