@@ -28,6 +28,7 @@
 #define WARMUP_CANDIDATES 64     /* starts tried before refining */
 #define WARMUP_CHUNK_MIN 6       /* points in the level test's chunk, at least */
 #define WARMUP_LEVEL_P 0.001     /* a chunk this unlike the rest is still warm-up */
+#define WARMUP_SLOPE_RATIO 1.25  /* a window this much faster than the settled rate is still warm-up */
 #define WARMUP_FAR_WIDTHS 3.0    /* "far below the settled band", in band widths */
 #define WARMUP_IMMATERIAL 0.1    /* of the growth that matters: a difference this small
                                     cannot change a verdict, so starts no warm-up */
@@ -921,7 +922,8 @@ static double mann_whitney_p(const double *a, size_t na, const double *b, size_t
 
 struct warmup_ctx {
 	const struct series *c;   /* the (reduced) series being searched */
-	double ref_low, ref_high; /* settled slope's interval (last third) */
+	double ref_b;             /* settled slope (last third) */
+	double ref_low, ref_high; /* ... its interval */
 	double immaterial;        /* a difference too small to matter (WARMUP_IMMATERIAL) */
 	size_t half, chunk;
 	double *tmp;              /* scratch: 2·c->n doubles */
@@ -939,10 +941,14 @@ static int warmup_accept(const struct warmup_ctx *k, size_t v)
 	if (isnan(b))
 		return 1;
 	/* slope: the window's robust slope within the settled slope's
-	 * interval, widened by a difference too small to matter over it */
+	 * interval, widened by a difference too small to matter over it, or
+	 * less than WARMUP_SLOPE_RATIO times the settled slope: a leak whose
+	 * rate wanders by a tenth (the allocator's doing: 1.46, 1.82, then
+	 * 1.56 MiB a step in the bundled demo) has no warm-up, and was given
+	 * 339 of 800 steps of one */
 	double span = c->x[c->n - 1] - c->x[v];
 	double tol = span > 0 ? k->immaterial / span : 0;
-	if (b > k->ref_high + tol)
+	if (b > k->ref_high + tol && b > WARMUP_SLOPE_RATIO * k->ref_b)
 		return 0;
 	/* settling: the window's growth must not slow down, unless even the
 	 * lower bound of its late rate is short of its slope by a difference
@@ -1024,7 +1030,7 @@ static size_t find_warmup(const struct series *raw, const struct analyze_opts *o
 	}
 
 	struct warmup_ctx k = {
-		.c = &c, .ref_low = ref_low, .ref_high = ref_high, .immaterial = immaterial, .half = half,
+		.c = &c, .ref_b = ref_b, .ref_low = ref_low, .ref_high = ref_high, .immaterial = immaterial, .half = half,
 		.chunk = m / 20 > WARMUP_CHUNK_MIN ? m / 20 : WARMUP_CHUNK_MIN, .tmp = tmp, .w = &tw,
 	};
 	size_t step = (half - (start < half ? start : half)) / WARMUP_CANDIDATES + 1;

@@ -2,6 +2,8 @@
 `leakproof run` on real training workloads: the verdict and the growth it
 reports, against what each workload knows it retains (t/workloads).
 """
+import json
+
 import pytest
 
 pytestmark = pytest.mark.slow
@@ -151,3 +153,16 @@ def test_late_leak_is_judged_from_where_it_starts(lp):
     assert rep["growth_bytes_per_step"] == pytest.approx(expected, rel=0.10), lp.describe(rep)
     bend = int(r.err.split("growth bends upward at step ")[1].split(":")[0])
     assert 280 <= bend <= 340, r.err
+
+
+def test_a_leak_whose_rate_wanders_has_no_warmup(lp):
+    # the bundled demo's series from a run where the allocator made its
+    # rate 1.46, 1.82, then 1.56 MiB a step: judged a leak after a warm-up
+    # of 338 of its 800 steps, when it grows from the first
+    with open(lp.repo / "t" / "fixtures" / "series" / "demo-wandering-rate.txt", "rb") as f:
+        r = lp.cmd(["judge", "--format", "json"], stdin=f)
+    assert r.rc == 1, r
+    got = json.loads(r.out)
+    assert got["verdict"] == "leak", got
+    assert got["warmup_points"] <= 80, got
+    assert 1.4 * lp.MIB < got["growth_bytes_per_step"] < 1.7 * lp.MIB, got
