@@ -1,4 +1,4 @@
--- The leakproof store's schema, version 13: the tables of a store made now.
+-- The leakproof store's schema, version 14: the tables of a store made now.
 -- Made by scripts/schema from a store the binary made and the comments of
 -- src/store/schema.c (its migrations, append-only: a store of an older version
 -- is migrated when opened for writing). Do not edit: run scripts/schema.
@@ -127,7 +127,8 @@ CREATE TABLE runs (  -- (v1)
   gpu_peak_bytes INTEGER,                     -- (v10)
   supervisor_pidns INTEGER,                   -- (v13) inode of its /proc/self/ns/pid
   boot_id TEXT,                               -- (v13) /proc/sys/kernel/random/boot_id
-  left_pending INTEGER                        -- (v13) 1: interrupted, its job's leftovers not yet ended
+  left_pending INTEGER,                       -- (v13) 1: interrupted, its job's leftovers not yet ended
+  judge_version INTEGER                       -- (v14) JUDGE_VERSION of its verdict; NULL: older
 );
 CREATE INDEX runs_trial ON runs(sweep_id, trial_idx, trial_attempt);
 

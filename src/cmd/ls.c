@@ -9,7 +9,9 @@ static const char usage[] =
 "List the runs in the store, newest first: id, start time, duration, how the\n"
 "job ended, steps, peak memory (under the run's measure), verdict, where it\n"
 "ran (the host, then its SLURM job: JOB, JOB_TASK for an array task, .STEP\n"
-"for an srun step, and rN for rank N of a job of several), command.\n"
+"for an srun step, and rN for rank N of a job of several), command. The\n"
+"verdict is the one stored when the run ended; a star marks one that another\n"
+"version of leakproof's judgment wrote (`leakproof report ID` judges again).\n"
 "\n"
 "options:\n"
 "  -f, --format F         text (default) or json (an array of objects)\n"
@@ -87,6 +89,7 @@ static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 {
 	int sw = 11;   /* the STATUS column: wider for "exit 0, partial" */
 	int hw = 4;    /* HOST */
+	int64_t starred = 0;   /* a run whose verdict another judgment wrote */
 	for (size_t i = 0; i < n; i++) {
 		char status[32], host[128];
 		short_status(status, sizeof(status), &rows[i]);
@@ -96,11 +99,11 @@ static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 		if ((int)strlen(host) > hw)
 			hw = (int)strlen(host);
 	}
-	strbuf_addf(sb, "%5s  %-16s  %-12s  %-*s  %7s  %-9s  %-12s  %-*s  %s\n", "ID", "STARTED",
+	strbuf_addf(sb, "%5s  %-16s  %-12s  %-*s  %7s  %-9s  %-13s  %-*s  %s\n", "ID", "STARTED",
 	            "DURATION", sw, "STATUS", "STEPS", "PEAK", "VERDICT", hw, "HOST", "COMMAND");
 	for (size_t i = 0; i < n; i++) {
 		const struct run_row *r = &rows[i];
-		char started[32] = "?", dur[48], status[32], peak[32] = "-", host[128];
+		char started[32] = "?", dur[48], status[32], peak[32] = "-", host[128], verdict[32];
 		struct tm tm;
 		/* a damaged store's time stays "?": no cast of what time_t cannot hold */
 		if (r->started_at >= 0 && r->started_at < 253402300800.0) {   /* before the year 10000 */
@@ -117,13 +120,22 @@ static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 		size_t argc;
 		run_command_parse(r->command_json, &argv, &argc);
 		short_host(host, sizeof(host), r);
-		strbuf_addf(sb, "%5lld  %-16s  %-12s  %-*s  %7lld  %-9s  %-12s  ", (long long)r->id, started,
-		            dur, sw, status, (long long)r->steps, peak, r->verdict[0] ? r->verdict : "-");
+		/* a verdict another version of the judgment wrote: starred */
+		bool other = r->verdict[0] && r->judge_version != JUDGE_VERSION;
+		snprintf(verdict, sizeof(verdict), "%s%s", r->verdict[0] ? r->verdict : "-", other ? "*" : "");
+		if (other && (!starred || r->id < starred))
+			starred = r->id;
+		strbuf_addf(sb, "%5lld  %-16s  %-12s  %-*s  %7lld  %-9s  %-13s  ", (long long)r->id, started,
+		            dur, sw, status, (long long)r->steps, peak, verdict);
 		strbuf_addf(sb, "%-*s  ", hw, host);
 		report_add_command_line(sb, argv, argc, COMMAND_MAX_CHARS);
 		strbuf_addch(sb, '\n');
 		run_argv_free(argv, argc);
 	}
+	if (starred)
+		strbuf_addf(sb, "* written when the run ended by another version of the judgment than this"
+		            " leakproof's (%d); `leakproof report %lld` judges it again\n", JUDGE_VERSION,
+		            (long long)starred);
 }
 
 /* The runs as `report --format json` writes its "run" (report_json_run()). */

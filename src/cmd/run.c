@@ -575,6 +575,7 @@ static int judge_and_print(struct store *st, const struct supervise_result *res,
 	}
 	struct run_end re = res->end;
 	re.verdict = verdict_name(sum.a.verdict);
+	re.judge_version = JUDGE_VERSION;
 	re.growth_bytes_per_step = sum.a.slope;
 	store_run_end(st, res->run_id, &re);
 	double q[5];

@@ -38,6 +38,13 @@ enum verdict {
 };
 const char *verdict_name(enum verdict v);   /* "leak", "no-leak", "inconclusive" */
 
+/* The version of the judgment, stored with a run's verdict when it ends
+ * (`ls` shows the stored verdict; `report` judges again): raised whenever
+ * a change can turn a verdict, so that `ls` can say which verdicts an
+ * older judgment wrote. 1: the first recorded (bends upward, sawtooth
+ * cycles, warm-up only where there is one). */
+#define JUDGE_VERSION 1
+
 struct analyze_opts {
 	double min_growth_bytes;      /* default 1 MiB over the judged window */
 	double min_growth_fraction;   /* default 0.01 of the baseline floor */

@@ -275,7 +275,10 @@ static void on_step(struct sv *sv, bool has_n, int64_t n, enum step_source src)
 	}
 	sv->step_source = src;
 	sampler_mark_step(sv->sampler);     /* the dear sources, at the boundary */
-	if (!sv->have_last || now - sv->last_sample_ns >= STEP_RESAMPLE_NS)
+	/* A mark read after the job's main process ended (its last lines,
+	 * read late on a busy machine) is not sampled again: what is left of
+	 * the tree then is not the memory the job had at that step. */
+	if (!sv->have_last || (!sv->child_exited && now - sv->last_sample_ns >= STEP_RESAMPLE_NS))
 		sv_take_sample(sv, now);
 
 	/* A step announced again with the number it had (a restarted job

@@ -82,6 +82,10 @@ void report_json_run(struct json_writer *jw, const struct run_row *r, const stru
 	jw_object_string(jw, "verdict", verdict);
 	jw_object_double(jw, "growth_bytes_per_step",
 	                 !verdict ? NAN : now ? now->growth_bytes_per_step : r->growth_bytes_per_step);
+	/* which judgment wrote that verdict: null when it is older than the
+	 * record of one (this build's is JUDGE_VERSION; `report` judges again) */
+	jw_object_double(jw, "judge_version", !verdict ? NAN : now ? JUDGE_VERSION :
+	                 r->judge_version > 0 ? r->judge_version : NAN);
 	jw_break(jw);
 	jw_object_string(jw, "step_source", step_source_name(r->step_source));
 	jw_object_string(jw, "step_regex", known(r->step_regex));

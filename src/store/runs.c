@@ -269,6 +269,7 @@ static void bind_run_end(struct db_stmt *s, const void *arg)
 		db_bind_text(s, 13, a->lost);
 	else
 		db_bind_null(s, 13);
+	bind_int_or_null(s, 14, re->verdict ? re->judge_version : 0, 0);
 }
 
 /*
@@ -336,7 +337,7 @@ static int write_run_end(struct store *st, const struct run_end_args *a)
 	st->write_failed = true;
 	int r = write_once(st, "UPDATE runs SET ended_at = ?2, status = ?3, exit_code = ?4, exit_signal = ?5,"
 	                   " step_source = ?6, steps = ?7, bad_lines = ?8, long_lines = ?9, peak_bytes = ?10,"
-	                   " verdict = ?11, growth_bytes_per_step = ?12, lost = ?13 WHERE id = ?1",
+	                   " verdict = ?11, growth_bytes_per_step = ?12, lost = ?13, judge_version = ?14 WHERE id = ?1",
 	                   "the end of a run", bind_run_end, a, true);
 	st->write_failed = quiet;
 	st->lost = lost;
@@ -508,7 +509,7 @@ int store_segment_end(struct store *st, int64_t run_id, int64_t seq, const struc
 #define RUN_COLUMNS "id, started_at, coalesce(ended_at, 0), command, cwd, hostname, status, verdict," \
 	" step_regex, cgroup_mode, limit_source, measure, step_source, interval_ns, steps, bad_lines," \
 	" long_lines, limit_bytes, mem_total_bytes, peak_bytes, coalesce(exit_code, -1)," \
-	" coalesce(exit_signal, 0), coalesce(growth_bytes_per_step, 0), %s, %s, %s, " SO_FAR_COLUMNS ", %s"
+	" coalesce(exit_signal, 0), coalesce(growth_bytes_per_step, 0), %s, %s, %s, " SO_FAR_COLUMNS ", %s, %s"
 /* The placement's columns (schema 7; a LEFT JOIN, all NULL without a row). */
 #define PLACEMENT_COLUMNS "placements.run_id, slurm_job_id, slurm_array_job_id, slurm_array_task_id," \
 	" slurm_step_id, coalesce(alloc_mem_bytes, 0), gpus, launcher, job_key, coalesce(job_rank, -1)," \
@@ -745,7 +746,8 @@ static const char *run_select(struct store *st, const char *rest, char *sql, siz
 	bool placed = st->version >= PLACEMENT_VERSION;
 	snprintf(cols, sizeof(cols), RUN_COLUMNS, st->version >= LOST_VERSION ? "lost" : "NULL",
 	         st->version >= SUPERVISOR_VERSION ? SUPERVISOR_COLUMNS : "0, 0",
-	         placed ? PLACEMENT_COLUMNS : PLACEMENT_NONE, st->version >= PIDNS_VERSION ? WHERE_COLUMNS : WHERE_NONE);
+	         placed ? PLACEMENT_COLUMNS : PLACEMENT_NONE, st->version >= PIDNS_VERSION ? WHERE_COLUMNS : WHERE_NONE,
+	         st->version >= JUDGE_VERSION_COLUMN ? "coalesce(judge_version, 0)" : "0");
 	snprintf(sql, sz, "SELECT %s FROM runs %s %s", cols, placed ? PLACEMENT_JOIN : "", rest);
 	return sql;
 }
@@ -799,6 +801,7 @@ static void read_run_row(struct db_stmt *s, struct run_row *r)
 	r->growth_bytes_per_step = db_column_double(s, 22);
 	r->lost = col_strdup(s, 23);
 	read_placement(s, 26, r);
+	r->judge_version = db_column_int(s, 44);
 	/* read-only readers (ls, report) see a dead supervisor's run as it is */
 	struct recorded_supervisor sup = {
 		.host = r->hostname, .pid = db_column_int64(s, 24), .start = db_column_int64(s, 25),

@@ -257,6 +257,9 @@ static const char *const migrations[] = {
 	"ALTER TABLE runs ADD COLUMN boot_id TEXT;"              /* /proc/sys/kernel/random/boot_id */
 	"ALTER TABLE runs ADD COLUMN left_pending INTEGER;"      /* 1: interrupted, its job's leftovers not yet ended */
 	"ALTER TABLE sweeps ADD COLUMN cwd TEXT;",               /* where its trials run; NULL: unknown (older) */
+	/* 14: the version of the judgment that wrote a run's verdict, so that
+	 * `ls` says which stored verdicts an older one wrote; NULL: older */
+	"ALTER TABLE runs ADD COLUMN judge_version INTEGER;",   /* JUDGE_VERSION of its verdict; NULL: older */
 };
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 

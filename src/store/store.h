@@ -132,6 +132,7 @@ struct run_end {
 	int64_t bad_lines, long_lines;   /* channel lines rejected */
 	uint64_t peak_bytes;
 	const char *verdict;        /* for `ls`; report recomputes */
+	int judge_version;          /* of the judgment that wrote verdict (JUDGE_VERSION) */
 	double growth_bytes_per_step;
 };
 /* Also ends every segment still open, with the run's exit status and cause
@@ -220,6 +221,8 @@ struct run_row {
 	                                  * were not stored (...): REASON") */
 	bool has_place;                  /* a placement was recorded (schema 10) */
 	struct placement place;          /* else zeroed, ranks -1 */
+	int judge_version;               /* the judgment that wrote verdict; 0: not
+	                                  * recorded (before schema 14) */
 };
 void run_row_release(struct run_row *r);
 

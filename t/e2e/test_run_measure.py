@@ -130,4 +130,4 @@ def test_a_process_outside_the_job_ending_does_not_move_its_memory(lp, tmp_path)
     rows = list(csv.DictReader(io.StringIO(lp.report(fmt="csv"))))
     pss = [int(row["pss"]) for row in rows[10:]]
     # the job's own memory moved by the 1 MiB it touches each step at most
-    assert max(pss) - min(pss) < 8 * lp.MIB, (min(pss), max(pss))
+    assert max(pss) - min(pss) < 8 * lp.MIB, (min(pss), max(pss), [r for r in rows if int(r["pss"]) < 8 * lp.MIB][:5], len(rows))

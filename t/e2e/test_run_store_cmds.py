@@ -2,6 +2,9 @@
 After `leakproof run`: `ls` lists the runs of the store, `report` without a
 run shows the latest, and an unknown run is an error that says so.
 """
+import re
+import sqlite3
+
 import pytest
 
 pytestmark = pytest.mark.valgrind
@@ -24,6 +27,26 @@ def test_ls_lists_every_run(lp):
     for run_id in (first, second):
         assert str(run_id) in text
     assert "second-job" in text and "first-job" in text
+
+
+def test_ls_stars_a_verdict_an_older_judgment_wrote(lp):
+    """ls shows the verdict stored when a run ended; one written by another
+    version of the judgment (here: before versions were recorded) is
+    starred, with what to do about it, and its JSON says which wrote it."""
+    first, second = two_runs(lp)
+    runs = {run["id"]: run for run in lp.ls(fmt="json")}
+    version = runs[second]["judge_version"]
+    assert isinstance(version, int) and version >= 1, runs[second]
+    assert runs[first]["judge_version"] == version
+    assert "*" not in lp.ls()
+    with sqlite3.connect(lp.store) as db:
+        db.execute("UPDATE runs SET judge_version = NULL WHERE id = ?", (first,))
+    runs = {run["id"]: run for run in lp.ls(fmt="json")}
+    assert runs[first]["judge_version"] is None and runs[second]["judge_version"] == version, runs
+    text = lp.ls()
+    row = next(line for line in text.splitlines() if line.split()[:1] == [str(first)])
+    assert re.search(r" (leak|no-leak|inconclusive)\* ", row), text
+    assert f"`leakproof report {first}` judges it again" in text, text
 
 
 def test_report_without_a_run_shows_the_latest(lp):

@@ -19,7 +19,7 @@
 #include "store/sweeps.h"
 #include "store/trace.h"
 
-#define CURRENT_SCHEMA 13   /* the schema version this leakproof writes (store/schema.c) */
+#define CURRENT_SCHEMA 14   /* the schema version this leakproof writes (store/schema.c) */
 #include "util/util.h"
 #include "tap.h"
 
