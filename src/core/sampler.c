@@ -731,7 +731,16 @@ static void outside_share(struct member *m, const struct proc_smaps *sm)
 		uint64_t explained = (uint64_t)(own < 0 ? -own : own) + m->tree_moved;
 		if ((uint64_t)(moved < 0 ? -moved : moved) > 2 * explained)
 			m->outside += moved - own;
+		/* what outsiders gave or took is a share of pages the member
+		 * maps: when it unmaps its own (or is exiting), that share goes
+		 * with them (a job that unmapped a file whose share an outsider
+		 * had left was shown with 0 B of PSS) */
+		else if (own < 0 && m->shared_at_exact > 0)
+			m->outside = (int64_t)((double)m->outside * (double)m->shared / (double)m->shared_at_exact);
 	}
+	/* and never more than the file pages it holds now */
+	if (m->outside > (int64_t)sm->pss_file_bytes)
+		m->outside = (int64_t)sm->pss_file_bytes;
 	m->pss_file_read = sm->pss_file_bytes;
 	m->tree_moved = 0;
 	m->tree_changed = false;

@@ -1513,6 +1513,29 @@ static void test_fake_outsiders_sharing_is_not_the_jobs(void)
 	fake_teardown();
 }
 
+/* the share an outsider left goes with the pages when the job unmaps them */
+static void test_fake_outsiders_share_leaves_with_the_pages(void)
+{
+	fake_setup();
+	struct sampler_config cfg;
+	fake_config(&cfg);
+	struct sampler *s = sampler_new(&cfg);
+	struct mem_sample ms;
+	int64_t t = 5 * SEC;
+	put_rollup_file(11, 40000, 30000, 28000, 10000);
+	sampler_sample(s, t, true, &ms);
+	put_rollup_file(11, 40000, 40000, 28000, 20000);   /* the outsider ends */
+	sampler_sample(s, t += SEC, true, &ms);
+	CHECK_EQ_INT(find_proc(s, 11)->pss, 30000 * 1024);
+	/* the job unmaps its files: only its private 28000 kB are left */
+	put_statm(11, 10000, 28000 * 1024 / page, 0);
+	put_rollup_file(11, 28000, 28000, 28000, 0);
+	sampler_sample(s, t += SEC, true, &ms);
+	CHECK_EQ_INT(find_proc(s, 11)->pss, 28000 * 1024);
+	sampler_free(s);
+	fake_teardown();
+}
+
 static void setup(void)
 {
 	page = (uint64_t)sysconf(_SC_PAGESIZE);
@@ -1533,6 +1556,7 @@ TEST_MAIN("sampler",
 	TEST(test_fake_cgroup_tree),
 	TEST(test_fake_quiet),
 	TEST(test_fake_outsiders_sharing_is_not_the_jobs),
+	TEST(test_fake_outsiders_share_leaves_with_the_pages),
 	TEST(test_fake_gpu),
 	TEST(test_real_private),
 	TEST(test_real_cow),
