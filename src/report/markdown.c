@@ -28,7 +28,6 @@ void report_write_md(const struct run_summary *s, const struct report_extras *x,
 	(void)x;
 	struct strbuf cell = STRBUF_INIT, cmd = STRBUF_INIT;
 	const struct analysis *a = &s->a;
-	bool over_time = !strcmp(s->x_unit, "s");
 	char b1[32], b2[32];
 
 	report_add_command_line(&cmd, s->argv, s->argc, COMMAND_MAX_CHARS);
@@ -59,10 +58,8 @@ void report_write_md(const struct run_summary *s, const struct report_extras *x,
 		strbuf_reset(&cell);
 		if (!a->warmup_points)
 			strbuf_addstr(&cell, "none");
-		else if (over_time)
-			strbuf_addf(&cell, "ended at %s", fmt_duration(b2, sizeof(b2), s->warmup_steps));
 		else
-			strbuf_addf(&cell, "ended at step %.0f", s->warmup_steps);
+			strbuf_addf(&cell, "ended at %s", render_x_at(b2, sizeof(b2), s, s->warmup_steps));
 		add_row(sb, "Warm-up", strbuf_str(&cell));
 	}
 	add_row(sb, "Peak", fmt_bytes(b1, sizeof(b1), (double)s->peak_bytes));

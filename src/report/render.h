@@ -70,6 +70,8 @@ void render_flight_html(const struct run_summary *s, struct strbuf *sb);
 const char *render_x_word(const struct run_summary *s);
 /* "/step" or "/s". */
 const char *render_x_suffix(const struct run_summary *s);
+/* A point of the run's x: "step 401", or a duration ("12.5 s"). Returns buf. */
+char *render_x_at(char *buf, size_t bufsz, const struct run_summary *s, double x);
 /* A signed size: "+1.90 MiB", "-3.10 MiB", "0 B". Returns buf. */
 char *render_signed_bytes(char *buf, size_t bufsz, double bytes);
 /* A count rounded to three significant digits, with thousands separators:

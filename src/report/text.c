@@ -140,18 +140,13 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 		strbuf_addf(sb, ", measure %s\n", run_summary_measure_label(s));
 		if (!a->warmup_points)
 			strbuf_addstr(sb, "  warm-up   none");
-		else if (over_time)
-			strbuf_addf(sb, "  warm-up   ended at %s", fmt_duration(b1, sizeof(b1), s->warmup_steps));
 		else
-			strbuf_addf(sb, "  warm-up   ended at step %.0f", s->warmup_steps);
+			strbuf_addf(sb, "  warm-up   ended at %s", render_x_at(b1, sizeof(b1), s, s->warmup_steps));
 		/* a leak that speeds up or starts late has no warm-up: its bend here */
 		if (a->rate_late > 0 && a->rate_late > a->rate_early) {
 			char b3[32];
-			if (over_time)
-				fmt_duration(b3, sizeof(b3), a->window_from_x);
-			else
-				snprintf(b3, sizeof(b3), "step %.0f", a->window_from_x);
-			strbuf_addf(sb, "; growth bends upward at %s: %s%s before, %s%s after", b3,
+			strbuf_addf(sb, "; growth bends upward at %s: %s%s before, %s%s after",
+			            render_x_at(b3, sizeof(b3), s, a->window_from_x),
 			            render_signed_bytes(b1, sizeof(b1), a->rate_early), render_x_suffix(s),
 			            fmt_bytes(b2, sizeof(b2), a->rate_late), render_x_suffix(s));
 		}

@@ -109,6 +109,14 @@ const char *render_x_suffix(const struct run_summary *s)
 	return strcmp(s->x_unit, "s") ? "/step" : "/s";
 }
 
+char *render_x_at(char *buf, size_t bufsz, const struct run_summary *s, double x)
+{
+	if (!strcmp(s->x_unit, "s"))
+		return fmt_duration(buf, bufsz, x);
+	snprintf(buf, bufsz, "step %.0f", x);
+	return buf;
+}
+
 char *render_signed_bytes(char *buf, size_t bufsz, double bytes)
 {
 	char tmp[32];
