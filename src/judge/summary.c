@@ -156,10 +156,13 @@ static size_t bin_samples(const struct mem_sample *sm, size_t n, enum measure m,
  * job's last list goes when its function returns or its interpreter shuts
  * down, and the ticks in between read it half gone (a job keeping 20 MiB
  * a second for 4 s ended with bins 58 MiB lower, and its rising floor was
- * not seen). Without steps to say where the work ended, the bins of the
- * last tenth of the run that lie below the last bin before it (by 1 MiB and
- * 5 %) are left out of the judgment, from the end back. Returns the bins
- * kept.
+ * not seen). Steps do not say where the work ended either: a mark's memory
+ * is read when the supervisor reads the mark, and on a busy machine the
+ * last marks were read after the interpreter had freed a 61 MiB list (the
+ * last step at 29 MiB turned a late leak into "no significant growth").
+ * The points of the last tenth of the run that lie below the last point
+ * before it (by 1 MiB and 5 %) are left out of the judgment, from the end
+ * back. Returns the points kept.
  */
 static size_t trim_release_at_end(const double *x, const double *y, size_t n)
 {
@@ -422,9 +425,9 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 
 	/* The series. */
 	size_t cap = s->steps > s->nsamples ? s->steps : s->nsamples;
-	double *x = xmalloc((cap ? cap : 1) * sizeof(double));
-	double *y = xmalloc((cap ? cap : 1) * sizeof(double));
-	double *xt = xmalloc((cap ? cap : 1) * sizeof(double));   /* each x's time */
+	double *x = s->judged_x = xmalloc((cap ? cap : 1) * sizeof(double));
+	double *y = s->judged_y = xmalloc((cap ? cap : 1) * sizeof(double));
+	double *xt = s->judged_t = xmalloc((cap ? cap : 1) * sizeof(double));   /* each x's time */
 	size_t n = 0;
 	if (s->steps) {
 		/* With restarts, memory starts afresh in each process: judge the
@@ -435,14 +438,17 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 		for (size_t i = first + 1; i < end; i++)
 			if (s->step_recs[i].step <= s->step_recs[i - 1].step)
 				increasing = false;
+		s->judged_rec = xmalloc((cap ? cap : 1) * sizeof(size_t));
 		for (size_t i = first; i < end; i++) {
 			double v = mem_sample_value(&s->step_recs[i].mem, s->measure);
 			if (v < 0)
 				continue;
 			x[n] = increasing ? (double)s->step_recs[i].step : (double)(i - first + 1);
 			xt[n] = s->step_recs[i].mem.t;
+			s->judged_rec[n] = i;
 			y[n++] = v;
 		}
+		n = trim_release_at_end(x, y, n);
 		s->steps_per_second = median_step_rate(s->step_recs, s->steps);
 	} else {
 		s->x_unit = "s";
@@ -451,6 +457,7 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 		for (size_t i = 0; i < n; i++)
 			xt[i] = x[i];
 	}
+	s->judged_n = n;
 
 	/* The limit a projection aims at. */
 	if (s->run.limit_bytes) {
@@ -533,10 +540,6 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 		goto fail;
 	struct run_kinds *k = s->kinds;
 	judge_all_memory(s, k, x, xt, y, n, &opts, measure_override >= 0);
-	free(x);
-	free(xt);
-	free(y);
-	x = xt = y = NULL;
 	compose_reason(s);
 	if (k->oom && s->census) {
 		/* the flight recorder says what Python objects grew at the end */
@@ -586,9 +589,6 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 	return 0;
 
 fail:   /* a store that cannot be read: nothing half-loaded is kept */
-	free(x);
-	free(xt);
-	free(y);
 	run_summary_release(s);
 	return -1;
 }
@@ -605,6 +605,10 @@ void run_summary_release(struct run_summary *s)
 	event_rows_free(s->events, s->nevents);
 	segment_rows_free(s->segments, s->nsegments);
 	free(s->segment_start_bytes);
+	free(s->judged_x);
+	free(s->judged_y);
+	free(s->judged_t);
+	free(s->judged_rec);
 	if (s->trace) {
 		trace_report_release(s->trace);
 		free(s->trace);

@@ -73,6 +73,14 @@ struct run_summary {
 	                                * the diagnosis found the growth is not a leak */
 	double *segment_start_bytes;   /* per segment: the measure at its first
 	                                * sample (-1: none), to show the reset */
+
+	/* The series the judgment read: x in x_unit (a step's number, or a
+	 * time bin's middle), the measure's bytes, each point's time since
+	 * the start, and with steps the index in step_recs of each point
+	 * (NULL over time). judged_n points. */
+	double *judged_x, *judged_y, *judged_t;
+	size_t *judged_rec;
+	size_t judged_n;
 };
 
 /* Build the summary of run_id (0: latest). measure_override < 0 keeps the

@@ -69,35 +69,10 @@ static char *keep_printf(struct run_charts *c, const char *fmt, ...)
 /* ---- the judged series -------------------------------------------------- */
 
 struct judged {
-	double *ax, *y;     /* as the judgment saw it: analysis x, bytes */
+	const double *ax, *y;   /* as the judgment saw it (the summary's): analysis x, bytes */
 	double *px;         /* x on the chart it is drawn on */
 	size_t n;
 };
-
-/* Steps [*first, *end) of the segment the judgment used (all when none). */
-static void judged_steps(const struct run_summary *s, size_t *first, size_t *end)
-{
-	*first = 0;
-	*end = s->steps;
-	if (s->judged_seq < 0 || s->nsegments < 2)
-		return;
-	for (size_t k = 0; k < s->nsegments; k++) {
-		if (s->segments[k].seq != s->judged_seq)
-			continue;
-		double from = s->segments[k].started_at - s->run.started_at;
-		double to = k + 1 < s->nsegments ? s->segments[k + 1].started_at - s->run.started_at : INFINITY;
-		size_t i = 0;
-		/* report.c counts a segment's steps as those before the next one started */
-		double prev = k ? from : -INFINITY;
-		while (i < s->steps && s->step_recs[i].mem.t < prev)
-			i++;
-		*first = i;
-		while (i < s->steps && s->step_recs[i].mem.t < to)
-			i++;
-		*end = i;
-		return;
-	}
-}
 
 static bool steps_increasing(const struct run_summary *s, size_t first, size_t end)
 {
@@ -107,57 +82,17 @@ static bool steps_increasing(const struct run_summary *s, size_t first, size_t e
 	return true;
 }
 
-/* The judged series; px is filled by the caller's mapping (steps: the
- * plotted x of each step; time: the bin's time). */
+/* The judged series (the summary's), placed on the chart of its x: a
+ * step where the steps chart draws it, a time bin at its time. */
 static void judged_series(struct run_charts *c, const struct run_summary *s, const double *step_px,
                           struct judged *j)
 {
-	size_t cap = s->steps > s->nsamples ? s->steps : s->nsamples;
-	j->ax = doubles(c, cap);
-	j->y = doubles(c, cap);
-	j->px = doubles(c, cap);
-	j->n = 0;
-	if (s->steps) {
-		size_t first, end;
-		judged_steps(s, &first, &end);
-		bool inc = steps_increasing(s, first, end);
-		for (size_t i = first; i < end; i++) {
-			double v = mem_sample_value(&s->step_recs[i].mem, s->measure);
-			if (v < 0)
-				continue;
-			j->ax[j->n] = inc ? (double)s->step_recs[i].step : (double)(i - first + 1);
-			j->px[j->n] = step_px[i];
-			j->y[j->n++] = v;
-		}
-		return;
-	}
-	/* over time: the samples in bins of s->bin_seconds, each bin's median */
-	double bin = s->bin_seconds > 0 ? s->bin_seconds : 1, t0 = NAN;
-	double *vals = xmalloc((s->nsamples ? s->nsamples : 1) * sizeof(double));
-	double *ts = xmalloc((s->nsamples ? s->nsamples : 1) * sizeof(double));
-	size_t k = 0;
-	long cur = -1;
-	for (size_t i = 0; i <= s->nsamples; i++) {
-		double v = i < s->nsamples ? mem_sample_value(&s->samples[i], s->measure) : -1;
-		if (i < s->nsamples && v < 0)
-			continue;
-		if (i < s->nsamples && isnan(t0))
-			t0 = s->samples[i].t;
-		long b = i < s->nsamples ? (long)floor((s->samples[i].t - t0) / bin) : -2;
-		if (b != cur && k) {
-			qsort(vals, k, sizeof(double), cmp_double);
-			j->ax[j->n] = j->px[j->n] = median_sorted(ts, k);
-			j->y[j->n++] = median_sorted(vals, k);
-			k = 0;
-		}
-		if (i == s->nsamples)
-			break;
-		cur = b;
-		vals[k] = v;
-		ts[k++] = s->samples[i].t;
-	}
-	free(vals);
-	free(ts);
+	j->n = s->judged_n;
+	j->ax = s->judged_x;
+	j->y = s->judged_y;
+	j->px = doubles(c, j->n);
+	for (size_t i = 0; i < j->n; i++)
+		j->px[i] = s->judged_rec ? step_px[s->judged_rec[i]] : s->judged_x[i];
 }
 
 /* The chart x of analysis x ax: that of the first judged point at or

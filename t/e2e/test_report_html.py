@@ -36,13 +36,16 @@ pytestmark = pytest.mark.xdist_group("test_report_html")
 SVG = "{http://www.w3.org/2000/svg}"
 WINDOW = (1200, 2600)
 
+# 20 ms a step: a step's memory is read when leakproof reads its mark, and
+# a supervisor held up for its whole 0.75 s at 5 ms a step (the ASan build,
+# two tests a core) read every mark at once: one step change, one bar
 METRIC_JOB = ("import time, leakproof\n"
               "kept = []\n"
               "for i in range(150):\n"
               "    kept.append(bytearray(256 << 10))\n"
               "    leakproof.metric(loss=1.0 / (i + 1))\n"
               "    leakproof.step()\n"
-              "    time.sleep(0.005)\n")
+              "    time.sleep(0.02)\n")
 
 SWEEP = """
 command: [{py}, -c, "import time, leakproof; kept = []; [(kept.append(bytearray({{kib}} << 10)), time.sleep(0.01), leakproof.step()) for _ in range(30)]; leakproof.result(m={{kib}})"]

@@ -67,6 +67,39 @@ def test_memory_given_back_as_the_job_ends_is_not_judged(lp):
     assert rep["growth_bytes_per_step"] == pytest.approx(20 * lp.MIB, rel=0.35), lp.describe(rep)
 
 
+LAST_MARK_READ_LATE = r'''
+import os, signal, time
+import leakproof
+kept = []
+for step in range(1, 301):
+    if step > 180:                     # a leak that starts late: 256 KiB a step
+        kept.append(bytearray(b"\x01" * (256 << 10)))
+    if step == 300:                    # the supervisor held up, as on a busy machine
+        os.kill(os.getppid(), signal.SIGSTOP)
+    leakproof.step()
+    time.sleep(0.01)
+del kept                               # freed as the job ends...
+time.sleep(0.3)
+os.kill(os.getppid(), signal.SIGCONT)  # ...before the last mark is read
+time.sleep(0.3)
+'''
+
+
+def test_a_last_mark_read_after_the_job_freed_its_memory_is_not_judged(lp):
+    # the last step's memory is read when the supervisor reads its mark: on
+    # a busy machine, after the job freed its 30 MiB list (CI judged such a
+    # late leak "no significant growth" once)
+    job = lp.dir / "late_mark.py"
+    job.write_text(LAST_MARK_READ_LATE)
+    r = lp.run([lp.py, job], "--interval", "20ms")
+    assert r.rc == 0, r
+    rep = lp.report()
+    assert rep["steps"] == 300, lp.describe(rep)
+    assert rep["points"] == 299, lp.describe(rep)          # the last mark, left out
+    assert rep["verdict"] == "leak", lp.describe(rep)
+    assert rep["growth_bytes_per_step"] == pytest.approx(256 << 10, rel=0.10), lp.describe(rep)
+
+
 def test_no_steps_judges_growth_per_second(lp):
     # keeps 1 MiB every 50 ms: about 20 MiB/s
     r = lp.run([lp.py, lp.workload("steps.py"), "none", "4"], "--interval", "20ms")
