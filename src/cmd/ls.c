@@ -50,14 +50,14 @@ static double run_duration(const struct run_row *r)
 /* The STATUS column: "exit 0", "SIGKILL", "running", ... */
 static void short_status(char *buf, size_t sz, const struct run_row *r)
 {
-	if (r->ended_at <= 0 || !strcmp(r->status, "running"))
+	if (r->ended_at <= 0 || r->status == RUN_RUNNING)
 		snprintf(buf, sz, "running");
-	else if (!strcmp(r->status, "failed-to-start"))
+	else if (r->status == RUN_FAILED_TO_START)
 		snprintf(buf, sz, "no start");
-	else if (!strcmp(r->status, "interrupted"))
+	else if (r->status == RUN_INTERRUPTED)
 		snprintf(buf, sz, "interrupted");
-	else if (!strcmp(r->status, "detached") || !strcmp(r->status, "ended"))
-		snprintf(buf, sz, "%s", r->status);   /* attached: its status is not known */
+	else if (r->status == RUN_DETACHED || r->status == RUN_ENDED)
+		snprintf(buf, sz, "%s", run_status_name(r->status));   /* attached: its status is not known */
 	else if (r->exit_signal)
 		snprintf(buf, sz, "signal %d", r->exit_signal);
 	else

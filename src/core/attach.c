@@ -745,11 +745,11 @@ void sv_attach_slurm_placement(const struct sv *sv, struct placement *p)
 	p->alloc_mem_bytes = cgroup_limit_of(&job->cg);
 }
 
-/* The run's status: "detached" (the job went on), "done" (leakproof
- * killed it: SIGKILL is its end), "ended" (status unknown). */
-const char *sv_attach_status(const struct sv *sv)
+/* The run's status: detached (the job went on), done (leakproof killed
+ * it: SIGKILL is its end), ended (status unknown). */
+enum run_status sv_attach_status(const struct sv *sv)
 {
-	return sv->detached ? "detached" : sv->budget_killed ? "done" : "ended";
+	return sv->detached ? RUN_DETACHED : sv->budget_killed ? RUN_DONE : RUN_ENDED;
 }
 
 void sv_attach_release(struct sv *sv)

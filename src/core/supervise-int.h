@@ -281,7 +281,7 @@ void sv_attach_follow(struct sv *sv);
 void sv_attach_note_end(struct sv *sv, int64_t now);
 void sv_attach_on_stop_signal(struct sv *sv, int sig, int64_t now);
 void sv_attach_end_segment(struct sv *sv);
-const char *sv_attach_status(const struct sv *sv);
+enum run_status sv_attach_status(const struct sv *sv);
 void sv_attach_release(struct sv *sv);
 /* A SLURM job (o->attach_slurm): its placement (job, step, array task,
  * its cgroup's limit) instead of leakproof's own. */

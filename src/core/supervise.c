@@ -872,7 +872,7 @@ static int prepare(struct sv *sv, sigset_t *oldmask)
 /* The job could not start (rc 126, 127 or 125): the run ends there. */
 static void record_failed_start(struct sv *sv, int rc)
 {
-	struct run_end re = { .ended_at = wall_seconds(), .exit_code = rc, .status = "failed-to-start",
+	struct run_end re = { .ended_at = wall_seconds(), .exit_code = rc, .status = RUN_FAILED_TO_START,
 	                      .verdict = "inconclusive" };
 	store_run_end(sv->st, sv->run_id, &re);
 }
@@ -950,7 +950,7 @@ static void finish(struct sv *sv, struct supervise_result *out)
 		.ended_at = wall_seconds(),
 		.exit_code = sv->exit_signal || sv->attached ? -1 : sv->exit_code,
 		.exit_signal = sv->attached ? (sv->budget_killed ? SIGKILL : 0) : sv->exit_signal,
-		.status = sv->attached ? sv_attach_status(sv) : "done",
+		.status = sv->attached ? sv_attach_status(sv) : RUN_DONE,
 		.step_source = sv->step_source,
 		.steps = sv->steps,
 		.bad_lines = sv->bad_lines,

@@ -410,7 +410,7 @@ static void sweep_table(struct strbuf *sb, const struct sweep_charts *c)
 			free(v);
 			p = end ? end + 1 : NULL;
 		}
-		text_cell(sb, t->status);
+		text_cell(sb, trial_status_name(t->status));
 		text_cell(sb, t->cause);
 		snprintf(b, sizeof(b), "%.6g", t->metric);
 		num_cell(sb, t->has_metric ? t->metric : NAN, b);
@@ -442,12 +442,13 @@ int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt,
 	snprintf(title, sizeof(title), "leakproof sweep %lld", (long long)c.m.sw.id);
 	head(sb, title);
 	/* a card per status; the first three always, the rest when any */
+	static const enum trial_status kinds[] = { TRIAL_OK, TRIAL_OOM, TRIAL_FAILED, TRIAL_SKIPPED, TRIAL_PRUNED };
 	static const char *const names[] = { "ok", "oom", "failed", "skipped", "pruned", "other" };
 	enum { NCARDS = sizeof(names) / sizeof(names[0]) };
 	int counts[NCARDS] = { 0 };
 	for (size_t i = 0; i < c.m.ntrials; i++) {
 		int k = 0;
-		while (k < NCARDS - 1 && strcmp(c.m.trials[i].status, names[k]))
+		while (k < NCARDS - 1 && c.m.trials[i].status != kinds[k])
 			k++;
 		counts[k]++;
 	}
@@ -456,7 +457,7 @@ int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt,
 	strbuf_addstr(sb, "</code> \xe2\x80\x94 ");
 	plot_add_xml(sb, c.m.sw.method);
 	strbuf_addstr(sb, ", ");
-	plot_add_xml(sb, c.m.sw.status);
+	plot_add_xml(sb, sweep_status_name(c.m.sw.status));
 	strbuf_addf(sb, "</p>\n<div class=\"cards\">\n");
 	char b[32];
 	snprintf(b, sizeof(b), "%zu", c.m.ntrials);

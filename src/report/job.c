@@ -201,7 +201,7 @@ static void write_json(const struct job_model *m, struct strbuf *sb)
 		jw_object_double(&jw, "node_id", p->node_id >= 0 ? p->node_id : NAN);
 		jw_object_string(&jw, "hostname", k->run.hostname ? k->run.hostname : "");
 		jw_object_intmax(&jw, "run", k->run.id);
-		jw_object_string(&jw, "status", k->run.status ? k->run.status : "");
+		jw_object_string(&jw, "status", run_status_name(k->run.status));
 		jw_object_intmax(&jw, "steps", (intmax_t)k->steps);
 		jw_object_intmax(&jw, "peak_bytes", (intmax_t)k->peak_bytes);
 		jw_object_string(&jw, "measure", k->measure);

@@ -70,7 +70,7 @@ void report_json_run(struct json_writer *jw, const struct run_row *r, const stru
 	jw_object_double(jw, "started_at", r->started_at);
 	jw_object_double(jw, "ended_at", ended ? r->ended_at : NAN);
 	jw_object_double(jw, "duration_seconds", end > r->started_at ? end - r->started_at : 0);
-	jw_object_string(jw, "status", r->status ? r->status : "");
+	jw_object_string(jw, "status", run_status_name(r->status));
 	if (r->lost && r->lost[0])   /* the run is partial: what its store lost */
 		jw_object_string(jw, "lost", r->lost);
 	jw_object_double(jw, "exit_code", ended && !r->exit_signal ? r->exit_code : NAN);

@@ -31,7 +31,7 @@ static bool run_failed(const struct run_summary *s, char *outcome, size_t outsz)
 	report_fmt_outcome(outcome, outsz, &s->run);
 	/* an attached job (`leakproof attach`): its exit status is unknown, or
 	 * it went on; failed only when the evidence says the OOM killer ended it */
-	if (!strcmp(s->run.status, "ended") || !strcmp(s->run.status, "detached")) {
+	if (s->run.status == RUN_ENDED || s->run.status == RUN_DETACHED) {
 		const char *cause = s->nsegments ? s->segments[s->nsegments - 1].cause : "";
 		if (strcmp(cause, "oom-kill"))
 			return false;
@@ -43,7 +43,7 @@ static bool run_failed(const struct run_summary *s, char *outcome, size_t outsz)
 
 /* "leak: memory grows ...; growth +1.90 MiB/step (95% interval 1.80–2.00
  * MiB/step)", "killed by signal 9 (SIGKILL)"; empty when the run passes. */
-static void failure_message(struct strbuf *sb, const struct run_summary *s, const char *trial_status)
+static void failure_message(struct strbuf *sb, const struct run_summary *s, const enum trial_status *trial_status)
 {
 	char outcome[96], b[32];
 	bool leak = s->a.verdict == VERDICT_LEAK;
@@ -64,8 +64,8 @@ static void failure_message(struct strbuf *sb, const struct run_summary *s, cons
 	}
 	if (run_failed(s, outcome, sizeof(outcome)))
 		strbuf_addf(sb, "%s%s", leak ? "; " : "", outcome);
-	else if (trial_status && (!strcmp(trial_status, "oom") || !strcmp(trial_status, "failed")))
-		strbuf_addf(sb, "%strial %s", leak ? "; " : "", trial_status);
+	else if (trial_status && (*trial_status == TRIAL_OOM || *trial_status == TRIAL_FAILED))
+		strbuf_addf(sb, "%strial %s", leak ? "; " : "", trial_status_name(*trial_status));
 }
 
 /* What a reader of a failure wants beside its message: the flight
@@ -107,10 +107,11 @@ static void add_properties(struct strbuf *sb, const struct run_summary *s)
 	strbuf_addstr(sb, "      </properties>\n");
 }
 
-/* One <testcase> for the run of s; name is its label ("run 7", "trial 3").
- * Returns 1 when it failed. */
+/* One <testcase> for the run of s; name is its label ("run 7", "trial 3"),
+ * trial_status its trial's (NULL: a run of its own). Returns 1 when it
+ * failed. */
 static int add_testcase(struct strbuf *sb, const char *classname, const char *name,
-                        const struct run_summary *s, const char *trial_status)
+                        const struct run_summary *s, const enum trial_status *trial_status)
 {
 	struct strbuf cmd = STRBUF_INIT, msg = STRBUF_INIT;
 	report_add_command_line(&cmd, s->argv, s->argc, 0);
@@ -213,7 +214,7 @@ int sweep_write_junit(struct store *st, int64_t sweep_id, enum report_format fmt
 			skipped++;
 			continue;
 		}
-		failures += add_testcase(&body, classname, name, &s, t->status);
+		failures += add_testcase(&body, classname, name, &s, &t->status);
 		seconds += s.duration_s;
 		run_summary_release(&s);
 	}

@@ -84,7 +84,7 @@ static int cmp_row_first(const void *x, const void *y)
 
 static void fill_trial(struct row *g, const struct trial_row *t)
 {
-	g->status = t->status;
+	g->status = trial_status_name(t->status);
 	g->cause = t->cause;
 	g->verdict = t->verdict;
 	g->note = t->note;
@@ -105,7 +105,8 @@ static void fill_trial(struct row *g, const struct trial_row *t)
 static void fill_group(const struct table *tb, struct row *g, const struct keyed *members, size_t n,
                        double *tmp)
 {
-	static const char *const order[] = { "ok", "oom", "failed", "interrupted", "skipped", "pruned", "running" };
+	static const enum trial_status order[] = { TRIAL_OK, TRIAL_OOM, TRIAL_FAILED, TRIAL_INTERRUPTED, TRIAL_SKIPPED,
+	                                           TRIAL_PRUNED, TRIAL_RUNNING };
 	int counts[7] = { 0 }, leaks = 0, noleak = 0;
 	g->q[0] = NAN;
 	g->q[4] = NAN;
@@ -118,7 +119,7 @@ static void fill_group(const struct table *tb, struct row *g, const struct keyed
 		if (t->peak_bytes > g->peak)
 			g->peak = t->peak_bytes;
 		for (int s = 0; s < 7; s++)
-			if (!strcmp(t->status, order[s]))
+			if (t->status == order[s])
 				counts[s]++;
 		leaks += !strcmp(t->verdict, "leak");
 		noleak += !strcmp(t->verdict, "no-leak");
@@ -143,7 +144,7 @@ static void fill_group(const struct table *tb, struct row *g, const struct keyed
 	for (int s = 0; s < 7; s++)
 		if (counts[s] && off < sizeof(g->statuses))
 			off += (size_t)snprintf(g->statuses + off, sizeof(g->statuses) - off, "%s%d %s",
-			                        off ? ", " : "", counts[s], order[s]);
+			                        off ? ", " : "", counts[s], trial_status_name(order[s]));
 	g->status = g->statuses;
 	g->cause = g->note = "";
 }
@@ -509,7 +510,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 	jw_object_string(&jw, "method", text(s->method));
 	jw_object_string(&jw, "metric", known(s->metric));
 	jw_object_string(&jw, "goal", s->maximize ? "maximize" : "minimize");
-	jw_object_string(&jw, "status", text(s->status));
+	jw_object_string(&jw, "status", sweep_status_name(s->status));
 	jw_object_double(&jw, "started_at", s->started_at);
 	jw_object_double(&jw, "ended_at", s->ended_at > 0 ? s->ended_at : NAN);
 	if (s->optuna_study[0]) {
@@ -526,7 +527,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		json_raw(&jw, "params", t->params);
 		json_raw(&jw, "env", t->env);
 		json_raw(&jw, "argv", t->argv);
-		jw_object_string(&jw, "status", text(t->status));
+		jw_object_string(&jw, "status", trial_status_name(t->status));
 		jw_object_string(&jw, "cause", known(t->cause));
 		jw_object_double(&jw, "metric", t->has_metric ? t->metric : NAN);
 		jw_object_string(&jw, "verdict", known(t->verdict));
@@ -620,7 +621,7 @@ static void accuracy(const struct sweep_model *m, size_t *n, double *median_err,
 	for (size_t i = 0; i < m->ntrials; i++) {
 		const struct trial_row *t = &m->trials[i];
 		const struct trial_prediction *p = &m->pred[i];
-		if (!isfinite(p->peak[0]) || !t->peak_bytes || (strcmp(t->status, "ok") && strcmp(t->status, "failed")))
+		if (!isfinite(p->peak[0]) || !t->peak_bytes || (t->status != TRIAL_OK && t->status != TRIAL_FAILED))
 			continue;
 		double got = (double)t->peak_bytes;
 		err[(*n)++] = fabs(p->peak[0] - got) / got;
@@ -655,7 +656,7 @@ void sweep_memory_model_write(const struct sweep_model *m, struct strbuf *sb, bo
 	bool skipped = false;
 	for (size_t i = 0; i < m->ntrials; i++) {
 		const struct trial_row *t = &m->trials[i];
-		if (strcmp(t->status, "skipped"))
+		if (t->status != TRIAL_SKIPPED)
 			continue;
 		if (!skipped)
 			strbuf_addstr(sb, md ? "\n**skipped** (not started: predicted not to fit)\n\n" :
@@ -799,22 +800,11 @@ int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt
 	} else if (fmt == REPORT_CSV) {
 		write_csv(&tb, sb);
 	} else {
-		int ok = 0, oom = 0, failed = 0, skipped = 0, pruned = 0, other = 0;
-		for (size_t i = 0; i < tb.m.ntrials; i++) {
-			const char *s = tb.m.trials[i].status;
-			if (!strcmp(s, "ok"))
-				ok++;
-			else if (!strcmp(s, "oom"))
-				oom++;
-			else if (!strcmp(s, "failed"))
-				failed++;
-			else if (!strcmp(s, "skipped"))
-				skipped++;
-			else if (!strcmp(s, "pruned"))
-				pruned++;
-			else
-				other++;
-		}
+		int n[TRIAL_STATUS_UNKNOWN + 1] = { 0 };
+		for (size_t i = 0; i < tb.m.ntrials; i++)
+			n[tb.m.trials[i].status <= TRIAL_STATUS_UNKNOWN ? tb.m.trials[i].status : TRIAL_STATUS_UNKNOWN]++;
+		int ok = n[TRIAL_OK], oom = n[TRIAL_OOM], failed = n[TRIAL_FAILED], skipped = n[TRIAL_SKIPPED];
+		int pruned = n[TRIAL_PRUNED], other = (int)tb.m.ntrials - ok - oom - failed - skipped - pruned;
 		if (fmt == REPORT_MD) {
 			strbuf_addf(sb, "**leakproof sweep %lld** (", (long long)tb.m.sw.id);
 			render_add_md_code(sb, tb.m.sw.file, false);
@@ -823,7 +813,7 @@ int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt
 			render_add_clean(sb, tb.m.sw.file);
 		}
 		strbuf_addf(sb, "%s, %s, %s: %zu trial%s — %d ok, %d oom, %d failed", fmt == REPORT_MD ? ")" : "",
-		            tb.m.sw.method, tb.m.sw.status, tb.m.ntrials, tb.m.ntrials == 1 ? "" : "s", ok, oom, failed);
+		            tb.m.sw.method, sweep_status_name(tb.m.sw.status), tb.m.ntrials, tb.m.ntrials == 1 ? "" : "s", ok, oom, failed);
 		if (skipped)
 			strbuf_addf(sb, ", %d skipped", skipped);
 		if (pruned)

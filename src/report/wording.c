@@ -80,15 +80,15 @@ static const char *signal_abbrev(int sig)
 char *report_fmt_outcome(char *buf, size_t bufsz, const struct run_row *r)
 {
 	const char *abbrev;
-	if (r->ended_at <= 0 || !strcmp(r->status, "running"))
+	if (r->ended_at <= 0 || r->status == RUN_RUNNING)
 		snprintf(buf, bufsz, "running");
-	else if (!strcmp(r->status, "failed-to-start"))
+	else if (r->status == RUN_FAILED_TO_START)
 		snprintf(buf, bufsz, "failed to start (exit %d)", r->exit_code);
-	else if (!strcmp(r->status, "interrupted"))
+	else if (r->status == RUN_INTERRUPTED)
 		snprintf(buf, bufsz, "interrupted");
-	else if (!strcmp(r->status, "detached"))   /* leakproof attach, told to stop */
+	else if (r->status == RUN_DETACHED)   /* leakproof attach, told to stop */
 		snprintf(buf, bufsz, "detached (leakproof stopped watching; the job went on)");
-	else if (!strcmp(r->status, "ended"))      /* leakproof attach: not its parent */
+	else if (r->status == RUN_ENDED)      /* leakproof attach: not its parent */
 		snprintf(buf, bufsz, "ended, exit status unknown");
 	else if (r->exit_signal && (abbrev = signal_abbrev(r->exit_signal)))
 		snprintf(buf, bufsz, "killed by signal %d (%s)", r->exit_signal, abbrev);

@@ -64,7 +64,7 @@ struct store {
 	struct pending_end {
 		int64_t run_id;
 		struct run_end end;   /* its strings are the arrays below */
-		char status[32], verdict[32];
+		char verdict[32];
 		bool has_lost;
 		char lost[512];
 		bool full;            /* its last try failed for a full disk */

@@ -255,7 +255,7 @@ static void bind_run_end(struct db_stmt *s, const void *arg)
 	const struct run_end *re = a->re;
 	db_bind_int64(s, 1, a->run_id);
 	db_bind_double(s, 2, re->ended_at);
-	db_bind_text(s, 3, re->status ? re->status : "done");
+	db_bind_text(s, 3, run_status_name(re->status));
 	db_bind_int64(s, 4, re->exit_code);
 	db_bind_int64(s, 5, re->exit_signal);
 	db_bind_text(s, 6, step_source_name(re->step_source));
@@ -317,8 +317,8 @@ static void bind_segment_close(struct db_stmt *s, const void *arg)
 	const struct run_end_args *a = arg;
 	const struct run_end *re = a->re;
 	const char *cause = re->exit_signal ? "signal" : "exit";
-	if (re->status && strcmp(re->status, "done"))
-		cause = re->status;
+	if (re->status != RUN_DONE)
+		cause = run_status_name(re->status);
 	db_bind_int64(s, 1, a->run_id);
 	db_bind_double(s, 2, re->ended_at);
 	db_bind_int64(s, 3, re->exit_code);
@@ -360,9 +360,7 @@ static void keep_end(struct store *st, int64_t run_id, const struct run_end *re,
 	struct pending_end *p = &st->pending_end;
 	p->run_id = run_id;
 	p->end = *re;
-	snprintf(p->status, sizeof(p->status), "%s", re->status ? re->status : "done");
 	snprintf(p->verdict, sizeof(p->verdict), "%s", re->verdict ? re->verdict : "");
-	p->end.status = p->status;
 	p->end.verdict = re->verdict ? p->verdict : NULL;
 	p->has_lost = lost != NULL;
 	snprintf(p->lost, sizeof(p->lost), "%s", lost ? lost : "");
@@ -780,7 +778,7 @@ static void read_run_row(struct db_stmt *s, struct run_row *r)
 	r->command_json = col_strdup(s, 3);
 	r->cwd = col_strdup(s, 4);
 	r->hostname = col_strdup(s, 5);
-	r->status = col_strdup(s, 6);
+	r->status = run_status_parse(db_column_text(s, 6));
 	r->verdict = col_strdup(s, 7);
 	r->step_regex = col_strdup(s, 8);
 	r->cgroup_mode = col_strdup(s, 9);
@@ -807,9 +805,8 @@ static void read_run_row(struct db_stmt *s, struct run_row *r)
 		.host = r->hostname, .pid = db_column_int64(s, 24), .start = db_column_int64(s, 25),
 		.started_at = r->started_at, .pidns = db_to_u64(db_column_int64(s, 42)), .boot_id = db_column_text(s, 43),
 	};
-	if (r->status && !strcmp(r->status, "running") && supervisor_state(&sup) != SUPERVISOR_KEPT) {
-		free(r->status);
-		r->status = xstrdup("interrupted");
+	if (r->status == RUN_RUNNING && supervisor_state(&sup) != SUPERVISOR_KEPT) {
+		r->status = RUN_INTERRUPTED;
 		if (r->ended_at <= 0)   /* no earlier than its last sample */
 			r->ended_at = r->started_at + db_column_double(s, 39);
 		r->steps = db_column_int64(s, 40);
@@ -824,7 +821,6 @@ void run_row_release(struct run_row *r)
 	free(r->command_json);
 	free(r->cwd);
 	free(r->hostname);
-	free(r->status);
 	free(r->verdict);
 	free(r->step_regex);
 	free(r->cgroup_mode);

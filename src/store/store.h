@@ -25,6 +25,7 @@
 
 #include "base/placement.h"
 #include "base/sample.h"
+#include "base/status.h"
 
 struct store;
 
@@ -126,7 +127,7 @@ struct run_end {
 	double ended_at;
 	int exit_code;              /* -1 when killed by a signal */
 	int exit_signal;            /* 0 when it exited */
-	const char *status;         /* "done", "failed-to-start", "interrupted" */
+	enum run_status status;     /* RUN_DONE (the zero value), RUN_FAILED_TO_START, ... */
 	enum step_source step_source;
 	int64_t steps;
 	int64_t bad_lines, long_lines;   /* channel lines rejected */
@@ -208,7 +209,8 @@ struct run_row {
 	int64_t id;
 	double started_at, ended_at;     /* ended_at 0 while running */
 	/* exit_code -1 and exit_signal 0 until the run has ended */
-	char *command_json, *cwd, *hostname, *status, *verdict, *step_regex, *cgroup_mode;
+	char *command_json, *cwd, *hostname, *verdict, *step_regex, *cgroup_mode;
+	enum run_status status;          /* a running run whose supervisor is gone: RUN_INTERRUPTED */
 	char *limit_source;
 	enum measure measure;
 	enum step_source step_source;

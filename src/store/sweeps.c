@@ -87,14 +87,14 @@ int store_sweep_set_optuna(struct store *st, int64_t id, const char *storage, co
 	return finish(st, s, "update the sweep");
 }
 
-int store_sweep_set_status(struct store *st, int64_t id, const char *status, double ended_at, int pid)
+int store_sweep_set_status(struct store *st, int64_t id, enum sweep_status status, double ended_at, int pid)
 {
 	struct db_stmt *s = prepare(st, "UPDATE sweeps SET status = ?2, ended_at = ?3, pid = ?4 WHERE id = ?1",
 	                          "update the sweep");
 	if (!s)
 		return -1;
 	db_bind_int64(s, 1, id);
-	db_bind_text(s, 2, status);
+	db_bind_text(s, 2, sweep_status_name(status));
 	bind_num(s, 3, ended_at > 0 ? ended_at : NAN);
 	db_bind_int64(s, 4, pid);
 	return finish(st, s, "update the sweep");
@@ -125,7 +125,7 @@ int store_get_sweep(struct store *st, int64_t id, struct sweep_row *out)
 		out->text = col_strdup(s, 4);
 		out->method = col_strdup(s, 5);
 		out->metric = col_strdup(s, 6);
-		out->status = col_strdup(s, 7);
+		out->status = sweep_status_parse(db_column_text(s, 7));
 		out->optuna_storage = col_strdup(s, 8);
 		out->optuna_study = col_strdup(s, 9);
 		out->maximize = db_column_int(s, 10) != 0;
@@ -148,7 +148,6 @@ void sweep_row_release(struct sweep_row *r)
 	free(r->text);
 	free(r->method);
 	free(r->metric);
-	free(r->status);
 	free(r->optuna_storage);
 	free(r->optuna_study);
 	free(r->executor);
@@ -207,7 +206,7 @@ static void bind_claim(struct db_stmt *s, int i, const struct trial_row *t)
 	" metric, optuna_number, started_at, ended_at, note, vals, worker, lease_until, slurm_job, slurm_task)" \
 	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
 
-static void bind_trial(struct db_stmt *s, const struct trial_row *t, const char *status)
+static void bind_trial(struct db_stmt *s, const struct trial_row *t)
 {
 	db_bind_int64(s, 1, t->sweep_id);
 	db_bind_int64(s, 2, t->idx);
@@ -215,7 +214,7 @@ static void bind_trial(struct db_stmt *s, const struct trial_row *t, const char 
 	db_bind_text(s, 4, t->params ? t->params : "{}");
 	db_bind_text(s, 5, t->env ? t->env : "{}");
 	db_bind_text(s, 6, t->argv ? t->argv : "[]");
-	db_bind_text(s, 7, t->status ? t->status : status);
+	db_bind_text(s, 7, trial_status_name(t->status));
 	if (t->run_id > 0)
 		db_bind_int64(s, 8, t->run_id);
 	else
@@ -238,7 +237,7 @@ int store_trial_put(struct store *st, const struct trial_row *t)
 	struct db_stmt *s = prepare(st, TRIAL_PUT_SQL, "record a trial");
 	if (!s)
 		return -1;
-	bind_trial(s, t, "running");
+	bind_trial(s, t);
 	return finish(st, s, "record a trial");
 }
 
@@ -286,7 +285,7 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 		t->params = col_strdup(s, 3);
 		t->env = col_strdup(s, 4);
 		t->argv = col_strdup(s, 5);
-		t->status = col_strdup(s, 6);
+		t->status = trial_status_parse(db_column_text(s, 6));
 		t->cause = col_strdup(s, 7);
 		t->note = col_strdup(s, 8);
 		t->run_id = db_column_int64(s, 9);
@@ -349,7 +348,6 @@ void trial_row_release(struct trial_row *t)
 	free(t->params);
 	free(t->env);
 	free(t->argv);
-	free(t->status);
 	free(t->cause);
 	free(t->note);
 	free(t->verdict);
@@ -491,7 +489,7 @@ int store_trials_put_many(struct store *st, const struct trial_row *rows, size_t
 	if (db_prepare(st->db, TRIAL_PUT_SQL, false, &s) != DB_OK)
 		return tx_fail(st, "record the trials");
 	for (size_t i = 0; i < n; i++) {
-		bind_trial(s, &rows[i], "pending");
+		bind_trial(s, &rows[i]);
 		if (db_step_done(s) != DB_OK) {
 			db_finalize(s);
 			return tx_fail(st, "record the trials");
@@ -664,13 +662,13 @@ int store_trial_counts(struct store *st, int64_t sweep_id, struct trial_counts *
 	db_bind_int64(s, 1, sweep_id);
 	int rc;
 	while ((rc = db_step(s)) == DB_ROW) {
-		const char *status = db_column_text(s, 0);
+		enum trial_status status = trial_status_parse(db_column_text(s, 0));
 		int64_t n = db_column_int64(s, 1);
-		if (status && !strcmp(status, "pending"))
+		if (status == TRIAL_PENDING)
 			out->pending += n;
-		else if (status && !strcmp(status, "running"))
+		else if (status == TRIAL_RUNNING)
 			out->running += n;
-		else if (status && !strcmp(status, "interrupted"))
+		else if (status == TRIAL_INTERRUPTED)
 			out->interrupted += n;
 		else
 			out->finished += n;

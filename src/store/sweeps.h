@@ -27,13 +27,14 @@ struct sweep_begin {
 /* The new sweep's id (> 0), or -1. */
 int64_t store_sweep_begin(struct store *st, const struct sweep_begin *sb);
 int store_sweep_set_optuna(struct store *st, int64_t id, const char *storage, const char *study);
-/* status "running" (with pid, on resume), "done" or "interrupted". */
-int store_sweep_set_status(struct store *st, int64_t id, const char *status, double ended_at, int pid);
+/* SWEEP_RUNNING (with pid, on resume), SWEEP_DONE or SWEEP_INTERRUPTED. */
+int store_sweep_set_status(struct store *st, int64_t id, enum sweep_status status, double ended_at, int pid);
 
 struct sweep_row {
 	int64_t id;
 	double started_at, ended_at;      /* ended_at 0 while running */
-	char *file, *text, *method, *metric, *status, *optuna_storage, *optuna_study;  /* "" unknown */
+	char *file, *text, *method, *metric, *optuna_storage, *optuna_study;  /* "" unknown */
+	enum sweep_status status;
 	bool maximize;
 	int pid;
 	char *executor;                   /* "" local, "slurm" */
@@ -50,7 +51,8 @@ struct trial_row {
 	int64_t sweep_id, idx, attempt;
 	char *params, *env, *argv;        /* JSON */
 	char *vals;                       /* the values in the spec's dims order, 0x1f-separated */
-	char *status, *cause, *note;      /* "" unknown */
+	enum trial_status status;         /* TRIAL_PENDING, the zero value, until it starts */
+	char *cause, *note;               /* "" unknown */
 	int64_t run_id;                   /* 0: none yet */
 	bool has_metric;
 	double metric;

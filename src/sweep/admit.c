@@ -31,13 +31,6 @@
 #define SIMILAR_SCAN_MAX 1000      /* finished trials looked at for "most like it" */
 #define MODEL_ROWS_MAX 1000        /* the most recent trials the memory model is fitted on */
 
-/* A trial status that will not change: ok, failed, oom, skipped, pruned. */
-static bool final_status(const char *s)
-{
-	return !strcmp(s, "ok") || !strcmp(s, "failed") || !strcmp(s, "oom") || !strcmp(s, "skipped") ||
-	       !strcmp(s, "pruned");
-}
-
 /* The number s is, whole; NAN when it is not one. */
 double sweep_num_or_nan(const char *s)
 {
@@ -97,9 +90,9 @@ static double expected_memory(struct runner *r, char **values)
 	 * sweep of many thousands of trials linear), every OOM for suspicion */
 	for (size_t i = r->nrows; i-- > 0;) {
 		const struct trial_row *t = &r->rows[i];
-		if (!final_status(t->status) || !t->peak_bytes)
+		if (!trial_status_final(t->status) || !t->peak_bytes)
 			continue;
-		if (scanned >= SIMILAR_SCAN_MAX && strcmp(t->status, "oom"))
+		if (scanned >= SIMILAR_SCAN_MAX && t->status != TRIAL_OOM)
 			continue;
 		scanned++;
 		char **tv = r->row_vals[i];
@@ -108,12 +101,12 @@ static double expected_memory(struct runner *r, char **values)
 		int sim = 0;
 		for (size_t d = 0; d < r->spec.ndims; d++)
 			sim += !strcmp(tv[d], values[d]);
-		if (!strcmp(t->status, "oom") && dominates(r, values, tv)) {
+		if (t->status == TRIAL_OOM && dominates(r, values, tv)) {
 			double need = r->memory_max ? (double)r->memory_max : (double)t->peak_bytes;
 			if (need > suspect)
 				suspect = need;
 		}
-		if (strcmp(t->status, "oom") && (sim > best_sim || (sim == best_sim && (double)t->peak_bytes > best_peak))) {
+		if (t->status != TRIAL_OOM && (sim > best_sim || (sim == best_sim && (double)t->peak_bytes > best_peak))) {
 			best_sim = sim;
 			best_peak = (double)t->peak_bytes;
 		}
@@ -145,7 +138,7 @@ static double expected_gpu(struct runner *r, char **values)
 	for (size_t i = r->nrows; i-- > 0 && scanned < SIMILAR_SCAN_MAX;) {
 		const struct trial_row *t = &r->rows[i];
 		char **tv = r->row_vals[i];
-		if (!final_status(t->status) || !t->gpu_peak_bytes || !tv)
+		if (!trial_status_final(t->status) || !t->gpu_peak_bytes || !tv)
 			continue;
 		scanned++;
 		int sim = 0;
@@ -302,7 +295,7 @@ bool too_large(struct runner *r, struct trial *t, char *why, size_t whysz)
 	/* at least as large as a trial that ran out of this budget */
 	for (size_t i = r->nrows; budget > 0 && !why[0] && i-- > 0;) {
 		const struct trial_row *u = &r->rows[i];
-		if (strcmp(u->status, "oom") || !strcmp(u->cause, "cuda-oom") || !r->row_vals[i] ||
+		if (u->status != TRIAL_OOM || !strcmp(u->cause, "cuda-oom") || !r->row_vals[i] ||
 		    !dominates(r, t->values, r->row_vals[i]))
 			continue;
 		if (u->attempt)
@@ -390,11 +383,11 @@ bool retry_fit_value(struct runner *r, const struct trial *t, size_t d, const ch
 
 /* ---- failure streaks ----------------------------------------------------- */
 
-bool note_outcome(struct runner *r, const struct trial *t, const char *status, char *msg, size_t msgsz)
+bool note_outcome(struct runner *r, const struct trial *t, enum trial_status status, char *msg, size_t msgsz)
 {
 	int max = r->spec.max_consecutive_failures;
-	bool bad = !strcmp(status, "oom") || !strcmp(status, "failed");
-	if (!bad && strcmp(status, "ok"))
+	bool bad = status == TRIAL_OOM || status == TRIAL_FAILED;
+	if (!bad && status != TRIAL_OK)
 		return false;                 /* interrupted, skipped, pruned: neither */
 	if (r->nvml && !r->gpu_streak) {
 		r->ngpu_streak = nvml_device_count(r->nvml);

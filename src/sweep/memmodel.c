@@ -432,8 +432,8 @@ void memmodel_build(struct memmodel *m, size_t ndims, const struct trial_row *ro
 			const struct trial_row *t = &rows[i];
 			if (!vals[i])
 				continue;
-			bool oom = !strcmp(t->status, "oom");
-			if (!oom && strcmp(t->status, "ok") && strcmp(t->status, "failed"))
+			bool oom = t->status == TRIAL_OOM;
+			if (!oom && t->status != TRIAL_OK && t->status != TRIAL_FAILED)
 				continue;
 			double v;
 			bool c = false;

@@ -139,7 +139,7 @@ bool retry_fit_value(struct runner *r, const struct trial *t, size_t d, const ch
  * of its GPU; when one reaches max_consecutive_failures, that place gets
  * no more trials (r->host_stopped when none is left): true, with what to
  * say in msg. */
-bool note_outcome(struct runner *r, const struct trial *t, const char *status, char *msg, size_t msgsz);
+bool note_outcome(struct runner *r, const struct trial *t, enum trial_status status, char *msg, size_t msgsz);
 /* What admit.c holds: freed at the end of the sweep. */
 void admit_release(struct runner *r);
 

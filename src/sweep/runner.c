@@ -321,7 +321,7 @@ static int claim_next(struct runner *r, struct trial *t)
 			return rc;
 		char **v = values_from_row(r, row.vals);
 		if (!v) {   /* cannot be with the sweep's own text; said, not run */
-			row.status = "failed";
+			row.status = TRIAL_FAILED;
 			row.note = "its values do not fit the sweep's file";
 			row.ended_at = wall_seconds();
 			store_trial_put(r->st, &row);
@@ -508,7 +508,7 @@ static int launch(struct runner *r, struct trial *t)
 	/* recorded before it starts: a sweep killed now knows it was running */
 	struct trial_row row = {
 		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
-		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = "running",
+		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = TRIAL_RUNNING,
 		.optuna_number = t->optuna_number, .started_at = t->started_at, .note = t->note,
 	};
 	if (r->worker) {
@@ -642,7 +642,7 @@ static void put_pending(struct runner *r, struct trial *t)
 {
 	struct trial_row row = {
 		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
-		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = "pending",
+		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = TRIAL_PENDING,
 		.optuna_number = t->optuna_number, .note = t->note,
 	};
 	store_trial_put(r->st, &row);
@@ -677,7 +677,7 @@ static bool put_back_unstarted(struct runner *r, struct trial *t, int64_t run_id
 	snprintf(note, sizeof(note), "put back: its job step did not start (see %s)", t->log);
 	struct trial_row row = {
 		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
-		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = "pending",
+		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = TRIAL_PENDING,
 		.optuna_number = t->optuna_number, .note = note,
 	};
 	int rc;
@@ -766,28 +766,28 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	}
 	bool exited0 = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
 	if (r->stop_signal)
-		row.status = "interrupted";
+		row.status = TRIAL_INTERRUPTED;
 	else if (t->pruned)
-		row.status = "pruned";     /* stopped by us: whatever its end says */
+		row.status = TRIAL_PRUNED;     /* stopped by us: whatever its end says */
 	else if (oom_cause(cause))
-		row.status = "oom";
+		row.status = TRIAL_OOM;
 	else if (exited0 && metric && r->spec.metric_name && !row.has_metric) {
-		row.status = "failed";
+		row.status = TRIAL_FAILED;
 		snprintf(metric_note, sizeof(metric_note), "%s%sno '%s' result reported", t->note,
 		         t->note[0] ? "; " : "", metric);
 		row.note = metric_note;
 	} else if (exited0)
-		row.status = "ok";
+		row.status = TRIAL_OK;
 	else
-		row.status = "failed";
+		row.status = TRIAL_FAILED;
 	/* a warm trial that failed with its template gone was ended with the
 	 * template (its stub kills the fork when the template ends): not the
 	 * trial's doing, so it runs again, cold */
-	bool template_died = t->warm && !strcmp(row.status, "failed") && prefork_gone(r->prefork) &&
+	bool template_died = t->warm && row.status == TRIAL_FAILED && prefork_gone(r->prefork) &&
 	                     t->attempt < RETRIES_MAX;
 	char template_note[sizeof(t->note) + 80];
 	if (template_died) {
-		row.status = "interrupted";
+		row.status = TRIAL_INTERRUPTED;
 		snprintf(template_note, sizeof(template_note), "%s%sthe prefork template ended while it ran", t->note,
 		         t->note[0] ? "; " : "");
 		row.note = template_note;
@@ -829,7 +829,7 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		optuna_proc_take_prune(r->oproc, t->optuna_number, &late_step, &late_value);
 	if (r->optuna_on && t->optuna_number >= 0 && !r->stop_signal && !template_died)   /* a rerun tells */
 		optuna_proc_tell_state(r->oproc, t->optuna_number, t->pruned ? OPTUNA_PRUNED :
-		                       !strcmp(row.status, "ok") && row.has_metric ? OPTUNA_COMPLETE : OPTUNA_FAIL,
+		                       row.status == TRIAL_OK && row.has_metric ? OPTUNA_COMPLETE : OPTUNA_FAIL,
 		                       row.metric);
 	if (!r->stop_signal)
 		r->done_count++;
@@ -837,7 +837,7 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	if (!r->o->quiet) {
 		struct strbuf sb = STRBUF_INIT;
 		trial_line_start(r, t, &sb);
-		strbuf_addstr(&sb, row.status);
+		strbuf_addstr(&sb, trial_status_name(row.status));
 		if (cause[0] && strcmp(cause, "exit"))
 			strbuf_addf(&sb, " (%s)", cause);
 		if (row.has_metric)
@@ -854,7 +854,7 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 			strbuf_addf(&sb, " (run %lld)", (long long)run_id);
 		if (t->pruned)
 			strbuf_addf(&sb, "; %s", t->note);
-		else if (strcmp(row.status, "ok") && strcmp(row.status, "interrupted"))
+		else if (row.status != TRIAL_OK && row.status != TRIAL_INTERRUPTED)
 			strbuf_addf(&sb, "; log %s", t->log);
 		fprintf(stderr, "%s\n", strbuf_str(&sb));
 		strbuf_release(&sb);
@@ -874,7 +874,7 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 			queue_push(r, &retry);
 		}
 	}
-	if (!strcmp(row.status, "oom") && !r->stop_signal && make_retry(r, t, cause, &retry)) {
+	if (row.status == TRIAL_OOM && !r->stop_signal && make_retry(r, t, cause, &retry)) {
 		if (!r->o->quiet)
 			fprintf(stderr, "leakproof: trial %lld will run again: %s\n", (long long)t->idx + 1, retry.note);
 		if (r->worker) {   /* for whichever worker claims it */
@@ -934,7 +934,7 @@ static void worker_stopping(struct runner *r)
 			         sigabbrev_np(r->stop_signal));
 		struct trial_row row = {
 			.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
-			.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = "interrupted",
+			.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = TRIAL_INTERRUPTED,
 			.optuna_number = t->optuna_number, .started_at = t->started_at, .ended_at = wall_seconds(),
 			.note = t->note, .cause = (char *)r->stop_cause, .worker = r->worker_name,
 			.slurm_job = r->claimer.slurm_job, .slurm_task = r->claimer.slurm_task,
@@ -1086,7 +1086,7 @@ static bool skip_next(struct runner *r)
 	double now = wall_seconds();
 	struct trial_row row = {
 		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
-		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = "skipped",
+		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = TRIAL_SKIPPED,
 		.optuna_number = t->optuna_number, .started_at = now, .ended_at = now, .note = why,
 	};
 	store_trial_put(r->st, &row);
@@ -1116,9 +1116,9 @@ static void requeue_interrupted(struct runner *r)
 		const struct trial_row *row = &r->rows[i];
 		if (last_attempt(r, row->idx) != row)
 			continue;
-		bool was_running = !strcmp(row->status, "running");
-		bool interrupted = !strcmp(row->status, "interrupted");
-		bool oom_to_retry = !strcmp(row->status, "oom") && r->spec.nretry;
+		bool was_running = row->status == TRIAL_RUNNING;
+		bool interrupted = row->status == TRIAL_INTERRUPTED;
+		bool oom_to_retry = row->status == TRIAL_OOM && r->spec.nretry;
 		if (!was_running && !interrupted && !oom_to_retry)
 			continue;
 		char **v = values_from_row(r, row->vals);
@@ -1148,7 +1148,7 @@ static void requeue_interrupted(struct runner *r)
 			if (was_running) {
 				/* say so in the store: that attempt did not finish */
 				struct trial_row upd = *row;
-				upd.status = "interrupted";
+				upd.status = TRIAL_INTERRUPTED;
 				upd.note = "the sweep stopped while it ran";
 				int64_t run = store_trial_run(r->st, r->sweep_id, row->idx, row->attempt);
 				if (run > 0)
@@ -1238,7 +1238,7 @@ static int open_sweep(struct runner *r, char *text)
 		r->slurm = slurm;
 		r->slurm_array = sw.slurm_job;
 		/* a cluster sweep's controller may be followed from any shell */
-		if (!slurm && !strcmp(sw.status, "running") && sw.pid > 0 && sw.pid != getpid() && kill(sw.pid, 0) == 0) {
+		if (!slurm && sw.status == SWEEP_RUNNING && sw.pid > 0 && sw.pid != getpid() && kill(sw.pid, 0) == 0) {
 			error("sweep %lld is still running (pid %d)", (long long)sw.id, sw.pid);
 			sweep_row_release(&sw);
 			free(abs);
@@ -1256,7 +1256,7 @@ static int open_sweep(struct runner *r, char *text)
 		free(abs);
 		if (r->slurm)
 			return 0;   /* its status is the workers' to end */
-		return store_sweep_set_status(r->st, r->sweep_id, "running", 0, getpid());
+		return store_sweep_set_status(r->st, r->sweep_id, SWEEP_RUNNING, 0, getpid());
 	}
 	char *cwd = getcwd(NULL, 0);   /* where its trials run, also a worker's started elsewhere */
 	struct sweep_begin b = {
@@ -1475,7 +1475,7 @@ static int write_pending(struct runner *r)
 		for (size_t i = 0; i < n; i++)
 			rows[i] = (struct trial_row){
 				.sweep_id = r->sweep_id, .idx = ts[i].idx, .attempt = 0, .params = ts[i].params,
-				.env = ts[i].env, .argv = ts[i].argv_json, .vals = ts[i].vals, .status = "pending",
+				.env = ts[i].env, .argv = ts[i].argv_json, .vals = ts[i].vals, .status = TRIAL_PENDING,
 				.optuna_number = -1,
 			};
 		if (n && store_trials_put_many(r->st, rows, n) < 0)
@@ -1549,7 +1549,7 @@ static int follow(struct runner *r, bool may_submit, bool *complete)
 		}
 		if (!c.pending && !c.running) {
 			*complete = true;
-			while (store_sweep_set_status(r->st, r->sweep_id, "done", wall_seconds(), 0) < 0 && store_wait_back(r->st))
+			while (store_sweep_set_status(r->st, r->sweep_id, SWEEP_DONE, wall_seconds(), 0) < 0 && store_wait_back(r->st))
 				;
 			break;
 		}
@@ -1715,7 +1715,7 @@ static int run_worker(struct runner *r, struct sweep_result *out)
 	bool complete = ok && !r->stop_signal && store_trial_counts(r->st, r->sweep_id, &c) == 0 && !c.pending &&
 	                !c.running;
 	if (complete)
-		store_sweep_set_status(r->st, r->sweep_id, "done", wall_seconds(), 0);
+		store_sweep_set_status(r->st, r->sweep_id, SWEEP_DONE, wall_seconds(), 0);
 	if (!o->quiet)
 		fprintf(stderr, "leakproof: worker %s: %lld trial%s run%s\n", r->worker_name, (long long)r->done_count,
 		        r->done_count == 1 ? "" : "s", r->stop_signal ? "; stopped" :
@@ -1893,7 +1893,7 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 		ok = false;
 	r.oproc = NULL;
 	bool complete = !r.stop_signal && ok && !r.host_stopped;
-	while (store_sweep_set_status(r.st, r.sweep_id, complete ? "done" : "interrupted", wall_seconds(), 0) < 0 &&
+	while (store_sweep_set_status(r.st, r.sweep_id, complete ? SWEEP_DONE : SWEEP_INTERRUPTED, wall_seconds(), 0) < 0 &&
 	       store_wait_back(r.st))
 		;
 	out->sweep_id = r.sweep_id;

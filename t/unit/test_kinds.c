@@ -38,7 +38,7 @@ static int64_t begin(struct store *st)
 
 static void end(struct store *st, int64_t id, double duration, int64_t steps)
 {
-	struct run_end re = { .ended_at = 1700000000.0 + duration, .exit_code = 0, .status = "done",
+	struct run_end re = { .ended_at = 1700000000.0 + duration, .exit_code = 0, .status = RUN_DONE,
 	                      .step_source = STEP_SOURCE_CHANNEL, .steps = steps };
 	store_run_end(st, id, &re);
 }
@@ -262,7 +262,7 @@ static void test_flight_recorder(void)
 		store_add_census(st, id, &all);
 	}
 	struct run_end re = { .ended_at = 1700000000.0 + 10.1, .exit_code = -1, .exit_signal = 9,
-	                      .status = "done", .step_source = STEP_SOURCE_CHANNEL, .steps = 100 };
+	                      .status = RUN_DONE, .step_source = STEP_SOURCE_CHANNEL, .steps = 100 };
 	store_run_end(st, id, &re);
 	store_flush(st);
 	struct run_summary s;

@@ -179,7 +179,7 @@ static int64_t rank_run(struct store *st, int rank, double growth)
 		store_add_sample(st, id, &sr.mem);
 		store_add_step(st, id, &sr);
 	}
-	struct run_end re = { .ended_at = 1700000010, .status = "done", .step_source = STEP_SOURCE_CHANNEL, .steps = 60 };
+	struct run_end re = { .ended_at = 1700000010, .status = RUN_DONE, .step_source = STEP_SOURCE_CHANNEL, .steps = 60 };
 	store_run_end(st, id, &re);
 	store_flush(st);
 	return id;

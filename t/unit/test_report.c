@@ -205,7 +205,7 @@ static int64_t begin(struct store *st, const char *cmd, uint64_t limit, const ch
 static void end(struct store *st, int64_t id, double duration, int64_t steps, enum step_source src)
 {
 	struct run_end re = {
-		.ended_at = 1700000000.0 + duration, .exit_code = 0, .status = "done",
+		.ended_at = 1700000000.0 + duration, .exit_code = 0, .status = RUN_DONE,
 		.step_source = src, .steps = steps, .bad_lines = 3, .long_lines = 1,
 	};
 	store_run_end(st, id, &re);

@@ -187,7 +187,7 @@ static void write_run(const char *path, struct outcome *o)
 		store_add_event(st, o->run_id, 3.0, "exit", "code 0");
 		store_add_result(st, o->run_id, "accuracy", 0.9);
 		store_flush(st);
-		struct run_end re = { .ended_at = 1700000003, .status = "done", .step_source = STEP_SOURCE_REGEX,
+		struct run_end re = { .ended_at = 1700000003, .status = RUN_DONE, .step_source = STEP_SOURCE_REGEX,
 		                      .steps = steps, .verdict = "no-leak" };
 		store_run_end(st, o->run_id, &re);
 	}
