@@ -356,7 +356,7 @@ static int refresh_run(struct top *t, struct run_state *r, struct run_row *row, 
 	r->last_cause[0] = '\0';
 	for (size_t i = nsegs; i-- > 0;) {
 		if (segs[i].ended_at > 0) {
-			snprintf(r->last_cause, sizeof(r->last_cause), "%s", segs[i].cause[0] ? segs[i].cause : "exit");
+			snprintf(r->last_cause, sizeof(r->last_cause), "%s", cause_name(segs[i].cause != CAUSE_NONE ? segs[i].cause : CAUSE_EXIT));
 			break;
 		}
 	}

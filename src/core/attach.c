@@ -671,7 +671,7 @@ static int kernel_oom_record(uint64_t start_ticks, char *out, size_t outsz)
 
 void sv_attach_end_segment(struct sv *sv)
 {
-	const char *cause;
+	enum end_cause cause;
 	char evidence[CAUSE_LINE_MAX + 200], line[CAUSE_LINE_MAX];
 	struct stat st;
 	bool cg_gone = sv->o->attach_slurm && stat(sv->cg.dir, &st) < 0;   /* SLURM removed it */
@@ -684,24 +684,24 @@ void sv_attach_end_segment(struct sv *sv)
 	}
 	int kernel = 0;
 	if (sv->detached) {
-		cause = "detached";
+		cause = CAUSE_DETACHED;
 		snprintf(evidence, sizeof(evidence), "leakproof stopped watching; the job was still running");
 	} else if (sv->budget_killed) {
-		cause = "budget-kill";
+		cause = CAUSE_BUDGET_KILL;
 		snprintf(evidence, sizeof(evidence), "%s; SIGKILL", sv->why_stopped[0] ? sv->why_stopped : "leakproof killed it");
 	} else if (ooms > sv->oom_kills_at_start) {
-		cause = "oom-kill";
+		cause = CAUSE_OOM_KILL;
 		snprintf(evidence, sizeof(evidence), "its cgroup's memory.events oom_kill rose by %llu",
 		         (unsigned long long)(ooms - sv->oom_kills_at_start));
 	} else if ((kernel = kernel_oom_record(sv->job_start_ticks, line, sizeof(line))) > 0) {
-		cause = "oom-kill";
+		cause = CAUSE_OOM_KILL;
 		snprintf(evidence, sizeof(evidence), "the kernel's log: %s", line);
 	} else if (sv->stop_sent) {
-		cause = "stop-requested";
+		cause = CAUSE_STOP_REQUESTED;
 		snprintf(evidence, sizeof(evidence), "%s; it ended after SIG%s (its exit status is unknown)",
 		         sv->why_stopped, sigabbrev_np(sv->o->stop_signal));
 	} else {
-		cause = "ended";
+		cause = CAUSE_ENDED;
 		snprintf(evidence, sizeof(evidence), "status unknown: %s; no OOM kill in %s%s",
 		         sv->o->attach_slurm ? "SLURM's to know (sacct, scontrol show job)" : "leakproof is not its parent",
 		         sv->have_cg && sv->cg.has_memory ? "its cgroup's memory.events" : "",
@@ -710,7 +710,7 @@ void sv_attach_end_segment(struct sv *sv)
 		                                                         "the kernel's log not readable)")
 		                    : sv->have_cg && sv->cg.has_memory ? " or the kernel's log" : "the kernel's log");
 	}
-	snprintf(sv->end_how, sizeof(sv->end_how), "%s: %.180s", cause, evidence);
+	snprintf(sv->end_how, sizeof(sv->end_how), "%s: %.180s", cause_name(cause), evidence);
 	struct segment_end se = {
 		.ended_at = wall_seconds(),
 		.exit_code = -1,
@@ -730,7 +730,7 @@ void sv_attach_end_segment(struct sv *sv)
 	else
 		snprintf(who, sizeof(who), "pid %d", (int)sv->child);
 	if (!sv->detached)
-		sv_say(sv, "%s ended (%s: %s)", who, cause, evidence);
+		sv_say(sv, "%s ended (%s: %s)", who, cause_name(cause), evidence);
 }
 
 void sv_attach_slurm_placement(const struct sv *sv, struct placement *p)

@@ -20,38 +20,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const names[CAUSE_COUNT] = {
-	[CAUSE_EXIT] = "exit",
-	[CAUSE_ERROR] = "error",
-	[CAUSE_OOM_KILL] = "oom-kill",
-	[CAUSE_BUDGET_KILL] = "budget-kill",
-	[CAUSE_STOP_REQUESTED] = "stop-requested",
-	[CAUSE_CUDA_OOM] = "cuda-oom",
-	[CAUSE_HOST_ALLOC_FAIL] = "host-alloc-fail",
-	[CAUSE_CRASH] = "crash",
-	[CAUSE_SIGNAL] = "signal",
-};
-
-const char *cause_name(enum end_cause c)
-{
-	if ((unsigned)c >= CAUSE_COUNT)
-		return "?";
-	return names[c];
-}
-
-int cause_parse(const char *name, enum end_cause *out)
-{
-	if (!name)
-		return -1;
-	for (int i = 0; i < CAUSE_COUNT; i++) {
-		if (!strcmp(name, names[i])) {
-			*out = (enum end_cause)i;
-			return 0;
-		}
-	}
-	return -1;
-}
-
 /* ---- the scanner ------------------------------------------------------ */
 
 /* Search for a string literal (only on lines that hold a message). */

@@ -48,25 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum end_cause {
-	CAUSE_EXIT,            /* "exit": exited with status 0 */
-	CAUSE_ERROR,           /* "error": non-zero status, nothing more specific */
-	CAUSE_OOM_KILL,        /* "oom-kill": the kernel OOM killer (cgroup v2 memory.events oom_kill
-	                        * rose, or v1 memory.oom_control oom_kill / failcnt evidence) */
-	CAUSE_BUDGET_KILL,     /* "budget-kill": leakproof killed it to enforce a budget by polling */
-	CAUSE_STOP_REQUESTED,  /* "stop-requested": leakproof asked it to stop (soft limit or schedule) and it ended */
-	CAUSE_CUDA_OOM,        /* "cuda-oom": the GPU (or another accelerator) ran out of memory */
-	CAUSE_HOST_ALLOC_FAIL, /* "host-alloc-fail": an allocation in host memory failed */
-	CAUSE_CRASH,           /* "crash": SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE, or core dumped */
-	CAUSE_SIGNAL,          /* "signal": any other signal */
-};
-#define CAUSE_COUNT 9
-
-/* The name above, a static string; "?" for a value outside the enum. */
-const char *cause_name(enum end_cause c);
-/* The cause named exactly name (as cause_name writes it): 0 and *out set,
- * or -1 with *out untouched. Prints nothing. */
-int cause_parse(const char *name, enum end_cause *out /* out */);
+#include "base/end_cause.h"
 
 /* Lines kept as evidence: at most this many bytes plus the NUL. */
 #define CAUSE_LINE_MAX 300

@@ -113,7 +113,7 @@ const char *sv_end_segment(struct sv *sv)
 		.ended_at = wall_seconds(),
 		.exit_code = sv->exit_signal ? -1 : sv->exit_code,
 		.exit_signal = sv->exit_signal,
-		.cause = cause_name(c),
+		.cause = c,
 		.evidence = evidence,
 		.has_step = sv->seg_steps > 0,
 		.step = sv->last_step,

@@ -431,21 +431,14 @@ static void diagnose(struct run_kinds *out, const struct analysis *run, const st
 	}
 }
 
-static bool oom_cause(const char *c)
+static const char *cause_words(enum end_cause c)
 {
-	return !strcmp(c, "oom-kill") || !strcmp(c, "budget-kill") || !strcmp(c, "cuda-oom") ||
-	       !strcmp(c, "host-alloc-fail");
-}
-
-static const char *cause_words(const char *c)
-{
-	if (!strcmp(c, "oom-kill"))
-		return "the kernel's OOM killer";
-	if (!strcmp(c, "budget-kill"))
-		return "leakproof, enforcing the memory budget";
-	if (!strcmp(c, "cuda-oom"))
-		return "the GPU running out of memory";
-	return "a failed host memory allocation";
+	switch (c) {
+	case CAUSE_OOM_KILL: return "the kernel's OOM killer";
+	case CAUSE_BUDGET_KILL: return "leakproof, enforcing the memory budget";
+	case CAUSE_CUDA_OOM: return "the GPU running out of memory";
+	default: return "a failed host memory allocation";
+	}
 }
 
 static const char *kind_words(enum mem_kind k)
@@ -460,14 +453,14 @@ static void flight_recorder(struct run_kinds *out, const struct kind_row *rows, 
 {
 	const struct segment_row *g = NULL;
 	for (size_t i = nsegs; i-- > 0; )
-		if (segs[i].ended_at > 0 && oom_cause(segs[i].cause)) {
+		if (segs[i].ended_at > 0 && cause_is_oom(segs[i].cause)) {
 			g = &segs[i];
 			break;
 		}
 	if (!g)
 		return;
 	out->oom = true;
-	snprintf(out->oom_cause, sizeof(out->oom_cause), "%s", g->cause);
+	out->oom_cause = g->cause;
 	out->end_t = g->ended_at - run_started_at;
 	out->end_step = g->has_step ? g->end_step : -1;
 	out->window_t = fmax(0, out->end_t - FLIGHT_WINDOW_S);
@@ -506,7 +499,7 @@ static void flight_recorder(struct run_kinds *out, const struct kind_row *rows, 
 
 	char b1[32], b2[32], b3[32], b4[32];
 	int n = snprintf(out->flight, sizeof(out->flight), "The job was ended at %s by %s (%s)",
-	                 fmt_duration(b1, sizeof(b1), out->end_t), cause_words(g->cause), g->cause);
+	                 fmt_duration(b1, sizeof(b1), out->end_t), cause_words(g->cause), cause_name(g->cause));
 	if (out->end_step >= 0)
 		n += snprintf(out->flight + n, sizeof(out->flight) - (size_t)n, ", after step %lld",
 		              (long long)out->end_step);

@@ -94,7 +94,7 @@ struct run_kinds {
 
 	/* the OOM flight recorder; oom false when the run did not end so */
 	bool oom;
-	char oom_cause[32];          /* "oom-kill", "budget-kill", "cuda-oom", "host-alloc-fail" */
+	enum end_cause oom_cause;    /* one for which cause_is_oom() */
 	double end_t, window_t;      /* the end, and the window's start */
 	int64_t end_step;            /* the last step marked; -1 none */
 	int64_t window_steps;        /* steps marked in the window */

@@ -189,7 +189,7 @@ static void add_markers(struct run_charts *c, const struct run_summary *s, const
 				n++;
 			}
 		}
-		if (!g->cause[0] || !strcmp(g->cause, "exit") || g->ended_at <= 0)
+		if (g->cause == CAUSE_NONE || g->cause == CAUSE_EXIT || g->ended_at <= 0)
 			continue;
 		double t = g->ended_at - s->run.started_at, x = t;
 		if (step_px) {
@@ -200,10 +200,10 @@ static void add_markers(struct run_charts *c, const struct run_summary *s, const
 			continue;
 		v[n].x = x;
 		v[n].kind = PLOT_MARK_END;
-		v[n].cause = g->cause;
-		v[n].label = g->cause;
+		v[n].cause = cause_name(g->cause);
+		v[n].label = cause_name(g->cause);
 		struct strbuf title = STRBUF_INIT;
-		strbuf_addf(&title, "process #%lld ended: %s", (long long)g->seq, g->cause);
+		strbuf_addf(&title, "process #%lld ended: %s", (long long)g->seq, cause_name(g->cause));
 		if (g->has_step)
 			strbuf_addf(&title, " at step %lld", (long long)g->end_step);
 		if (g->memory_bytes)

@@ -234,7 +234,7 @@ static void add_header(struct strbuf *sb, const struct run_summary *s)
 static void add_ends(struct strbuf *sb, const struct run_summary *s)
 {
 	char b[32];
-	if (!s->nsegments || (s->nsegments == 1 && (!s->segments[0].cause[0] || !strcmp(s->segments[0].cause, "exit"))))
+	if (!render_has_ends(s))
 		return;
 	strbuf_addstr(sb, "<section id=\"ends\"><h2>How each process ended</h2>\n<table>\n<thead><tr><th>process</th>"
 	              "<th>started</th><th>ended</th><th>cause</th><th>last step</th><th>memory at the end</th>"
@@ -248,7 +248,7 @@ static void add_ends(struct strbuf *sb, const struct run_summary *s)
 		else
 			strbuf_addstr(sb, "<td>running</td>");
 		strbuf_addstr(sb, "<td>");
-		plot_add_xml(sb, g->cause[0] ? g->cause : "-");
+		plot_add_xml(sb, g->cause != CAUSE_NONE ? cause_name(g->cause) : "-");
 		strbuf_addstr(sb, "</td>");
 		if (g->has_step)
 			strbuf_addf(sb, "<td class=\"n\">%lld</td>", (long long)g->end_step);
@@ -411,7 +411,7 @@ static void sweep_table(struct strbuf *sb, const struct sweep_charts *c)
 			p = end ? end + 1 : NULL;
 		}
 		text_cell(sb, trial_status_name(t->status));
-		text_cell(sb, t->cause);
+		text_cell(sb, cause_name(t->cause));
 		snprintf(b, sizeof(b), "%.6g", t->metric);
 		num_cell(sb, t->has_metric ? t->metric : NAN, b);
 		text_cell(sb, t->verdict);

@@ -107,7 +107,7 @@ static void add_segments(struct json_writer *jw, const struct run_summary *s)
 		jw_object_double(jw, "ended_at", g_ended ? g->ended_at : NAN);
 		jw_object_double(jw, "exit_code", g_ended && !g->exit_signal ? g->exit_code : NAN);
 		jw_object_double(jw, "exit_signal", g_ended && g->exit_signal ? g->exit_signal : NAN);
-		jw_object_string(jw, "cause", known(g->cause));
+		jw_object_string(jw, "cause", known(cause_name(g->cause)));
 		jw_object_string(jw, "evidence", known(g->evidence));
 		jw_object_double(jw, "step", g->has_step ? (double)g->end_step : NAN);
 		jw_object_double(jw, "memory_start_bytes",

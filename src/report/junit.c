@@ -32,8 +32,7 @@ static bool run_failed(const struct run_summary *s, char *outcome, size_t outsz)
 	/* an attached job (`leakproof attach`): its exit status is unknown, or
 	 * it went on; failed only when the evidence says the OOM killer ended it */
 	if (s->run.status == RUN_ENDED || s->run.status == RUN_DETACHED) {
-		const char *cause = s->nsegments ? s->segments[s->nsegments - 1].cause : "";
-		if (strcmp(cause, "oom-kill"))
+		if (!s->nsegments || s->segments[s->nsegments - 1].cause != CAUSE_OOM_KILL)
 			return false;
 		snprintf(outcome, outsz, "ended by the OOM killer");
 		return true;
@@ -101,7 +100,7 @@ static void add_properties(struct strbuf *sb, const struct run_summary *s)
 	}
 	if (k->oom) {
 		strbuf_addstr(sb, "        <property name=\"leakproof.end\" value=\"");
-		plot_add_xml(sb, k->oom_cause);
+		plot_add_xml(sb, cause_name(k->oom_cause));
 		strbuf_addstr(sb, "\"/>\n");
 	}
 	strbuf_addstr(sb, "      </properties>\n");

@@ -175,7 +175,7 @@ static void add_flight_recorder(struct json_writer *jw, const struct run_summary
 		return;
 	}
 	jw_object_object(jw, "flight_recorder", false);
-	jw_object_string(jw, "cause", known(k->oom_cause));
+	jw_object_string(jw, "cause", known(cause_name(k->oom_cause)));
 	jw_object_double(jw, "end_t", k->end_t);
 	jw_object_double(jw, "end_step", k->end_step >= 0 ? (double)k->end_step : NAN);
 	jw_object_double(jw, "window_seconds", k->end_t - k->window_t);

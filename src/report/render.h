@@ -81,6 +81,9 @@ char *render_count(char *buf, size_t bufsz, double v);
 char *render_approx_duration(char *buf, size_t bufsz, double seconds);
 /* The opening line's tail: "exited 0 after 42.1 s, 400 steps (channel)". */
 void render_outcome_line(struct strbuf *sb, const struct run_summary *s);
+/* Whether the ends of the run's processes are worth a table: more than
+ * one process, or one that ended otherwise than by a clean exit. */
+bool render_has_ends(const struct run_summary *s);
 /* Whether the judgment has a slope to show. */
 int render_have_slope(const struct run_summary *s);
 /* The projection to the limit, when it is worth saying (a leak that

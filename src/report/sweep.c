@@ -85,7 +85,7 @@ static int cmp_row_first(const void *x, const void *y)
 static void fill_trial(struct row *g, const struct trial_row *t)
 {
 	g->status = trial_status_name(t->status);
-	g->cause = t->cause;
+	g->cause = cause_name(t->cause);
 	g->verdict = t->verdict;
 	g->note = t->note;
 	g->idx = t->idx;
@@ -528,7 +528,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		json_raw(&jw, "env", t->env);
 		json_raw(&jw, "argv", t->argv);
 		jw_object_string(&jw, "status", trial_status_name(t->status));
-		jw_object_string(&jw, "cause", known(t->cause));
+		jw_object_string(&jw, "cause", known(cause_name(t->cause)));
 		jw_object_double(&jw, "metric", t->has_metric ? t->metric : NAN);
 		jw_object_string(&jw, "verdict", known(t->verdict));
 		jw_object_double(&jw, "growth_bytes_per_step", t->growth_bytes_per_step);

@@ -77,8 +77,7 @@ static void add_limit(struct strbuf *sb, const struct run_summary *s)
 static void add_segments(struct strbuf *sb, const struct run_summary *s)
 {
 	char mem[32], mem2[32];
-	if (!s->nsegments || (s->nsegments == 1 && (!s->segments[0].cause[0] ||
-	                                             !strcmp(s->segments[0].cause, "exit"))))
+	if (!render_has_ends(s))
 		return;
 	size_t from = s->nsegments > SEGMENTS_SHOWN ? s->nsegments - SEGMENTS_SHOWN : 0;
 	if (from)
@@ -88,11 +87,11 @@ static void add_segments(struct strbuf *sb, const struct run_summary *s)
 		strbuf_addstr(sb, i == from && !from ? "  ends      " : "            ");
 		if (s->nsegments > 1)
 			strbuf_addf(sb, "#%lld ", (long long)g->seq);
-		if (!g->cause[0]) {
+		if (g->cause == CAUSE_NONE) {
 			strbuf_addstr(sb, "still running\n");
 			continue;
 		}
-		render_add_clean(sb, g->cause);
+		render_add_clean(sb, cause_name(g->cause));
 		if (g->has_step)
 			strbuf_addf(sb, " at step %lld", (long long)g->end_step);
 		if (g->memory_bytes && s->nsegments > 1 && s->segment_start_bytes[i] >= 0)

@@ -161,6 +161,12 @@ char *render_approx_duration(char *buf, size_t bufsz, double s)
 	return buf;
 }
 
+bool render_has_ends(const struct run_summary *s)
+{
+	return s->nsegments > 1 ||
+	       (s->nsegments == 1 && s->segments[0].cause != CAUSE_NONE && s->segments[0].cause != CAUSE_EXIT);
+}
+
 void render_outcome_line(struct strbuf *sb, const struct run_summary *s)
 {
 	char outcome[96], dur[48];

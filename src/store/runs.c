@@ -316,14 +316,20 @@ static void bind_segment_close(struct db_stmt *s, const void *arg)
 {
 	const struct run_end_args *a = arg;
 	const struct run_end *re = a->re;
-	const char *cause = re->exit_signal ? "signal" : "exit";
-	if (re->status != RUN_DONE)
-		cause = run_status_name(re->status);
+	enum end_cause cause = CAUSE_UNKNOWN;
+	switch (re->status) {
+	case RUN_DONE: cause = re->exit_signal ? CAUSE_SIGNAL : CAUSE_EXIT; break;
+	case RUN_FAILED_TO_START: cause = CAUSE_FAILED_TO_START; break;
+	case RUN_INTERRUPTED: cause = CAUSE_INTERRUPTED; break;
+	case RUN_DETACHED: cause = CAUSE_DETACHED; break;
+	case RUN_ENDED: cause = CAUSE_ENDED; break;
+	case RUN_RUNNING: case RUN_STATUS_UNKNOWN: break;
+	}
 	db_bind_int64(s, 1, a->run_id);
 	db_bind_double(s, 2, re->ended_at);
 	db_bind_int64(s, 3, re->exit_code);
 	db_bind_int64(s, 4, re->exit_signal);
-	db_bind_text(s, 5, cause);
+	db_bind_text(s, 5, cause_name(cause));
 }
 
 /* The end of a run, its segments' and its GPU peak, each a write of its
@@ -483,7 +489,7 @@ static void bind_segment_end(struct db_stmt *s, const void *arg)
 	db_bind_double(s, 3, a->se->ended_at);
 	db_bind_int64(s, 4, a->se->exit_code);
 	db_bind_int64(s, 5, a->se->exit_signal);
-	db_bind_text(s, 6, a->se->cause);
+	db_bind_text(s, 6, a->se->cause != CAUSE_NONE ? cause_name(a->se->cause) : NULL);
 	db_bind_text(s, 7, a->se->evidence);
 	if (a->se->has_step)
 		db_bind_int64(s, 8, a->se->step);
@@ -1182,7 +1188,7 @@ static void read_segment(struct db_stmt *s, void *row)
 	g->ended_at = db_column_double(s, 3);
 	g->exit_code = db_column_int(s, 4);
 	g->exit_signal = db_column_int(s, 5);
-	g->cause = col_strdup(s, 6);
+	g->cause = cause_read(db_column_text(s, 6));
 	g->evidence = col_strdup(s, 7);
 	g->has_step = !db_column_is_null(s, 8);
 	g->end_step = db_column_int64(s, 8);
@@ -1213,7 +1219,6 @@ int store_load_segments(struct store *st, int64_t run_id, struct segment_row **o
 void segment_rows_free(struct segment_row *rows, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		free(rows[i].cause);
 		free(rows[i].evidence);
 		free(rows[i].restart);
 	}

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "base/placement.h"
+#include "base/end_cause.h"
 #include "base/sample.h"
 #include "base/status.h"
 
@@ -163,7 +164,7 @@ struct segment_end {
 	double ended_at;
 	int exit_code;              /* -1 when killed by a signal */
 	int exit_signal;            /* 0 when it exited */
-	const char *cause;          /* cause_name() of core/cause.h; may be NULL */
+	enum end_cause cause;       /* CAUSE_NONE: not known */
 	const char *evidence;       /* free text backing the cause; may be NULL */
 	bool has_step;              /* a step was marked before the end */
 	int64_t step;               /* the last step marked */
@@ -282,7 +283,8 @@ struct segment_row {
 	int pid;                         /* 0 when unknown */
 	double started_at, ended_at;     /* ended_at 0 while running */
 	int exit_code, exit_signal;
-	char *cause, *evidence;          /* "" when unknown */
+	enum end_cause cause;            /* CAUSE_NONE when unknown (still running) */
+	char *evidence;                  /* "" when unknown */
 	bool has_step;
 	int64_t end_step;                /* the last step marked in it */
 	uint64_t memory_bytes;           /* the measure at its end; 0 unknown */

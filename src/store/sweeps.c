@@ -219,7 +219,7 @@ static void bind_trial(struct db_stmt *s, const struct trial_row *t)
 		db_bind_int64(s, 8, t->run_id);
 	else
 		db_bind_null(s, 8);
-	db_bind_text(s, 9, t->cause && *t->cause ? t->cause : NULL);
+	db_bind_text(s, 9, t->cause != CAUSE_NONE ? cause_name(t->cause) : NULL);
 	bind_num(s, 10, t->has_metric ? t->metric : NAN);
 	if (t->optuna_number >= 0)
 		db_bind_int64(s, 11, t->optuna_number);
@@ -286,7 +286,7 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 		t->env = col_strdup(s, 4);
 		t->argv = col_strdup(s, 5);
 		t->status = trial_status_parse(db_column_text(s, 6));
-		t->cause = col_strdup(s, 7);
+		t->cause = cause_read(db_column_text(s, 7));
 		t->note = col_strdup(s, 8);
 		t->run_id = db_column_int64(s, 9);
 		t->metric = col_num(s, 10);
@@ -348,7 +348,6 @@ void trial_row_release(struct trial_row *t)
 	free(t->params);
 	free(t->env);
 	free(t->argv);
-	free(t->cause);
 	free(t->note);
 	free(t->verdict);
 	free(t->vals);

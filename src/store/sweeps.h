@@ -52,7 +52,8 @@ struct trial_row {
 	char *params, *env, *argv;        /* JSON */
 	char *vals;                       /* the values in the spec's dims order, 0x1f-separated */
 	enum trial_status status;         /* TRIAL_PENDING, the zero value, until it starts */
-	char *cause, *note;               /* "" unknown */
+	enum end_cause cause;             /* why its run ended; CAUSE_NONE unknown */
+	char *note;                       /* "" none */
 	int64_t run_id;                   /* 0: none yet */
 	bool has_metric;
 	double metric;

@@ -295,7 +295,7 @@ bool too_large(struct runner *r, struct trial *t, char *why, size_t whysz)
 	/* at least as large as a trial that ran out of this budget */
 	for (size_t i = r->nrows; budget > 0 && !why[0] && i-- > 0;) {
 		const struct trial_row *u = &r->rows[i];
-		if (u->status != TRIAL_OOM || !strcmp(u->cause, "cuda-oom") || !r->row_vals[i] ||
+		if (u->status != TRIAL_OOM || u->cause == CAUSE_CUDA_OOM || !r->row_vals[i] ||
 		    !dominates(r, t->values, r->row_vals[i]))
 			continue;
 		if (u->attempt)
@@ -323,11 +323,11 @@ bool too_large(struct runner *r, struct trial *t, char *why, size_t whysz)
 	return true;
 }
 
-bool retry_fit_value(struct runner *r, const struct trial *t, size_t d, const char *cause, char *val, size_t valsz,
+bool retry_fit_value(struct runner *r, const struct trial *t, size_t d, enum end_cause cause, char *val, size_t valsz,
                      char *why, size_t whysz)
 {
 	model_refresh(r);
-	bool on_gpu = !strcmp(cause, "cuda-oom");
+	bool on_gpu = cause == CAUSE_CUDA_OOM;
 	enum mem_what w = on_gpu ? MEM_GPU : MEM_HOST;
 	double budget = on_gpu ? largest_gpu(r) : (double)r->memory_max;
 	const struct mem_fit *f = &r->model.fit[w];

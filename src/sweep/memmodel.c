@@ -410,12 +410,6 @@ void memmodel_values(size_t ndims, char *const *vals, double *x)
 	}
 }
 
-static bool oom_cause(const char *c)
-{
-	return !strcmp(c, "oom-kill") || !strcmp(c, "budget-kill") || !strcmp(c, "cuda-oom") ||
-	       !strcmp(c, "host-alloc-fail");
-}
-
 void memmodel_build(struct memmodel *m, size_t ndims, const struct trial_row *rows, char *const *const *vals,
                     size_t n, uint64_t budget, size_t max_rows)
 {
@@ -442,13 +436,13 @@ void memmodel_build(struct memmodel *m, size_t ndims, const struct trial_row *ro
 			c = oom;
 			if (w == MEM_HOST) {
 				v = (double)t->peak_bytes;
-				if (oom && strcmp(t->cause, "cuda-oom") && budget && (double)budget > v)
+				if (oom && t->cause != CAUSE_CUDA_OOM && budget && (double)budget > v)
 					v = (double)budget;
 			} else if (w == MEM_GPU) {
 				v = (double)t->gpu_peak_bytes;
 			} else {
 				v = t->growth_bytes_per_step;
-				if (oom || oom_cause(t->cause))
+				if (oom || cause_is_oom(t->cause))
 					continue;
 			}
 			if (!(isfinite(v) && v > 0))

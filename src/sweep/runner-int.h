@@ -102,7 +102,7 @@ struct runner {
 	int64_t step_failing_since_ns, step_retry_at_ns, step_backoff_ns;
 	const char *const *step_prefix;   /* srun ...: each trial a job step; NULL: none */
 	int64_t slurm_job_id;          /* our own job (SLURM_JOB_ID); 0 none */
-	const char *stop_cause;        /* what SLURM says stopped us: "cancelled", ... */
+	enum end_cause stop_cause;     /* what SLURM says stopped us: CAUSE_CANCELLED, ...; CAUSE_NONE */
 
 	struct memmodel model;         /* fitted on the finished trials (admit.c) */
 	bool model_stale;              /* a trial finished since the fit */
@@ -133,7 +133,7 @@ bool too_large(struct runner *r, struct trial *t, char *why, size_t whysz);
 /* on_oom retry_with fit: the largest value of dimension d below t's that
  * the model predicts to fit the budget the trial ran out of (cause), as
  * text into val, and how into why; false when the model cannot tell. */
-bool retry_fit_value(struct runner *r, const struct trial *t, size_t d, const char *cause, char *val, size_t valsz,
+bool retry_fit_value(struct runner *r, const struct trial *t, size_t d, enum end_cause cause, char *val, size_t valsz,
                      char *why, size_t whysz);
 /* Count t's outcome (status) into the failure streaks of this machine and
  * of its GPU; when one reaches max_consecutive_failures, that place gets

@@ -554,17 +554,11 @@ static int launch(struct runner *r, struct trial *t)
 
 /* ---- a trial ended --------------------------------------------------------- */
 
-static bool oom_cause(const char *c)
-{
-	return !strcmp(c, "oom-kill") || !strcmp(c, "budget-kill") || !strcmp(c, "cuda-oom") ||
-	       !strcmp(c, "host-alloc-fail");
-}
-
 /* The retry of an OOM'd trial (cause: why it ended) with the retry_with
  * parameters halved, or for rule fit, set to the largest value the memory
  * model predicts to fit (halved when it cannot tell); false when there is
  * nothing left to change. */
-static bool make_retry(struct runner *r, const struct trial *t, const char *cause, struct trial *out)
+static bool make_retry(struct runner *r, const struct trial *t, enum end_cause cause, struct trial *out)
 {
 	if (!r->spec.nretry || t->attempt >= RETRIES_MAX)
 		return false;
@@ -720,7 +714,7 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		.started_at = t->started_at, .ended_at = wall_seconds(), .run_id = run_id > 0 ? run_id : 0,
 		.note = t->note,
 	};
-	char cause[64] = "";
+	enum end_cause cause = CAUSE_NONE;
 	char metric_note[PATH_MAX + 256] = "";
 	struct segment_row *segs = NULL;
 	size_t nsegs = 0;
@@ -728,9 +722,8 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	while (run_id > 0 && (got = store_load_segments(r->st, run_id, &segs, &nsegs)) < 0 && store_wait_back(r->st))
 		;
 	if (run_id > 0 && got == 0 && nsegs)
-		snprintf(cause, sizeof(cause), "%s", segs[nsegs - 1].cause);
+		cause = segs[nsegs - 1].cause;
 	segment_rows_free(segs, nsegs);
-	row.cause = cause;
 	char slurm_note[1400] = "";
 	if (r->worker) {
 		row.worker = r->worker_name;
@@ -739,14 +732,15 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		/* SLURM's memory enforcement: slurmstepd's line in the step's output */
 		char ev[1000];
 		if (r->step_prefix && slurm_oom_evidence(t->log, ev, sizeof(ev))) {
-			if (!oom_cause(cause))
-				snprintf(cause, sizeof(cause), "oom-kill");
+			if (!cause_is_oom(cause))
+				cause = CAUSE_OOM_KILL;
 			snprintf(slurm_note, sizeof(slurm_note), "%.200s%sSLURM: %s", t->note, t->note[0] ? "; " : "", ev);
 			row.note = slurm_note;
-		} else if (r->stop_signal && r->stop_cause) {
-			snprintf(cause, sizeof(cause), "%s", r->stop_cause);
+		} else if (r->stop_signal && r->stop_cause != CAUSE_NONE) {
+			cause = r->stop_cause;
 		}
 	}
+	row.cause = cause;
 
 	const char *metric = r->spec.metric_name ? r->spec.metric_name :
 	                     (r->o->result_regex || r->spec.result_regex) ? "result" : NULL;
@@ -769,7 +763,7 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		row.status = TRIAL_INTERRUPTED;
 	else if (t->pruned)
 		row.status = TRIAL_PRUNED;     /* stopped by us: whatever its end says */
-	else if (oom_cause(cause))
+	else if (cause_is_oom(cause))
 		row.status = TRIAL_OOM;
 	else if (exited0 && metric && r->spec.metric_name && !row.has_metric) {
 		row.status = TRIAL_FAILED;
@@ -811,7 +805,7 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	if (r->worker && r->stop_signal) {
 		char note[160];
 		snprintf(note, sizeof(note), "run again: attempt %lld was %s", (long long)t->attempt,
-		         r->stop_cause ? r->stop_cause : "interrupted");
+		         r->stop_cause != CAUSE_NONE ? cause_name(r->stop_cause) : "interrupted");
 		store_trial_requeue(r->st, r->sweep_id, t->idx, t->attempt, note);
 	}
 	refresh_row(r, t->idx, t->attempt);
@@ -838,8 +832,8 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		struct strbuf sb = STRBUF_INIT;
 		trial_line_start(r, t, &sb);
 		strbuf_addstr(&sb, trial_status_name(row.status));
-		if (cause[0] && strcmp(cause, "exit"))
-			strbuf_addf(&sb, " (%s)", cause);
+		if (cause != CAUSE_NONE && cause != CAUSE_EXIT)
+			strbuf_addf(&sb, " (%s)", cause_name(cause));
 		if (row.has_metric)
 			strbuf_addf(&sb, ", %s=%.6g", metric, row.metric);
 		const struct trial_row *known = last_attempt(r, t->idx);
@@ -928,7 +922,8 @@ static void worker_stopping(struct runner *r)
 		size_t len = strlen(t->note);
 		if (r->slurm_job_id > 0)
 			snprintf(t->note + len, sizeof(t->note) - len, "%sits worker was stopped: %s (SLURM job %lld)",
-			         len ? "; " : "", r->stop_cause ? r->stop_cause : "a signal", (long long)r->slurm_job_id);
+			         len ? "; " : "", r->stop_cause != CAUSE_NONE ? cause_name(r->stop_cause) : "a signal",
+			         (long long)r->slurm_job_id);
 		else
 			snprintf(t->note + len, sizeof(t->note) - len, "%sits worker was stopped (SIG%s)", len ? "; " : "",
 			         sigabbrev_np(r->stop_signal));
@@ -936,13 +931,13 @@ static void worker_stopping(struct runner *r)
 			.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
 			.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = TRIAL_INTERRUPTED,
 			.optuna_number = t->optuna_number, .started_at = t->started_at, .ended_at = wall_seconds(),
-			.note = t->note, .cause = (char *)r->stop_cause, .worker = r->worker_name,
+			.note = t->note, .cause = r->stop_cause, .worker = r->worker_name,
 			.slurm_job = r->claimer.slurm_job, .slurm_task = r->claimer.slurm_task,
 		};
 		store_trial_put(r->st, &row);
 		char note[160];
 		snprintf(note, sizeof(note), "run again: attempt %lld was %s", (long long)t->attempt,
-		         r->stop_cause ? r->stop_cause : "interrupted");
+		         r->stop_cause != CAUSE_NONE ? cause_name(r->stop_cause) : "interrupted");
 		store_trial_requeue(r->st, r->sweep_id, t->idx, t->attempt, note);
 	}
 }

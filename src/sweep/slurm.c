@@ -236,7 +236,7 @@ static double limit_seconds(const char *t)
 	return -1;
 }
 
-const char *slurm_end_cause(int64_t job)
+enum end_cause slurm_end_cause(int64_t job)
 {
 	char id[32], why[600];
 	snprintf(id, sizeof(id), "%lld", (long long)job);
@@ -244,27 +244,27 @@ const char *slurm_end_cause(int64_t job)
 	struct strbuf out = STRBUF_INIT;
 	if (run_cmd(argv, NULL, STOP_QUERY_MS, &out, why, sizeof(why)) < 0) {
 		strbuf_release(&out);
-		return NULL;
+		return CAUSE_NONE;
 	}
 	const char *text = strbuf_str(&out);
 	const char *st = strstr(text, "JobState="), *lim = strstr(text, "TimeLimit="), *start = strstr(text, "StartTime=");
-	const char *cause = NULL;
+	enum end_cause cause = CAUSE_NONE;
 	if (st) {
 		/* a job being ended shows COMPLETING while its processes are told:
 		 * its time limit is then told by the clock */
 		st += 9;
 		if (!strncmp(st, "TIMEOUT", 7))
-			cause = "time-limit";
+			cause = CAUSE_TIME_LIMIT;
 		else if (!strncmp(st, "PREEMPTED", 9))
-			cause = "preempted";
+			cause = CAUSE_PREEMPTED;
 		else if (!strncmp(st, "NODE_FAIL", 9))
-			cause = "node-fail";
+			cause = CAUSE_NODE_FAIL;
 		else if (!strncmp(st, "OUT_OF_MEMORY", 13))
-			cause = "oom-kill";
+			cause = CAUSE_OOM_KILL;
 		else if (!strncmp(st, "CANCELLED", 9) || !strncmp(st, "COMPLETING", 10))
-			cause = "cancelled";
+			cause = CAUSE_CANCELLED;
 	}
-	if (cause && !strcmp(cause, "cancelled") && lim && start) {
+	if (cause == CAUSE_CANCELLED && lim && start) {
 		struct tm tm;
 		memset(&tm, 0, sizeof(tm));
 		double limit = limit_seconds(lim + 10);
@@ -272,7 +272,7 @@ const char *slurm_end_cause(int64_t job)
 			tm.tm_isdst = -1;
 			time_t t0 = mktime(&tm);
 			if (t0 > 0 && difftime(time(NULL), t0) >= limit - 5)
-				cause = "time-limit";
+				cause = CAUSE_TIME_LIMIT;
 		}
 	}
 	strbuf_release(&out);

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/end_cause.h"
 #include "sweep/spec.h"
 
 /* The SLURM job this process runs in, from its environment. */
@@ -47,9 +48,10 @@ int slurm_submit_array(const struct slurm_submit *s, int64_t *job);
 int slurm_job_alive(int64_t job);
 
 /* What SLURM says ended job (a worker that was told to stop): the cause
- * a trial it ran gets ("cancelled", "time-limit", "preempted",
- * "node-fail"), or NULL when SLURM does not say (scontrol's JobState). */
-const char *slurm_end_cause(int64_t job);
+ * a trial it ran gets (CAUSE_CANCELLED, CAUSE_TIME_LIMIT, CAUSE_PREEMPTED,
+ * CAUSE_NODE_FAIL, CAUSE_OOM_KILL), or CAUSE_NONE when SLURM does not say
+ * (scontrol's JobState). */
+enum end_cause slurm_end_cause(int64_t job);
 
 /* The argv prefix that runs one trial as a job step of the current job
  * (srun ... with the trial's name), NULL-terminated, static; or NULL when

@@ -44,7 +44,7 @@ static bool printable(const char *s)
 
 static void test_names(void)
 {
-	for (int i = 0; i < CAUSE_COUNT; i++) {
+	for (int i = CAUSE_EXIT; i < CAUSE_UNKNOWN; i++) {
 		enum end_cause c = (enum end_cause)-1;
 		CHECK_EQ_INT(cause_parse(cause_name((enum end_cause)i), &c), 0);
 		CHECK_EQ_INT(c, i);
@@ -68,6 +68,14 @@ static void test_names(void)
 	CHECK_EQ_INT(cause_parse("oom", &c), -1);
 	CHECK_EQ_INT(cause_parse(NULL, &c), -1);
 	CHECK_EQ_INT(c, CAUSE_CRASH);
+
+	/* names read back from a store */
+	CHECK_EQ_INT(cause_read(NULL), CAUSE_NONE);
+	CHECK_EQ_INT(cause_read(""), CAUSE_NONE);
+	CHECK_EQ_INT(cause_read("time-limit"), CAUSE_TIME_LIMIT);
+	CHECK_EQ_INT(cause_read("a-newer-cause"), CAUSE_UNKNOWN);
+	CHECK_STR(cause_name(CAUSE_NONE), "");
+	CHECK(cause_is_oom(CAUSE_CUDA_OOM) && cause_is_oom(CAUSE_BUDGET_KILL) && !cause_is_oom(CAUSE_CRASH));
 }
 
 static const char *const cuda_lines[] = {

@@ -241,7 +241,7 @@ static void test_flight_recorder(void)
 		kind(st, id, t, 401, 400, 50 * MiB + i * 2 * MiB, MiB, 50 * MiB, MiB);
 	}
 	struct segment_end se = { .ended_at = 1700000000.0 + 10.05, .exit_code = -1, .exit_signal = 9,
-	                          .cause = "oom-kill", .evidence = "oom_kill count rose by 1",
+	                          .cause = CAUSE_OOM_KILL, .evidence = "oom_kill count rose by 1",
 	                          .has_step = true, .step = 100, .memory_bytes = 300 << 20 };
 	store_segment_end(st, id, 0, &se);
 	/* a census every second: the worker's job keeps 10 arrays more each */
@@ -270,7 +270,7 @@ static void test_flight_recorder(void)
 		return;
 	const struct run_kinds *k = s.kinds;
 	CHECK(k->oom);
-	CHECK(!strcmp(k->oom_cause, "oom-kill"));
+	CHECK(k->oom_cause == CAUSE_OOM_KILL);
 	CHECK_EQ_INT(k->end_step, 100);
 	CHECK(strstr(k->flight, "OOM killer") != NULL);
 	CHECK(strstr(k->flight, "anonymous memory of pid 401 (worker 1, python3)") != NULL);

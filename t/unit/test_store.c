@@ -124,7 +124,7 @@ static void test_round_trip(void)
 	CHECK_EQ_INT(seq, 1);
 	CHECK_EQ_INT(store_segment_set_pid(st, id, seq, 5151, 0, NULL), 0);
 	struct segment_end se = { .ended_at = 1700000002.0, .exit_code = -1, .exit_signal = 9,
-	                          .cause = "oom", .evidence = "memory.events oom_kill 1" };
+	                          .cause = CAUSE_OOM_KILL, .evidence = "memory.events oom_kill 1" };
 	CHECK_EQ_INT(store_segment_end(st, id, 0, &se), 0);
 
 	struct run_end re = {
@@ -249,12 +249,12 @@ static void test_round_trip(void)
 		CHECK_EQ_INT(sg[0].seq, 0);
 		CHECK_EQ_INT(sg[0].pid, 4242);
 		CHECK_EQ_INT(sg[0].exit_signal, 9);
-		CHECK_STR(sg[0].cause, "oom");
+		CHECK_STR(cause_name(sg[0].cause), "oom-kill");
 		CHECK_STR(sg[0].evidence, "memory.events oom_kill 1");
 		CHECK_EQ_INT(sg[1].seq, 1);
 		CHECK_EQ_INT(sg[1].pid, 5151);
 		CHECK_NEAR(sg[1].ended_at, 1700000042.5, 1e-6);   /* closed by run_end */
-		CHECK_STR(sg[1].cause, "exit");
+		CHECK_STR(cause_name(sg[1].cause), "exit");
 		CHECK_EQ_INT(sg[1].exit_code, 0);
 	}
 	segment_rows_free(sg, n);
