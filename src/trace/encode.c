@@ -145,7 +145,7 @@ static bool symbol_ok(const char *s)
 	return true;
 }
 
-size_t trace_enc_site(char *buf, long pid, const struct trace_site *site, int *nframes_out)
+size_t trace_enc_site(char *buf, long pid, const struct tracer_site *site, int *nframes_out)
 {
 	struct trace_line l;
 	int n = 0;
@@ -176,7 +176,7 @@ size_t trace_enc_site(char *buf, long pid, const struct trace_site *site, int *n
 	return trace_line_end(&l);
 }
 
-size_t trace_enc_py(char *buf, long pid, const struct trace_site *site)
+size_t trace_enc_py(char *buf, long pid, const struct tracer_site *site)
 {
 	struct trace_line l;
 	head(&l, buf, "py", pid);
@@ -204,7 +204,7 @@ void trace_enc_live_begin(struct trace_line *l, long pid, uint64_t seq, uint64_t
 	trace_line_u64(l, t_ns);
 }
 
-bool trace_enc_live_add(struct trace_line *l, const struct trace_site *site)
+bool trace_enc_live_add(struct trace_line *l, const struct tracer_site *site)
 {
 	size_t mark = l->len;
 	trace_line_ch(l, ' ');

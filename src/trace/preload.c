@@ -255,7 +255,7 @@ static struct map *map_by_id(uint32_t id)
 }
 
 /* map, site and py lines of a site not yet announced (under lock). */
-static void announce(struct pipe_guard *pg, struct trace_site *site)
+static void announce(struct pipe_guard *pg, struct tracer_site *site)
 {
 	bool ok = true;
 	int nframes = 0;
@@ -311,7 +311,7 @@ static void flush(bool force)
 	trace_line_init(&l, g.line, TRACE_LINE_MAX);
 	trace_enc_live_begin(&l, g.pid, seq, t);
 	while (next) {
-		struct trace_site *site = trace_sites_get(&g.sites, next - 1);
+		struct tracer_site *site = trace_sites_get(&g.sites, next - 1);
 		next = site->next_dirty;
 		site->dirty = false;
 		if (!site->announced) {
@@ -376,13 +376,13 @@ static bool in_self(uintptr_t ip)
 	return ip >= g.self_lo && ip < g.self_hi;
 }
 
-static void account_alloc(struct trace_site *site, uintptr_t p, uint64_t weight)
+static void account_alloc(struct tracer_site *site, uintptr_t p, uint64_t weight)
 {
 	struct trace_ptr old;
 	if (trace_ptrs_insert(&g.ptrs, p, site->id - 1, weight, &old))
 		return;         /* out of pages: this sample is lost */
 	if (old.ptr) {      /* its free went unseen (a free under the guard) */
-		struct trace_site *o = trace_sites_get(&g.sites, old.site);
+		struct tracer_site *o = trace_sites_get(&g.sites, old.site);
 		if (o) {
 			o->live_bytes -= (int64_t)old.weight_bytes;
 			o->frees++;
@@ -497,7 +497,7 @@ static void record(void *p, size_t size, char kind, bool py_api)
 		unlock();
 		return;
 	}
-	struct trace_site *site = trace_sites_find(&g.sites, hash);
+	struct tracer_site *site = trace_sites_find(&g.sites, hash);
 	if (!site) {
 		unlock();
 		symbolize(keys, nf, raw);      /* outside the lock: it takes the loader's */
@@ -538,7 +538,7 @@ static int forget(void *p, struct trace_ptr *out)
 			py_finalizing();
 		found = trace_ptrs_remove(&g.ptrs, (uintptr_t)p, &e);
 		if (found) {
-			struct trace_site *site = trace_sites_get(&g.sites, e.site);
+			struct tracer_site *site = trace_sites_get(&g.sites, e.site);
 			if (site) {
 				site->live_bytes -= (int64_t)e.weight_bytes;
 				site->frees++;
@@ -563,7 +563,7 @@ static void unforget(void *p, const struct trace_ptr *e)
 {
 	t_busy++;
 	lock();
-	struct trace_site *site = trace_sites_get(&g.sites, e->site);
+	struct tracer_site *site = trace_sites_get(&g.sites, e->site);
 	if (site) {
 		struct trace_ptr old;
 		if (trace_ptrs_insert(&g.ptrs, (uintptr_t)p, e->site, e->weight_bytes, &old) == 0) {

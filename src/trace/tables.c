@@ -136,7 +136,7 @@ void trace_sites_release(struct trace_sites *s)
 	for (size_t i = 0; i < s->nchunks; i++)
 		trace_pages_free(s->chunks[i], CHUNK_BYTES);
 	trace_pages_free(s->chunks, s->chunks_cap * sizeof(void *));
-	trace_pages_free(s->by_index, s->by_index_cap * sizeof(struct trace_site *));
+	trace_pages_free(s->by_index, s->by_index_cap * sizeof(struct tracer_site *));
 	trace_pages_free(s->slots, s->slot_cap * sizeof(uint32_t));
 	memset(s, 0, sizeof(*s));
 }
@@ -190,7 +190,7 @@ static void slots_put(uint32_t *slots, size_t cap, uint64_t hash, uint32_t v)
 	slots[i] = v;
 }
 
-struct trace_site *trace_sites_find(struct trace_sites *s, uint64_t hash)
+struct tracer_site *trace_sites_find(struct trace_sites *s, uint64_t hash)
 {
 	if (!s->slot_cap)
 		return NULL;
@@ -203,7 +203,7 @@ struct trace_site *trace_sites_find(struct trace_sites *s, uint64_t hash)
 	}
 }
 
-struct trace_site *trace_sites_add(struct trace_sites *s, uint64_t hash, char kind,
+struct tracer_site *trace_sites_add(struct trace_sites *s, uint64_t hash, char kind,
 				   const struct trace_frame *frames, int nframes,
 				   const char *py, size_t py_len)
 {
@@ -228,14 +228,14 @@ struct trace_site *trace_sites_add(struct trace_sites *s, uint64_t hash, char ki
 	}
 	if (s->count == s->by_index_cap) {
 		size_t cap = s->by_index_cap ? s->by_index_cap * 2 : SITES_MIN_CAP;
-		struct trace_site **b = grow_array(s->by_index, s->count, s->by_index_cap, cap,
+		struct tracer_site **b = grow_array(s->by_index, s->count, s->by_index_cap, cap,
 						   sizeof(*b));
 		if (!b)
 			return NULL;
 		s->by_index = b;
 		s->by_index_cap = cap;
 	}
-	struct trace_site *site = arena_alloc(s, sizeof(*site) + (size_t)nframes * sizeof(struct trace_frame)
+	struct tracer_site *site = arena_alloc(s, sizeof(*site) + (size_t)nframes * sizeof(struct trace_frame)
 					      + py_len);
 	if (!site)
 		return NULL;
@@ -257,7 +257,7 @@ struct trace_site *trace_sites_add(struct trace_sites *s, uint64_t hash, char ki
 	return site;
 }
 
-void trace_sites_mark(struct trace_sites *s, struct trace_site *site)
+void trace_sites_mark(struct trace_sites *s, struct tracer_site *site)
 {
 	if (site->dirty)
 		return;

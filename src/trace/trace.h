@@ -114,7 +114,15 @@ struct trace_frame {
 	uint32_t map;           /* map id; 0 when the address is in no known object */
 };
 
-struct trace_site {
+/*
+ * One allocation site as the tracer keeps it inside the job's process: a
+ * record of an mmap'd arena, found by hash, with its frames inline. The
+ * supervisor rebuilds the same site from the wire lines as a struct
+ * trace_site (base/trace_site.h, which this folder may not include); the
+ * store keeps it as a trace_site_row, judge/sites.c ranks it as a
+ * trace_site_report.
+ */
+struct tracer_site {
 	uint64_t hash;
 	uint32_t id;            /* the wire id: index + 1 */
 	uint32_t next_dirty;    /* index + 1 of the next dirty site, 0 at the end */
@@ -136,7 +144,7 @@ struct trace_site {
  * sites are chained on a dirty list for the next flush.
  */
 struct trace_sites {
-	struct trace_site **by_index;   /* index -> record */
+	struct tracer_site **by_index;   /* index -> record */
 	size_t count, by_index_cap;
 	uint32_t *slots;                /* hash slots: index + 1, 0 empty */
 	size_t slot_cap;
@@ -151,18 +159,18 @@ struct trace_sites {
 void trace_sites_init(struct trace_sites *s);
 void trace_sites_release(struct trace_sites *s);
 /* The site with this hash, or NULL. */
-struct trace_site *trace_sites_find(struct trace_sites *s, uint64_t hash);
+struct tracer_site *trace_sites_find(struct trace_sites *s, uint64_t hash);
 /* A new site (not announced, not dirty) with copies of the frames and the py
  * text; NULL when out of pages. The caller made sure the hash is new. */
-struct trace_site *trace_sites_add(struct trace_sites *s, uint64_t hash, char kind,
+struct tracer_site *trace_sites_add(struct trace_sites *s, uint64_t hash, char kind,
 				   const struct trace_frame *frames, int nframes,
 				   const char *py, size_t py_len);
-static inline struct trace_site *trace_sites_get(const struct trace_sites *s, uint32_t index)
+static inline struct tracer_site *trace_sites_get(const struct trace_sites *s, uint32_t index)
 {
 	return index < s->count ? s->by_index[index] : NULL;
 }
 /* Puts the site on the dirty list (once). */
-void trace_sites_mark(struct trace_sites *s, struct trace_site *site);
+void trace_sites_mark(struct trace_sites *s, struct tracer_site *site);
 /* Takes the whole dirty list: returns its head (index + 1, 0 when empty),
  * sites still flagged dirty; the caller walks next_dirty, clearing or
  * re-marking each. */
@@ -195,12 +203,12 @@ size_t trace_enc_hello(char *buf, long pid, long ppid, uint64_t mean_bytes, cons
 size_t trace_enc_map(char *buf, long pid, uint32_t map_id, const char *path);
 /* Outermost frames that do not fit are dropped; a symbol that is too long or
  * holds a space or control byte is left out. *nframes_out: frames written. */
-size_t trace_enc_site(char *buf, long pid, const struct trace_site *site, int *nframes_out /* out */);
-size_t trace_enc_py(char *buf, long pid, const struct trace_site *site);
+size_t trace_enc_site(char *buf, long pid, const struct tracer_site *site, int *nframes_out /* out */);
+size_t trace_enc_py(char *buf, long pid, const struct tracer_site *site);
 /* The header of a live line: "live PID SEQ T_NS". */
 void trace_enc_live_begin(struct trace_line *l, long pid, uint64_t seq, uint64_t t_ns);
 /* Appends " ID:LIVE:ALLOCS:FREES"; false (line unchanged) when it does not fit. */
-bool trace_enc_live_add(struct trace_line *l, const struct trace_site *site);
+bool trace_enc_live_add(struct trace_line *l, const struct tracer_site *site);
 size_t trace_enc_end(char *buf, long pid, uint64_t seq, int64_t total_live_bytes, uint64_t dropped);
 
 /*

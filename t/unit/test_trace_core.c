@@ -161,7 +161,7 @@ static void test_sites(void)
 	trace_sites_init(&s);
 	CHECK(trace_sites_find(&s, 99) == NULL);
 	for (uint64_t h = 1; h <= 5000; h++) {
-		struct trace_site *site = trace_sites_add(&s, h * 0x9E3779B97F4A7C15ull, 'm', f, (int)(h % 4),
+		struct tracer_site *site = trace_sites_add(&s, h * 0x9E3779B97F4A7C15ull, 'm', f, (int)(h % 4),
 							  h % 2 ? "3:f:x.py" : NULL, h % 2 ? 8 : 0);
 		CHECK(site != NULL);
 		if (!site)
@@ -169,7 +169,7 @@ static void test_sites(void)
 		CHECK_EQ_INT(site->id, h);
 	}
 	CHECK_EQ_INT(s.count, 5000);
-	struct trace_site *site = trace_sites_find(&s, 77 * 0x9E3779B97F4A7C15ull);
+	struct tracer_site *site = trace_sites_find(&s, 77 * 0x9E3779B97F4A7C15ull);
 	CHECK(site && site->id == 77 && site->nframes == 1 && site->frames[0].vaddr == 0x10);
 	CHECK(site && site->py_len == 8 && !memcmp(site->py, "3:f:x.py", 8));
 	site = trace_sites_find(&s, 78 * 0x9E3779B97F4A7C15ull);
@@ -183,7 +183,7 @@ static void test_sites(void)
 	trace_sites_mark(&s, trace_sites_get(&s, 2));
 	int seen = 0, sum = 0;
 	for (uint32_t n = trace_sites_take_dirty(&s); n; ) {
-		struct trace_site *d = trace_sites_get(&s, n - 1);
+		struct tracer_site *d = trace_sites_get(&s, n - 1);
 		n = d->next_dirty;
 		d->dirty = false;
 		seen++;
@@ -218,7 +218,7 @@ static void test_enc_simple(void)
 	CHECK_STR(line(n), "end 123 7 -5 2\n");
 }
 
-static struct trace_site *make_site(struct trace_sites *s, uint64_t hash, int nframes, const char *sym)
+static struct tracer_site *make_site(struct trace_sites *s, uint64_t hash, int nframes, const char *sym)
 {
 	struct trace_frame f[TRACE_FRAMES_MAX];
 	for (int i = 0; i < nframes; i++) {
@@ -236,7 +236,7 @@ static void test_enc_site(void)
 				    { 0x12, "has space", 1 }, { 0xdead, "main", 0 } };
 	int nf;
 	trace_sites_init(&s);
-	struct trace_site *site = trace_sites_add(&s, 1, 'a', f, 4, NULL, 0);
+	struct tracer_site *site = trace_sites_add(&s, 1, 'a', f, 4, NULL, 0);
 	size_t n = trace_enc_site(buf, 9, site, &nf);
 	CHECK_STR(line(n), "site 9 1 a 2:4f2a:keep_some 1:11 1:12 0:dead:main\n");
 	CHECK_EQ_INT(nf, 4);
@@ -272,7 +272,7 @@ static void test_enc_py(void)
 	CHECK(trace_py_text_add(&t, 14, "train_step", "/home/u/train.py"));
 	CHECK(trace_py_text_add(&t, 30, "<mod\tule>", "a\nb.py"));
 	trace_sites_init(&s);
-	struct trace_site *site = trace_sites_add(&s, 1, 'm', NULL, 0, t.buf, t.len);
+	struct tracer_site *site = trace_sites_add(&s, 1, 'm', NULL, 0, t.buf, t.len);
 	size_t n = trace_enc_py(buf, 5, site);
 	CHECK_STR(line(n), "py 5 1 14:train_step:/home/u/train.py\t30:<mod?ule>:a?b.py\n");
 
@@ -315,7 +315,7 @@ static void test_enc_live_split(void)
 	struct trace_line l;
 	trace_sites_init(&s);
 	for (uint64_t h = 1; h <= 1000; h++) {
-		struct trace_site *site = make_site(&s, h, 0, NULL);
+		struct tracer_site *site = make_site(&s, h, 0, NULL);
 		site->live_bytes = (int64_t)h * 1000003;
 		site->allocs = h;
 		site->frees = h / 2;
