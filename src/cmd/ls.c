@@ -121,7 +121,7 @@ static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 		run_command_parse(r->command_json, &argv, &argc);
 		short_host(host, sizeof(host), r);
 		/* a verdict another version of the judgment wrote: starred */
-		bool other = r->verdict[0] && r->judge_version != JUDGE_VERSION;
+		bool other = report_other_judge(r->verdict, r->judge_version);
 		snprintf(verdict, sizeof(verdict), "%s%s", r->verdict[0] ? r->verdict : "-", other ? "*" : "");
 		if (other && (!starred || r->id < starred))
 			starred = r->id;
@@ -133,9 +133,7 @@ static void list_text(struct strbuf *sb, const struct run_row *rows, size_t n)
 		run_argv_free(argv, argc);
 	}
 	if (starred)
-		strbuf_addf(sb, "* written when the run ended by another version of the judgment than this"
-		            " leakproof's (%d); `leakproof report %lld` judges it again\n", JUDGE_VERSION,
-		            (long long)starred);
+		report_add_other_judge_note(sb, "the run", starred);
 }
 
 /* The runs as `report --format json` writes its "run" (report_json_run()). */

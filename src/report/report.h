@@ -100,6 +100,12 @@ void report_add_command_line(struct strbuf *sb, char *const *argv, size_t argc, 
 /* How the run ended: "exited 0", "killed by signal 9 (SIGKILL)", "running",
  * "failed to start (exit 127)", "interrupted". Returns buf. */
 char *report_fmt_outcome(char *buf, size_t bufsz, const struct run_row *r);
+/* Whether a stored verdict was written by another version of the judgment
+ * than this leakproof's (shown starred), and the footnote that says so
+ * under a table: "* written when the run ended by another version ...;
+ * `leakproof report RUN` judges it again" (whose: "the run", "its run"). */
+bool report_other_judge(const char *verdict, int judge_version);
+void report_add_other_judge_note(struct strbuf *sb, const char *whose, int64_t run_id);
 /* Where run r ran, in one line, appended to sb: "vm · SLURM job 12 (array
  * 10_3), step 0 · allocation 300 MiB · GPUs 0,1 · rank 1 of 2 (node 0)";
  * only the host when nothing more is known. Returns whether more was. */

@@ -38,6 +38,7 @@ struct row {
 	const struct trial_row *t;  /* the trial (ungrouped); the first of the group */
 	size_t first;               /* index of that trial */
 	char statuses[96];          /* grouped: "3 ok, 1 oom" */
+	bool other_judge;           /* a verdict another version of the judgment wrote (starred) */
 };
 
 struct table {
@@ -87,6 +88,7 @@ static void fill_trial(struct row *g, const struct trial_row *t)
 	g->status = trial_status_name(t->status);
 	g->cause = cause_name(t->cause);
 	g->verdict = t->verdict;
+	g->other_judge = report_other_judge(t->verdict, t->judge_version);
 	g->note = t->note;
 	g->idx = t->idx;
 	g->attempt = t->attempt;
@@ -121,6 +123,7 @@ static void fill_group(const struct table *tb, struct row *g, const struct keyed
 		for (int s = 0; s < 7; s++)
 			if (t->status == order[s])
 				counts[s]++;
+		g->other_judge |= report_other_judge(t->verdict, t->judge_version);
 		leaks += !strcmp(t->verdict, "leak");
 		noleak += !strcmp(t->verdict, "no-leak");
 		if (t->has_metric && (!g->has_metric || (tb->m.sw.maximize ? t->metric > g->metric : t->metric < g->metric))) {
@@ -286,7 +289,7 @@ static void cells(const struct table *tb, const struct row *g, char cell[][48])
 		snprintf(cell[1], 48, "%.6g", g->metric);
 	else
 		snprintf(cell[1], 48, "-");
-	snprintf(cell[2], 48, "%s", g->verdict[0] ? g->verdict : "-");
+	snprintf(cell[2], 48, "%s%s", g->verdict[0] ? g->verdict : "-", g->other_judge ? "*" : "");
 	if (isfinite(g->growth))
 		render_signed_bytes(cell[3], 48, g->growth);
 	else
@@ -411,6 +414,11 @@ static void write_text(const struct table *tb, struct strbuf *sb, bool md)
 	free(at);
 	free(cell);
 	free(w);
+	for (size_t i = 0; i < tb->m.ntrials; i++)
+		if (tb->m.trials[i].run_id && report_other_judge(tb->m.trials[i].verdict, tb->m.trials[i].judge_version)) {
+			report_add_other_judge_note(sb, "the trial's run", tb->m.trials[i].run_id);
+			break;
+		}
 }
 
 /* One CSV field: quoted, and guarded against spreadsheet formulas (render.h). */
@@ -531,6 +539,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		jw_object_string(&jw, "cause", known(cause_name(t->cause)));
 		jw_object_double(&jw, "metric", t->has_metric ? t->metric : NAN);
 		jw_object_string(&jw, "verdict", known(t->verdict));
+		jw_object_double(&jw, "judge_version", t->judge_version ? t->judge_version : NAN);
 		jw_object_double(&jw, "growth_bytes_per_step", t->growth_bytes_per_step);
 		jw_object_double(&jw, "peak_bytes", t->run_id ? (double)t->peak_bytes : NAN);
 		json_quantiles(&jw, t->q);

@@ -77,6 +77,17 @@ static const char *signal_abbrev(int sig)
 	return NULL;
 }
 
+bool report_other_judge(const char *verdict, int judge_version)
+{
+	return verdict && verdict[0] && judge_version != JUDGE_VERSION;
+}
+
+void report_add_other_judge_note(struct strbuf *sb, const char *whose, int64_t run_id)
+{
+	strbuf_addf(sb, "* written when %s ended by another version of the judgment than this leakproof's (%d);"
+	            " `leakproof report %lld` judges it again\n", whose, JUDGE_VERSION, (long long)run_id);
+}
+
 char *report_fmt_outcome(char *buf, size_t bufsz, const struct run_row *r)
 {
 	const char *abbrev;

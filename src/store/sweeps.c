@@ -252,7 +252,8 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 	const char *gpu = st->version >= PLACEMENT_VERSION ? "coalesce(r.gpu_peak_bytes,"
 	                  " (SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id))"
 	                                   : "(SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id)";
-	const char *host = st->version >= PLACEMENT_VERSION ? ", r.hostname" : ", NULL";
+	const char *host = st->version >= JUDGE_VERSION_COLUMN ? ", r.hostname, coalesce(r.judge_version, 0)"
+	                   : st->version >= PLACEMENT_VERSION ? ", r.hostname, 0" : ", NULL, 0";
 	snprintf(sql, sizeof(sql), "%s%s%s%s%s%s ORDER BY t.idx, t.attempt",
 	        "SELECT t.sweep_id, t.idx, t.attempt, t.params, t.env, t.argv, t.status, t.cause, t.note,"
 	        " coalesce(t.run_id, 0), t.metric, coalesce(t.optuna_number, -1), coalesce(t.started_at, 0),"
@@ -308,6 +309,7 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 		t->slurm_job = db_column_int64(s, 28);
 		t->slurm_task = db_column_int64(s, 29);
 		t->host = col_strdup(s, 30);
+		t->judge_version = db_column_int(s, 31);
 	}
 	if (rc != DB_DONE) {
 		sweep_error(st, "read the trials");

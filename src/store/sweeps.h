@@ -61,6 +61,7 @@ struct trial_row {
 	double started_at, ended_at;
 	/* from the trial's run, by store_load_trials */
 	char *verdict;
+	int judge_version;                /* of the judgment that wrote verdict; 0 not recorded */
 	double growth_bytes_per_step;     /* NAN unknown */
 	double q[5];                      /* per-step change min, q1, median, q3, max; NAN unknown */
 	double steps_per_second;          /* NAN unknown */

@@ -407,3 +407,30 @@ parameters:
     assert [line.split(",")[1] for line in csv[1:]] == ["3", "4", "5"]
     bad = lp.cmd(["report", "--store", lp.store, "--by", "nope"])
     assert bad.rc == 1 and "no dimension 'nope'" in bad.err
+
+
+def test_the_table_stars_a_verdict_an_older_judgment_wrote(lp):
+    # as `ls` does: a trial's verdict is the one stored when its run ended;
+    # one written by another version of the judgment is starred, with what
+    # to do, and the JSON says which version wrote each
+    f = write(lp, "two.yaml", f"""
+command: [{lp.py}, -c, "import leakproof; [leakproof.step() for _ in range(3)]", "${{args}}"]
+method: grid
+parameters:
+  n: {{values: [1, 2]}}
+""")
+    r = sweep(lp, f, timeout=120)
+    assert r.rc == 0, r
+    trials = sweep_json(lp)["trials"]
+    assert [t["judge_version"] for t in trials] == [trials[0]["judge_version"]] * 2, trials
+    assert trials[0]["judge_version"] >= 1, trials
+    text = lp.cmd(["report", "--store", lp.store]).out
+    assert "*" not in text, text
+    with sqlite3.connect(lp.store) as db:
+        db.execute("UPDATE runs SET judge_version = NULL WHERE id = ?", (trials[1]["run"],))
+    trials = sweep_json(lp)["trials"]
+    assert trials[1]["judge_version"] is None and trials[0]["judge_version"] >= 1, trials
+    text = lp.cmd(["report", "--store", lp.store]).out
+    starred = [line for line in text.splitlines() if "* " in line and line.split()[:1] == ["2"]]
+    assert starred, text
+    assert f"`leakproof report {trials[1]['run']}` judges it again" in text, text
