@@ -5,9 +5,11 @@
  * Enter opens one run (its processes, its growing allocation sites). With
  * no terminal, or --once, one snapshot as text or JSON.
  *
- * It only reads the store (store/live.h and the summary every report
- * uses), so the jobs pay nothing for it. Costs and choices:
- * docs/internals/top.md. Units: bytes, seconds.
+ * What is known of the runs (their live state, the judgment so far, time
+ * to the limit, reading the store) is judge/watch.h's model; this file is
+ * the command: its options, the order and filter of the list, the screen,
+ * the keys, and the snapshot. Costs and choices: docs/internals/top.md.
+ * Units: bytes, seconds.
  */
 static const char usage[] =
 "usage: leakproof top [options]\n"
@@ -34,7 +36,6 @@ static const char usage[] =
 "\n"
 "exit status: 0; 1 when the store does not exist or cannot be read; 124 for\n"
 "a usage error.\n";
-
 #include <curses.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -46,130 +47,41 @@ static const char usage[] =
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
-#include "platform/proc.h"
-#include "judge/sites.h"
-#include "judge/summary.h"
+#include "judge/watch.h"
 #include "report/report.h"
-#include "store/live.h"
 #include "store/store.h"
 #include "util/jsonw.h"
 #include "util/util.h"
 
 #define usage_error(...) cmd_usage_error("top", __VA_ARGS__)
 
-#define RECENT_S 600.0          /* ended runs stay listed this long */
-#define POINT_S 5.0             /* one sparkline point: the last sample of 5 s */
-#define MAX_POINTS 120          /* points kept per run: 10 minutes */
-#define TAIL_ROWS 5000          /* samples read per run and refresh, at most */
-#define JUDGE_EVERY_S 5.0       /* a running run is judged again this often... */
-#define JUDGE_COST_FACTOR 20    /* ...or 20 times what judging it took, if more */
-#define LOST_AFTER_S 15.0       /* no sample for this long and its job gone: lost */
-#define TOP_SITES 5             /* allocation sites kept per run */
 #define LIST_SPARK 8            /* sparkline width in the list */
-#define JUDGE_BUDGET_S 0.2      /* judging runs first seen ended, per refresh */
-#define SETTLE_S 30.0           /* an ended run is read on this long after its end */
-
-/* ---- what is known of one run ------------------------------------------ */
-
-struct site_line {
-	char label[128];
-	double growth;              /* bytes per x unit */
-	double live;
-	bool growing;
-	const char *state;          /* site_state_name(): static */
-};
-
-/* The judgment so far (the end-of-run summary's), kept between refreshes. */
-struct judgment {
-	bool valid;
-	char verdict[16];           /* verdict_name() */
-	char reason[256];
-	const char *x_unit;         /* "step" or "s" (static) */
-	double growth, growth_low, growth_high;   /* bytes per x unit */
-	double steps_per_second;
-	double projected_seconds;   /* <0: none */
-	double limit_bytes;         /* 0: none */
-	char limit_source[16];
-	double peak_bytes;
-	size_t steps;
-	struct site_line sites[TOP_SITES];
-	size_t nsites;
-	bool traced;
-};
-
-struct run_state {
-	int64_t id;
-	bool seen;                  /* listed at the last refresh */
-	struct run_row run;
-	char *command;              /* argv as a shell reads it */
-	char *short_command;        /* the same with directories of argv[0..1] cut */
-	char **argv;
-	size_t argc;
-	double last_t;              /* newest sample read; -1 none */
-	struct mem_sample last;     /* that sample */
-	bool has_last;
-	double points[MAX_POINTS];  /* the measure, one per POINT_S, oldest first */
-	double point_t[MAX_POINTS];
-	size_t npoints;
-	int restarts;
-	char last_cause[32];        /* "" none yet */
-	const char *state;          /* "running", "ended", "lost" */
-	int64_t judged_ns;          /* mono_ns of the judgment; 0 never */
-	int64_t judge_cost_ns;
-	bool judged_final;          /* judged after the run ended */
-	bool read_final;            /* read whole after it ended: never read again */
-	int64_t end_seen_ns;        /* mono_ns when first read ended; 0 not yet */
-	bool segment_open;          /* its last segment has no end yet */
-	struct judgment j;
-	double to_limit;            /* seconds at the current rate; <0 none */
-};
 
 enum sort_key { SORT_LIMIT, SORT_MEM, SORT_GROWTH, SORT_RATE, SORT_ID, SORT_COMMAND, SORT_COUNT };
 static const char *const sort_names[SORT_COUNT] = {
 	"to-limit", "memory", "growth", "steps/s", "id", "command",
 };
 
+/* A run of the list as shown: its command in words, whole (the filter,
+ * --once, the detail view) and short (the list, the sort). */
+struct shown_run {
+	const struct watched_run *r;
+	char *command;              /* argv as a shell reads it */
+	char *short_command;        /* the same with directories of argv[0..1] cut */
+};
+
 struct top {
-	struct store *st;
-	const char *path;
-	char host[256];
-	struct run_state **runs;    /* every run listed, newest first */
-	size_t nruns, cap;
-	struct run_state **shown;   /* filtered and sorted */
+	struct watch w;             /* the runs, read from the store */
+	struct shown_run *shown;    /* filtered and sorted; the commands owned */
 	size_t nshown;
 	enum sort_key sort;
 	bool reverse;
 	char filter[128];
 	bool utf8;
-	bool judge_all;             /* --once: every run judged before the snapshot */
-	bool file_store;            /* a file (not a server): watched for replacement */
-	bool have_ino;
-	dev_t dev;                  /* the store file's, when opened */
-	ino_t ino;
 };
-
-static void run_state_free(struct run_state *r)
-{
-	if (!r)
-		return;
-	run_row_release(&r->run);
-	free(r->command);
-	free(r->short_command);
-	run_argv_free(r->argv, r->argc);
-	free(r);
-}
-
-static struct run_state *find_run(struct top *t, int64_t id)
-{
-	for (size_t i = 0; i < t->nruns; i++)
-		if (t->runs[i]->id == id)
-			return t->runs[i];
-	return NULL;
-}
 
 static const char *base_name(const char *s)
 {
@@ -177,359 +89,32 @@ static const char *base_name(const char *s)
 	return slash && slash[1] ? slash + 1 : s;
 }
 
-static void set_command(struct run_state *r)
+/* The run's command as a shell reads it; short: "python3 train.py --lr 0.1"
+ * for "/usr/bin/python3 /home/.../train.py ...". The caller frees it. */
+static char *command_line(const struct watched_run *r, bool short_form)
 {
-	run_argv_free(r->argv, r->argc);
-	free(r->command);
-	free(r->short_command);
-	run_command_parse(r->run.command_json, &r->argv, &r->argc);
 	struct strbuf sb = STRBUF_INIT;
-	report_add_command_line(&sb, r->argv, r->argc, 0);
-	r->command = strbuf_detach(&sb, NULL);
-	/* Short: "python3 train.py --lr 0.1" for "/usr/bin/python3 /home/.../train.py ...". */
+	if (!short_form) {
+		report_add_command_line(&sb, r->argv, r->argc, 0);
+		return strbuf_detach(&sb, NULL);
+	}
 	char **shortv = xcalloc(r->argc + 1, sizeof(char *));
 	for (size_t i = 0; i < r->argc; i++)
 		shortv[i] = i < 2 ? (char *)base_name(r->argv[i]) : r->argv[i];
 	report_add_command_line(&sb, shortv, r->argc, 0);
 	free(shortv);
-	r->short_command = strbuf_detach(&sb, NULL);
+	return strbuf_detach(&sb, NULL);
 }
 
-/* Fold samples (oldest first) into the run's points: the last sample of
- * each POINT_S slot. */
-static void add_points(struct run_state *r, const struct mem_sample *s, size_t n)
+static void drop_shown(struct top *t)
 {
-	for (size_t i = 0; i < n; i++) {
-		double v = mem_sample_value(&s[i], r->run.measure);
-		if (v < 0)
-			continue;
-		double slot = floor(s[i].t / POINT_S);
-		if (r->npoints && floor(r->point_t[r->npoints - 1] / POINT_S) == slot) {
-			r->points[r->npoints - 1] = v;
-			r->point_t[r->npoints - 1] = s[i].t;
-			continue;
-		}
-		if (r->npoints == MAX_POINTS) {
-			memmove(r->points, r->points + 1, (MAX_POINTS - 1) * sizeof(double));
-			memmove(r->point_t, r->point_t + 1, (MAX_POINTS - 1) * sizeof(double));
-			r->npoints--;
-		}
-		r->points[r->npoints] = v;
-		r->point_t[r->npoints++] = s[i].t;
+	for (size_t i = 0; i < t->nshown; i++) {
+		free(t->shown[i].command);
+		free(t->shown[i].short_command);
 	}
-}
-
-static void site_label(const struct trace_site_report *s, char *buf, size_t sz)
-{
-	if (s->npython) {
-		snprintf(buf, sz, "%s (%s:%d)", s->python[0].function, base_name(s->python[0].file), s->python[0].line);
-		return;
-	}
-	if (s->blame < s->nframes) {
-		const struct trace_frame *f = &s->frames[s->blame];
-		snprintf(buf, sz, "%s (%s)", f->function[0] ? f->function : "?", f->library);
-		return;
-	}
-	snprintf(buf, sz, "site %lld", (long long)s->site);
-}
-
-/* Judge the run as its end-of-run summary would, now. */
-static int judge(struct top *t, struct run_state *r)
-{
-	struct run_summary s;
-	int64_t t0 = mono_ns();
-	int rc = run_summary_load(t->st, r->id, -1, &s);
-	if (rc)
-		return rc < 0 ? -1 : 0;
-	struct judgment *j = &r->j;
-	memset(j, 0, sizeof(*j));
-	j->valid = true;
-	snprintf(j->verdict, sizeof(j->verdict), "%s", verdict_name(s.a.verdict));
-	snprintf(j->reason, sizeof(j->reason), "%s", s.reason);
-	j->x_unit = !strcmp(s.x_unit, "s") ? "s" : "step";
-	j->growth = s.a.slope;
-	j->growth_low = s.a.slope_low;
-	j->growth_high = s.a.slope_high;
-	j->steps_per_second = s.steps_per_second;
-	j->projected_seconds = s.projected_seconds;
-	j->limit_bytes = s.limit_bytes;
-	snprintf(j->limit_source, sizeof(j->limit_source), "%s", s.limit_source);
-	j->peak_bytes = (double)s.peak_bytes;
-	j->steps = s.steps;
-	if (s.trace) {
-		j->traced = true;
-		for (size_t i = 0; i < s.trace->nsites && j->nsites < TOP_SITES; i++) {
-			const struct trace_site_report *site = &s.trace->sites[i];
-			struct site_line *l = &j->sites[j->nsites++];
-			site_label(site, l->label, sizeof(l->label));
-			l->growth = site->growth;
-			l->live = site->live;
-			l->growing = site->growing;
-			l->state = site_state_name(site->state);
-		}
-	}
-	run_summary_release(&s);
-	r->judged_ns = mono_ns();
-	r->judge_cost_ns = r->judged_ns - t0;
-	/* final with all the run wrote; or one a reader calls interrupted,
-	 * whose supervisor writes no more */
-	r->judged_final = r->read_final || (r->run.ended_at > 0 && r->segment_open);
-	return 0;
-}
-
-static bool due_for_judgment(const struct run_state *r, int64_t now)
-{
-	if (!r->judged_ns)
-		return true;
-	if (r->judged_final)
-		return false;
-	if (r->read_final)
-		return true;            /* once more, with all it wrote */
-	int64_t every = (int64_t)(JUDGE_EVERY_S * 1e9);
-	if (r->judge_cost_ns * JUDGE_COST_FACTOR > every)
-		every = r->judge_cost_ns * JUDGE_COST_FACTOR;
-	return now - r->judged_ns >= every;
-}
-
-/* Time to the limit at the judged rate, from the memory now. */
-static double time_to_limit(const struct run_state *r)
-{
-	const struct judgment *j = &r->j;
-	if (!j->valid || r->run.ended_at > 0 || j->projected_seconds < 0 || !(j->growth > 0) || !r->has_last)
-		return -1;
-	double per_second = !strcmp(j->x_unit, "s") ? j->growth : j->growth * j->steps_per_second;
-	double now = mem_sample_value(&r->last, r->run.measure);
-	if (!(per_second > 0) || now < 0 || j->limit_bytes <= 0)
-		return -1;
-	return now >= j->limit_bytes ? 0 : (j->limit_bytes - now) / per_second;
-}
-
-static bool job_gone(const struct top *t, const struct run_state *r, const struct segment_row *seg)
-{
-	if (strcmp(r->run.hostname, t->host) || !seg || seg->pid <= 0)
-		return false;
-	struct proc_stat ps;
-	/* A zombie is gone too: with its supervisor dead, nobody may reap it. */
-	return read_proc_stat(NULL, seg->pid, &ps) < 0 || ps.state == 'Z' || ps.state == 'X';
-}
-
-/* Whether r may be judged now: a running run when due; one first seen
- * ended while this refresh's judging budget lasts (judge_until_ns; 0: no
- * budget), so that the first screen of a store with many runs ended lately
- * comes at once and their judgments over the next refreshes. */
-static bool may_judge(const struct run_state *r, int64_t now_ns, int64_t judge_until_ns)
-{
-	if (!due_for_judgment(r, now_ns))
-		return false;
-	return r->judged_ns || r->run.ended_at <= 0 || !judge_until_ns || mono_ns() < judge_until_ns;
-}
-
-/* Read one run again, its row given (row: taken): new samples, segments;
- * judge when due. */
-static int refresh_run(struct top *t, struct run_state *r, struct run_row *row, int64_t now_ns, double now,
-                       int64_t judge_until_ns)
-{
-	run_row_release(&r->run);
-	r->run = *row;
-	memset(row, 0, sizeof(*row));
-	row->id = r->run.id;        /* still found by id (reload()'s bsearch) */
-	if (!r->command)
-		set_command(r);
-
-	struct mem_sample *tail;
-	size_t n;
-	if (store_live_tail(t->st, r->id, r->last_t, TAIL_ROWS, &tail, &n) < 0)
-		return -1;
-	if (n) {
-		add_points(r, tail, n);
-		r->last = tail[n - 1];
-		r->last_t = tail[n - 1].t;
-		r->has_last = true;
-	}
-	free(tail);
-
-	struct segment_row *segs;
-	size_t nsegs;
-	if (store_load_segments(t->st, r->id, &segs, &nsegs) < 0)
-		return -1;
-	r->restarts = nsegs > 1 ? (int)nsegs - 1 : 0;
-	r->last_cause[0] = '\0';
-	for (size_t i = nsegs; i-- > 0;) {
-		if (segs[i].ended_at > 0) {
-			snprintf(r->last_cause, sizeof(r->last_cause), "%s", cause_name(segs[i].cause != CAUSE_NONE ? segs[i].cause : CAUSE_EXIT));
-			break;
-		}
-	}
-	/* the end of the run is written before that of its last segment */
-	r->segment_open = nsegs && segs[nsegs - 1].ended_at <= 0;
-	double last_at = r->run.started_at + (r->has_last ? r->last_t : 0);
-	if (r->run.ended_at > 0)
-		r->state = "ended";
-	else if (now - last_at > LOST_AFTER_S && job_gone(t, r, nsegs ? &segs[nsegs - 1] : NULL))
-		r->state = "lost";
-	else
-		r->state = "running";
-	segment_rows_free(segs, nsegs);
-
-	/* An ended run's rows change no more: read once after its end and
-	 * that of its last segment (the supervisor flushes its samples before
-	 * it ends the run, then closes the segment). A run a reader calls
-	 * interrupted (its supervisor gone) keeps its segment open: read on.
-	 * And for SETTLE_S after the end: a supervisor whose PostgreSQL store
-	 * was away writes the end it queued before the samples it buffered. */
-	if (r->run.ended_at > 0 && !r->end_seen_ns)
-		r->end_seen_ns = now_ns;
-	r->read_final = r->run.ended_at > 0 && !r->segment_open &&
-	                (now - r->run.ended_at >= SETTLE_S || now_ns - r->end_seen_ns >= (int64_t)(SETTLE_S * 1e9));
-	if (may_judge(r, now_ns, judge_until_ns) && judge(t, r) < 0)
-		return -1;
-	r->to_limit = time_to_limit(r);
-	return 0;
-}
-
-static bool lost_long_ago(const struct run_state *r, double now)
-{
-	return !strcmp(r->state, "lost") && now - (r->run.started_at + r->last_t) > RECENT_S;
-}
-
-static int compare_row_ids(const void *a, const void *b)
-{
-	int64_t x = ((const struct run_row *)a)->id, y = ((const struct run_row *)b)->id;
-	return (x > y) - (x < y);
-}
-
-static void drop_runs(struct top *t)
-{
-	for (size_t i = 0; i < t->nruns; i++)
-		run_state_free(t->runs[i]);
-	free(t->runs);
-	t->runs = NULL;
-	t->nruns = 0;
-}
-
-/* The store file's identity now; false when it is gone. */
-static bool store_file_id(const struct top *t, dev_t *dev, ino_t *ino)
-{
-	struct stat sb;
-	if (stat(t->path, &sb) < 0)
-		return false;
-	*dev = sb.st_dev;
-	*ino = sb.st_ino;
-	return true;
-}
-
-/*
- * A store file deleted, or replaced by another at its path (a new inode):
- * what top holds open is the old one, which nobody writes any more. Close
- * it, forget its runs, and open what is at the path now. 0 (also when
- * nothing is there yet: the list is empty until it is), or -1.
- */
-static int follow_store_file(struct top *t)
-{
-	if (!t->file_store)
-		return 0;
-	dev_t dev;
-	ino_t ino;
-	bool exists = store_file_id(t, &dev, &ino);
-	if (t->st && exists && t->have_ino && dev == t->dev && ino == t->ino)
-		return 0;
-	if (t->st && exists && !t->have_ino)
-		return 0;
-	if (t->st) {
-		store_close(t->st);
-		t->st = NULL;
-		drop_runs(t);
-	}
-	if (!exists)
-		return 0;
-	t->st = store_open_readonly(t->path);
-	if (!t->st)
-		return -1;
-	t->have_ino = store_file_id(t, &t->dev, &t->ino);
-	return 0;
-}
-
-/*
- * Read the store again: the list of runs (ids and ends) in one statement,
- * the rows of those not yet read whole after their end in one more, then
- * their new samples and segments. An ended run read once is kept as it is.
- * 0, or -1 after a message.
- */
-static int reload(struct top *t)
-{
-	if (follow_store_file(t) < 0)
-		return -1;
-	if (!t->st)
-		return 0;
-	double now = wall_seconds();
-	int64_t now_ns = mono_ns();
-	int64_t judge_until_ns = t->judge_all ? 0 : now_ns + (int64_t)(JUDGE_BUDGET_S * 1e9);
-	struct live_run *list;
-	size_t nlist;
-	if (store_live_runs(t->st, now - RECENT_S, &list, &nlist) < 0)
-		return -1;
-	int64_t *need = xcalloc(nlist ? nlist : 1, sizeof(*need));
-	size_t nneed = 0;
-	for (size_t i = 0; i < nlist; i++) {
-		struct run_state *r = find_run(t, list[i].id);
-		if (!r || !r->read_final)
-			need[nneed++] = list[i].id;
-	}
-	struct run_row *rows = NULL;
-	size_t nrows = 0;
-	if (nneed && store_get_runs(t->st, need, nneed, &rows, &nrows) < 0) {
-		free(need);
-		free(list);
-		return -1;
-	}
-	free(need);
-	if (nrows)
-		qsort(rows, nrows, sizeof(*rows), compare_row_ids);
-
-	for (size_t i = 0; i < t->nruns; i++)
-		t->runs[i]->seen = false;
-	struct run_state **next = xcalloc(nlist ? nlist : 1, sizeof(*next));
-	size_t nnext = 0;
-	int status = 0;
-	for (size_t i = 0; i < nlist; i++) {
-		struct run_state *r = find_run(t, list[i].id);
-		if (r && r->read_final) {
-			r->seen = true;
-			if (may_judge(r, now_ns, judge_until_ns) && judge(t, r) < 0)
-				status = -1;
-			next[nnext++] = r;
-			continue;
-		}
-		struct run_row key = { .id = list[i].id };
-		struct run_row *row = nrows ? bsearch(&key, rows, nrows, sizeof(*rows), compare_row_ids) : NULL;
-		if (!r) {
-			r = xcalloc(1, sizeof(*r));
-			r->id = list[i].id;
-			r->last_t = -1;
-			r->state = "running";
-		}
-		r->seen = true;
-		int rc = status || !row ? 1 : refresh_run(t, r, row, now_ns, now, judge_until_ns);
-		if (rc < 0)
-			status = -1;
-		if (rc || lost_long_ago(r, now)) {
-			if (!find_run(t, r->id))
-				run_state_free(r);
-			else
-				r->seen = false;
-			continue;
-		}
-		next[nnext++] = r;
-	}
-	for (size_t i = 0; i < t->nruns; i++)
-		if (!t->runs[i]->seen)
-			run_state_free(t->runs[i]);
-	free(t->runs);
-	run_rows_free(rows, nrows);
-	free(list);
-	t->runs = next;
-	t->nruns = nnext;
-	return status;
+	free(t->shown);
+	t->shown = NULL;
+	t->nshown = 0;
 }
 
 /* ---- order and filter -------------------------------------------------- */
@@ -538,12 +123,12 @@ static enum sort_key sort_by;
 static bool sort_reverse;
 
 /* Values that sort last whatever the direction are NAN. */
-static double sort_value(const struct run_state *r)
+static double sort_value(const struct watched_run *r)
 {
 	switch (sort_by) {
-	case SORT_LIMIT: return r->to_limit >= 0 ? r->to_limit : NAN;
-	case SORT_MEM: return r->has_last ? -mem_sample_value(&r->last, r->run.measure) : NAN;
-	case SORT_GROWTH: return r->j.valid && isfinite(r->j.growth) ? -r->j.growth : NAN;
+	case SORT_LIMIT: return r->seconds_to_limit >= 0 ? r->seconds_to_limit : NAN;
+	case SORT_MEM: return r->has_last ? -watched_run_memory_bytes(r) : NAN;
+	case SORT_GROWTH: return r->j.valid && isfinite(r->j.growth_bytes_per_x) ? -r->j.growth_bytes_per_x : NAN;
 	case SORT_RATE: return r->j.valid && r->j.steps_per_second > 0 ? -r->j.steps_per_second : NAN;
 	case SORT_ID: return -(double)r->id;
 	default: return 0;
@@ -552,11 +137,11 @@ static double sort_value(const struct run_state *r)
 
 static int compare_runs(const void *pa, const void *pb)
 {
-	const struct run_state *a = *(const struct run_state *const *)pa;
-	const struct run_state *b = *(const struct run_state *const *)pb;
+	const struct shown_run *sa = pa, *sb = pb;
+	const struct watched_run *a = sa->r, *b = sb->r;
 	int c = 0;
 	if (sort_by == SORT_COMMAND) {
-		c = strcmp(a->short_command, b->short_command);
+		c = strcmp(sa->short_command, sb->short_command);
 	} else {
 		double va = sort_value(a), vb = sort_value(b);
 		if (isnan(va) != isnan(vb))
@@ -572,12 +157,20 @@ static int compare_runs(const void *pa, const void *pb)
 
 static void order(struct top *t)
 {
-	free(t->shown);
-	t->shown = xcalloc(t->nruns ? t->nruns : 1, sizeof(*t->shown));
-	t->nshown = 0;
-	for (size_t i = 0; i < t->nruns; i++)
-		if (!t->filter[0] || strcasestr(t->runs[i]->command, t->filter))
-			t->shown[t->nshown++] = t->runs[i];
+	drop_shown(t);
+	t->shown = xcalloc(t->w.nruns ? t->w.nruns : 1, sizeof(*t->shown));
+	for (size_t i = 0; i < t->w.nruns; i++) {
+		char *command = command_line(t->w.runs[i], false);
+		if (t->filter[0] && !strcasestr(command, t->filter)) {
+			free(command);
+			continue;
+		}
+		t->shown[t->nshown++] = (struct shown_run){
+			.r = t->w.runs[i],
+			.command = command,
+			.short_command = command_line(t->w.runs[i], true),
+		};
+	}
 	sort_by = t->sort;
 	sort_reverse = t->reverse;
 	qsort(t->shown, t->nshown, sizeof(*t->shown), compare_runs);
@@ -619,27 +212,27 @@ static void fmt_eta(char *buf, size_t sz, double s)
 		snprintf(buf, sz, ">99d");
 }
 
-static void fmt_growth(char *buf, size_t sz, const struct judgment *j)
+static void fmt_growth(char *buf, size_t sz, const struct watch_judgment *j)
 {
-	if (!j->valid || !isfinite(j->growth)) {
+	if (!j->valid || !isfinite(j->growth_bytes_per_x)) {
 		snprintf(buf, sz, "-");
 		return;
 	}
 	char num[16];
-	fmt_size(num, sizeof(num), j->growth);
-	snprintf(buf, sz, "%s%s%s", j->growth > 0 ? "+" : "", num, !strcmp(j->x_unit, "s") ? "/s" : "");
+	fmt_size(num, sizeof(num), j->growth_bytes_per_x);
+	snprintf(buf, sz, "%s%s%s", j->growth_bytes_per_x > 0 ? "+" : "", num, !strcmp(j->x_unit, "s") ? "/s" : "");
 }
 
 /* The last width points as block characters (ASCII when the terminal is
  * not UTF-8), scaled between their minimum and maximum; a range under 1%
  * of the maximum is drawn flat. */
-static void add_sparkline(struct strbuf *sb, const struct run_state *r, size_t width, bool utf8)
+static void add_sparkline(struct strbuf *sb, const struct watched_run *r, size_t width, bool utf8)
 {
 	static const char *const blocks[] = { "\u2581", "\u2582", "\u2583", "\u2584",
 	                                      "\u2585", "\u2586", "\u2587", "\u2588" };
 	static const char ascii[] = "_.-:=+*#";
-	size_t n = r->npoints < width ? r->npoints : width;
-	const double *p = r->points + r->npoints - n;
+	size_t n = r->nrecent < width ? r->nrecent : width;
+	const double *p = r->recent_bytes + r->nrecent - n;
 	double lo = INFINITY, hi = -INFINITY;
 	for (size_t i = 0; i < n; i++) {
 		lo = fmin(lo, p[i]);
@@ -688,10 +281,10 @@ static void choose_columns(const struct top *t, int width, bool show[C_COUNT])
 {
 	bool gpu = false, restarts = false, hosts = false;
 	for (size_t i = 0; i < t->nshown; i++) {
-		const struct run_state *r = t->shown[i];
+		const struct watched_run *r = t->shown[i].r;
 		gpu |= r->has_last && r->last.has_gpu;
 		restarts |= r->restarts > 0;
-		hosts |= strcmp(r->run.hostname, t->host) != 0;
+		hosts |= strcmp(r->run.hostname, t->w.host) != 0;
 	}
 	for (int c = 0; c < C_COUNT; c++)
 		show[c] = true;
@@ -750,17 +343,18 @@ static void add_cell(struct strbuf *sb, const char *s, int width, bool left)
 			strbuf_addch(sb, ' ');
 }
 
-static const char *short_verdict(const struct judgment *j)
+static const char *short_verdict(const struct watch_judgment *j)
 {
 	if (!j->valid)
 		return "-";
 	return !strcmp(j->verdict, "inconclusive") ? "unsure" : j->verdict;
 }
 
-/* One line of the table (header when r is NULL), in width columns (0: no cut). */
-static void add_line(struct strbuf *sb, const struct top *t, const struct run_state *r, const bool show[C_COUNT],
+/* One line of the table (header when s is NULL), in width columns (0: no cut). */
+static void add_line(struct strbuf *sb, const struct top *t, const struct shown_run *s, const bool show[C_COUNT],
                      int width)
 {
+	const struct watched_run *r = s ? s->r : NULL;
 	size_t start = sb->len;
 	int used = 0;
 	for (int c = 0; c < C_COUNT; c++) {
@@ -773,10 +367,10 @@ static void add_line(struct strbuf *sb, const struct top *t, const struct run_st
 		} else {
 			switch (c) {
 			case C_ID: snprintf(buf, sizeof(buf), "%lld", (long long)r->id); break;
-			case C_STATE: text = r->state; break;
+			case C_STATE: text = watched_state_name(r->state); break;
 			case C_MEM:
 				if (r->has_last)
-					fmt_size(buf, sizeof(buf), mem_sample_value(&r->last, r->run.measure));
+					fmt_size(buf, sizeof(buf), watched_run_memory_bytes(r));
 				break;
 			case C_SPARK: {
 				struct strbuf sp = STRBUF_INIT;
@@ -789,7 +383,7 @@ static void add_line(struct strbuf *sb, const struct top *t, const struct run_st
 			}
 			case C_GROWTH: fmt_growth(buf, sizeof(buf), &r->j); break;
 			case C_VERDICT: text = short_verdict(&r->j); break;
-			case C_LIMIT: fmt_eta(buf, sizeof(buf), r->to_limit); break;
+			case C_LIMIT: fmt_eta(buf, sizeof(buf), r->seconds_to_limit); break;
 			case C_GPU:
 				if (r->has_last && r->last.has_gpu)
 					fmt_size(buf, sizeof(buf), (double)r->last.gpu);
@@ -802,7 +396,7 @@ static void add_line(struct strbuf *sb, const struct top *t, const struct run_st
 			case C_RESTARTS: snprintf(buf, sizeof(buf), "%d", r->restarts); break;
 			case C_END: text = r->last_cause[0] ? r->last_cause : "-"; break;
 			case C_HOST: text = r->run.hostname[0] ? r->run.hostname : "-"; break;
-			case C_COMMAND: text = width ? r->short_command : r->command; break;
+			case C_COMMAND: text = width ? s->short_command : s->command; break;
 			}
 		}
 		if (c == C_COMMAND) {
@@ -822,16 +416,15 @@ static void add_line(struct strbuf *sb, const struct top *t, const struct run_st
 
 /* One run: the object `ls` writes (report_json_run()), with the judgment
  * so far in place of the stored one, then what only the live view knows. */
-static void add_json_run(struct json_writer *jw, const struct run_state *r)
+static void add_json_run(struct json_writer *jw, const struct shown_run *s)
 {
-	const struct judgment *j = &r->j;
-	double mem = r->has_last ? mem_sample_value(&r->last, r->run.measure) : NAN;
-	double peak = fmax((double)r->run.peak_bytes, j->valid ? j->peak_bytes : 0);   /* as judged, or seen since */
-	for (size_t i = 0; i < r->npoints; i++)
-		peak = fmax(peak, r->points[i]);
+	const struct watched_run *r = s->r;
+	const struct watch_judgment *j = &r->j;
+	double mem = watched_run_memory_bytes(r);
+	double peak = fmax((double)r->run.peak_bytes, watched_run_peak_bytes(r));
 	struct run_json_now now = {
 		.verdict = j->valid ? j->verdict : NULL,
-		.growth_bytes_per_step = j->valid ? j->growth : NAN,
+		.growth_bytes_per_step = j->valid ? j->growth_bytes_per_x : NAN,
 		.steps = j->valid ? (int64_t)j->steps : r->run.steps,
 		.peak_bytes = peak,
 	};
@@ -839,25 +432,25 @@ static void add_json_run(struct json_writer *jw, const struct run_state *r)
 	jw_array_object(jw, false);
 	report_json_run(jw, &r->run, &now);
 	jw_break(jw);
-	jw_object_string(jw, "command_line", r->command);
-	jw_object_string(jw, "state", r->state);
+	jw_object_string(jw, "command_line", s->command);
+	jw_object_string(jw, "state", watched_state_name(r->state));
 	jw_object_double(jw, "memory_bytes", mem >= 0 ? mem : NAN);
 	jw_object_array(jw, "recent_bytes", false);
-	for (size_t i = 0; i < r->npoints; i++)
-		jw_array_double(jw, r->points[i]);
+	for (size_t i = 0; i < r->nrecent; i++)
+		jw_array_double(jw, r->recent_bytes[i]);
 	jw_end(jw);
-	jw_object_double(jw, "recent_point_seconds", POINT_S);
+	jw_object_double(jw, "recent_point_seconds", WATCH_POINT_SECONDS);
 	jw_break(jw);
 	jw_object_double(jw, "gpu_bytes", r->has_last && r->last.has_gpu ? (double)r->last.gpu : NAN);
 	jw_object_array(jw, "growth_interval_bytes_per_step", false);
-	jw_array_double(jw, j->valid ? j->growth_low : NAN);
-	jw_array_double(jw, j->valid ? j->growth_high : NAN);
+	jw_array_double(jw, j->valid ? j->growth_low_bytes_per_x : NAN);
+	jw_array_double(jw, j->valid ? j->growth_high_bytes_per_x : NAN);
 	jw_end(jw);
 	jw_object_string(jw, "x_unit", j->valid ? j->x_unit : NULL);
 	jw_break(jw);
 	jw_object_string(jw, "reason", j->valid && j->reason[0] ? j->reason : NULL);
 	jw_break(jw);
-	jw_object_double(jw, "projected_seconds_to_limit", r->to_limit >= 0 ? r->to_limit : NAN);
+	jw_object_double(jw, "projected_seconds_to_limit", r->seconds_to_limit >= 0 ? r->seconds_to_limit : NAN);
 	jw_object_double(jw, "limit_bytes", j->valid && j->limit_bytes > 0 ? j->limit_bytes : NAN);
 	jw_object_string(jw, "limit_source", j->valid && j->limit_source[0] ? j->limit_source : NULL);
 	jw_object_double(jw, "steps_per_second", j->valid && j->steps_per_second > 0 ? j->steps_per_second : NAN);
@@ -874,7 +467,7 @@ static int snapshot(struct top *t, bool json)
 		jw_init(&jw, &sb);
 		jw_array_begin(&jw, true);
 		for (size_t i = 0; i < t->nshown; i++)
-			add_json_run(&jw, t->shown[i]);
+			add_json_run(&jw, &t->shown[i]);
 		jw_end(&jw);
 		strbuf_addch(&sb, '\n');
 	} else if (t->nshown) {
@@ -883,12 +476,12 @@ static int snapshot(struct top *t, bool json)
 		add_line(&sb, t, NULL, show, 0);
 		strbuf_addch(&sb, '\n');
 		for (size_t i = 0; i < t->nshown; i++) {
-			add_line(&sb, t, t->shown[i], show, 0);
+			add_line(&sb, t, &t->shown[i], show, 0);
 			strbuf_addch(&sb, '\n');
 		}
 	} else {
 		fprintf(stderr, "leakproof: no run running or ended in the last %.0f minutes in store '%s'\n",
-		        RECENT_S / 60, t->path);
+		        WATCH_RECENT_SECONDS / 60, t->w.path);
 	}
 	int status = 0;
 	if ((sb.len && fwrite(sb.buf, 1, sb.len, stdout) != sb.len) || fflush(stdout) != 0) {
@@ -946,10 +539,10 @@ static void draw_list(struct top *t, struct screen *sc)
 {
 	char head[256];
 	size_t running = 0;
-	for (size_t i = 0; i < t->nruns; i++)
-		running += !strcmp(t->runs[i]->state, "running");
+	for (size_t i = 0; i < t->w.nruns; i++)
+		running += t->w.runs[i]->state == WATCHED_RUNNING;
 	snprintf(head, sizeof(head), "leakproof top: %zu running, %zu ended lately   sort: %s%s%s%s", running,
-	         t->nruns - running, sort_names[t->sort], t->reverse ? " (reversed)" : "",
+	         t->w.nruns - running, sort_names[t->sort], t->reverse ? " (reversed)" : "",
 	         t->filter[0] ? "   filter: " : "", t->filter);
 	put_text(0, head, A_BOLD);
 
@@ -962,12 +555,12 @@ static void draw_list(struct top *t, struct screen *sc)
 	size_t sel = 0;
 	bool found = false;
 	for (size_t i = 0; i < t->nshown; i++)
-		if (t->shown[i]->id == sc->selected) {
+		if (t->shown[i].r->id == sc->selected) {
 			sel = i;
 			found = true;
 		}
 	if (!found && t->nshown)
-		sc->selected = t->shown[0]->id;
+		sc->selected = t->shown[0].r->id;
 	size_t rows = LINES > 3 ? (size_t)LINES - 3 : 1;
 	if (sel < sc->first)
 		sc->first = sel;
@@ -976,10 +569,10 @@ static void draw_list(struct top *t, struct screen *sc)
 	if (sc->first >= t->nshown)
 		sc->first = 0;
 	for (size_t i = sc->first; i < t->nshown && i - sc->first < rows; i++) {
-		const struct run_state *r = t->shown[i];
+		const struct watched_run *r = t->shown[i].r;
 		strbuf_reset(&sb);
-		add_line(&sb, t, r, show, COLS - 1);
-		attr_t attr = r->id == sc->selected ? A_REVERSE : strcmp(r->state, "running") ? A_DIM : A_NORMAL;
+		add_line(&sb, t, &t->shown[i], show, COLS - 1);
+		attr_t attr = r->id == sc->selected ? A_REVERSE : r->state != WATCHED_RUNNING ? A_DIM : A_NORMAL;
 		if (r->j.valid && !strcmp(r->j.verdict, "leak") && r->id != sc->selected)
 			attr |= A_BOLD;
 		put_line(2 + (int)(i - sc->first), strbuf_str(&sb), attr);
@@ -992,24 +585,23 @@ static void draw_list(struct top *t, struct screen *sc)
 
 static void draw_detail(struct top *t, struct screen *sc)
 {
-	const struct run_state *r = find_run(t, sc->detail);
+	const struct watched_run *r = watch_find(&t->w, sc->detail);
 	if (!r) {
 		put_text(0, "the run is gone from the list (Esc: back)", A_BOLD);
 		return;
 	}
-	const struct judgment *j = &r->j;
+	const struct watch_judgment *j = &r->j;
 	char buf[512], a[32], b[32], c[32];
 	int y = 0;
-	snprintf(buf, sizeof(buf), "run %lld: %s on %s, measure %s", (long long)r->id, r->state,
+	snprintf(buf, sizeof(buf), "run %lld: %s on %s, measure %s", (long long)r->id, watched_state_name(r->state),
 	         r->run.hostname[0] ? r->run.hostname : "?", measure_name(r->run.measure));
 	put_text(y++, buf, A_BOLD);
-	put_text(y++, r->command, A_NORMAL);
+	char *command = command_line(r, false);
+	put_text(y++, command, A_NORMAL);
+	free(command);
 	y++;
-	fmt_bytes(a, sizeof(a), r->has_last ? mem_sample_value(&r->last, r->run.measure) : 0);
-	double peak = j->valid ? j->peak_bytes : 0;   /* as judged, or seen since */
-	for (size_t i = 0; i < r->npoints; i++)
-		peak = fmax(peak, r->points[i]);
-	fmt_bytes(b, sizeof(b), peak);
+	fmt_bytes(a, sizeof(a), r->has_last ? watched_run_memory_bytes(r) : 0);
+	fmt_bytes(b, sizeof(b), watched_run_peak_bytes(r));
 	if (j->valid && j->limit_bytes > 0)
 		fmt_bytes(c, sizeof(c), j->limit_bytes);
 	else
@@ -1019,8 +611,8 @@ static void draw_detail(struct top *t, struct screen *sc)
 	         j->valid && j->limit_source[0] ? ")" : "");
 	put_text(y++, buf, A_NORMAL);
 	if (j->valid) {
-		fmt_bytes(a, sizeof(a), j->growth);
-		fmt_eta(b, sizeof(b), r->to_limit);
+		fmt_bytes(a, sizeof(a), j->growth_bytes_per_x);
+		fmt_eta(b, sizeof(b), r->seconds_to_limit);
 		snprintf(buf, sizeof(buf), "growth %s per %s so far: %s; to the limit: %s", a, j->x_unit, j->verdict, b);
 		put_text(y++, buf, A_NORMAL);
 		put_text(y++, j->reason, A_NORMAL);
@@ -1030,7 +622,7 @@ static void draw_detail(struct top *t, struct screen *sc)
 		put_text(y++, buf, A_NORMAL);
 	}
 	struct strbuf sb = STRBUF_INIT;
-	int spark = COLS - 12 > MAX_POINTS ? MAX_POINTS : COLS - 12;
+	int spark = COLS - 12 > WATCH_POINTS ? WATCH_POINTS : COLS - 12;
 	if (spark > 0) {
 		strbuf_addstr(&sb, "recent    ");
 		add_sparkline(&sb, r, (size_t)spark, t->utf8);
@@ -1040,7 +632,7 @@ static void draw_detail(struct top *t, struct screen *sc)
 
 	struct proc_row *procs = NULL;
 	size_t nprocs = 0;
-	if (t->st && store_live_procs(t->st, r->id, &procs, &nprocs) < 0)
+	if (watch_processes(&t->w, r->id, &procs, &nprocs) < 0)
 		snprintf(sc->message, sizeof(sc->message), "cannot read the run's processes");
 	if (nprocs) {
 		snprintf(buf, sizeof(buf), "processes at %.1f s:", procs[0].t);
@@ -1068,8 +660,8 @@ static void draw_detail(struct top *t, struct screen *sc)
 		y++;
 		put_text(y++, "allocation sites growing the most:", A_BOLD);
 		for (size_t i = 0; i < j->nsites && y < LINES - 1; i++) {
-			fmt_size(a, sizeof(a), j->sites[i].growth);
-			fmt_size(b, sizeof(b), j->sites[i].live);
+			fmt_size(a, sizeof(a), j->sites[i].growth_bytes_per_x);
+			fmt_size(b, sizeof(b), j->sites[i].live_bytes);
 			snprintf(buf, sizeof(buf), "%7s/%s %7s live  %s%s%s%s", a, j->x_unit, b, j->sites[i].label,
 			         j->sites[i].growing ? "" : " (", j->sites[i].growing ? "" : j->sites[i].state,
 			         j->sites[i].growing ? "" : ")");
@@ -1110,14 +702,14 @@ static void draw(struct top *t, struct screen *sc)
 static void move_selection(struct top *t, struct screen *sc, int delta)
 {
 	for (size_t i = 0; i < t->nshown; i++) {
-		if (t->shown[i]->id != sc->selected)
+		if (t->shown[i].r->id != sc->selected)
 			continue;
 		long k = (long)i + delta;
 		if (k < 0)
 			k = 0;
 		if (k >= (long)t->nshown)
 			k = (long)t->nshown - 1;
-		sc->selected = t->shown[k]->id;
+		sc->selected = t->shown[k].r->id;
 		return;
 	}
 }
@@ -1289,7 +881,7 @@ static int interactive(struct top *t, double delay)
 			break;
 		int64_t now = mono_ns();
 		if (now >= next) {
-			if (reload(t) < 0) {
+			if (watch_refresh(&t->w) < 0) {
 				/* Say so and go on: a store being migrated or
 				 * copied reads again at the next refresh. The
 				 * store's own message went to the pipe. */
@@ -1374,30 +966,22 @@ int cmd_top(int argc, char **argv)
 
 	struct top t;
 	memset(&t, 0, sizeof(t));
-	t.path = store_default_path(store_opt);
-	t.st = store_open_readonly(t.path);
-	if (!t.st)
+	/* --once: every run judged before the snapshot */
+	if (watch_init(&t.w, store_default_path(store_opt), once || !tty) < 0)
 		return 1;
-	t.file_store = !strstr(t.path, "://") && strncmp(t.path, "postgres", 8);
-	t.have_ino = t.file_store && store_file_id(&t, &t.dev, &t.ino);
-	t.judge_all = once || !tty;
-	if (gethostname(t.host, sizeof(t.host) - 1) < 0)
-		t.host[0] = '\0';
 	setlocale(LC_CTYPE, "");   /* not LC_NUMERIC: JSON numbers keep their point */
 	t.utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
 
 	int status;
 	if (once || !tty) {
-		status = reload(&t) < 0 ? 1 : 0;
+		status = watch_refresh(&t.w) < 0 ? 1 : 0;
 		order(&t);
 		if (!status)
 			status = snapshot(&t, json);
 	} else {
 		status = interactive(&t, delay);
 	}
-	drop_runs(&t);
-	free(t.shown);
-	if (t.st)
-		store_close(t.st);
+	drop_shown(&t);
+	watch_release(&t.w);
 	return status;
 }
