@@ -128,6 +128,9 @@ def test_a_process_outside_the_job_ending_does_not_move_its_memory(lp, tmp_path)
     rep = lp.report()
     assert rep["verdict"] == "no-leak", lp.describe(rep)
     rows = list(csv.DictReader(io.StringIO(lp.report(fmt="csv"))))
-    pss = [int(row["pss"]) for row in rows[10:]]
+    # the steps judged: on a busy machine the last mark is read after the
+    # job unmapped the file as it ended (PSS 8.5 MiB, RSS 14.9 MiB), which
+    # the judgment leaves out as memory given back at the end
+    pss = [int(row["pss"]) for row in rows[10:rep["points"]]]
     # the job's own memory moved by the 1 MiB it touches each step at most
     assert max(pss) - min(pss) < 8 * lp.MIB, (min(pss), max(pss), [r for r in rows if int(r["pss"]) < 8 * lp.MIB][:5], len(rows))
