@@ -13,6 +13,8 @@ per line on stdout, in order:
     {"op": "tell", "number": N, "state": "complete", "value": V}  -> {"ok": true}
     {"op": "tell", "number": N, "state": "fail"}      -> {"ok": true}
     {"op": "tell", "number": N, "state": "pruned"}    -> {"ok": true}
+    {"op": "tell", "number": N, "state": "memory", "outcome": "oom"|"skipped"
+     [, "predicted_peak_bytes": P][, "budget_bytes": B]}      -> {"ok": true}
     {"op": "report", "number": N, "values": [[STEP, V], ...]}
                         -> {"prune": true|false, "step": S, "value": V} (the last given)
 
@@ -36,15 +38,35 @@ with warnings.catch_warnings():
     from optuna.trial import TrialState
 
 
+MEMORY_ATTR = 'leakproof_memory'
+
+
+def memory_constraints(trial):
+    """The constraint leakproof gives a sampler that takes one
+    (constraints_func): infeasible (> 0) for a trial that ran out of memory
+    or was skipped as too large, the more the further its predicted peak is
+    over its budget; feasible (-1) for any other."""
+    m = trial.user_attrs.get(MEMORY_ATTR)
+    if not m:
+        return (-1.0,)
+    peak, budget = m.get('predicted_peak_bytes'), m.get('budget_bytes')
+    over = peak / budget - 1.0 if peak and budget else 0.0
+    return (1.0 + max(over, 0.0),)
+
+
 def make(module, kind, name, kwargs, seed):
     """An instance of the class name of module (optuna.samplers, optuna.pruners)
-    with kwargs, and seed when it takes one and kwargs have none."""
+    with kwargs, seed when it takes one and kwargs have none, and for a
+    sampler that takes constraints, leakproof's memory constraint."""
     cls = getattr(module, name, None)
     if not inspect.isclass(cls):
         raise ValueError('optuna has no %s named %r' % (kind, name))
     kwargs = dict(kwargs or {})
-    if seed is not None and 'seed' not in kwargs and 'seed' in inspect.signature(cls).parameters:
+    params = inspect.signature(cls).parameters
+    if seed is not None and 'seed' not in kwargs and 'seed' in params:
         kwargs['seed'] = seed
+    if kind == 'sampler' and 'constraints_func' in params and 'constraints_func' not in kwargs:
+        kwargs['constraints_func'] = memory_constraints
     return cls(**kwargs)
 
 
@@ -155,10 +177,19 @@ class Worker:
             last = req['values'][-1] if req['values'] else [None, None]
             return {'prune': bool(t.should_prune()), 'step': last[0], 'value': last[1]}
         if op == 'tell':
+            if req.get('state') == 'memory':
+                # what does not fit: PRUNED with nothing reported ranks below every
+                # complete trial in TPE's split, and the attribute makes it
+                # infeasible to a sampler with leakproof's constraint; FAIL
+                # would be left out, and the region proposed again
+                t = self.trial_of(req['number'])
+                if not self.study._storage.get_trial(t._trial_id).state.is_finished():
+                    t.set_user_attr(MEMORY_ATTR, {k: req.get(k) for k in
+                                                  ('outcome', 'predicted_peak_bytes', 'budget_bytes')})
             self.asked.pop(req['number'], None)
             if req.get('state') == 'complete':
                 self.study.tell(req['number'], req['value'], skip_if_finished=True)
-            elif req.get('state') == 'pruned':
+            elif req.get('state') in ('pruned', 'memory'):
                 self.study.tell(req['number'], state=TrialState.PRUNED, skip_if_finished=True)
             else:
                 self.study.tell(req['number'], state=TrialState.FAIL, skip_if_finished=True)

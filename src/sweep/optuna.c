@@ -1022,6 +1022,23 @@ int optuna_proc_tell_state(struct optuna_proc *p, int64_t number, enum optuna_st
 	return 0;
 }
 
+int optuna_proc_tell_memory(struct optuna_proc *p, int64_t number, bool skipped, double predicted_peak_bytes,
+                            double budget_bytes)
+{
+	if (number < 0)
+		return error("optuna tell: bad trial number %lld", (long long)number);
+	struct strbuf req = STRBUF_INIT;
+	strbuf_addf(&req, "{\"op\": \"tell\", \"number\": %lld, \"state\": \"memory\", \"outcome\": \"%s\"",
+	            (long long)number, skipped ? "skipped" : "oom");
+	if (predicted_peak_bytes > 0 && isfinite(predicted_peak_bytes))
+		strbuf_addf(&req, ", \"predicted_peak_bytes\": %.0f", predicted_peak_bytes);
+	if (budget_bytes > 0 && isfinite(budget_bytes))
+		strbuf_addf(&req, ", \"budget_bytes\": %.0f", budget_bytes);
+	strbuf_addstr(&req, "}\n");
+	proc_send(p, strbuf_detach(&req, NULL), PEND_TELL, number);
+	return 0;
+}
+
 int optuna_proc_report(struct optuna_proc *p, int64_t number, const int64_t *steps, const double *values,
                        size_t n)
 {

@@ -108,6 +108,14 @@ int optuna_proc_tell(struct optuna_proc *p, int64_t number, bool ok, double valu
  * keeps the trial's last intermediate value as its value). */
 enum optuna_state { OPTUNA_COMPLETE, OPTUNA_FAIL, OPTUNA_PRUNED };
 int optuna_proc_tell_state(struct optuna_proc *p, int64_t number, enum optuna_state state, double value);
+/* A trial that ran out of memory (skipped false) or was skipped as too
+ * large for the budget: told so that the sampler avoids its region (see
+ * docs/internals/optuna.md, "What does not fit"): PRUNED with nothing
+ * reported, the user attribute leakproof_memory (outcome, predicted peak
+ * and budget in bytes; NAN or 0: unknown), and an infeasible value of the
+ * constraint leakproof gives every sampler that takes one. */
+int optuna_proc_tell_memory(struct optuna_proc *p, int64_t number, bool skipped, double predicted_peak_bytes,
+                            double budget_bytes);
 /*
  * Intermediate values of a running trial, for its pruner: values[i] at
  * step steps[i] (trial.report(value, step); a step already reported, or a

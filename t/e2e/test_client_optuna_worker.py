@@ -151,3 +151,42 @@ def test_the_script_answers_on_its_stdin_and_stdout_and_ends_with_its_input(stor
     assert r.stderr == ""
     t = optuna.load_study(study_name="s", storage=storage).trials[0]
     assert (t.state.name, t.value, t.params) == ("COMPLETE", 1.5, replies[1]["params"])
+
+
+X_SPACE = {"x": {"name": "FloatDistribution", "attributes": {"low": 0.0, "high": 1.0, "log": False, "step": None}}}
+
+
+def search(storage, study, tell_too_large, n=60):
+    """A TPE search of x in [0, 1] that maximizes x, where x > 0.6 does not
+    fit in memory: the proposals above 0.6 after TPE's 10 random ones."""
+    w = _optuna_worker.Worker()
+    w.handle(open_req(storage, study=study, direction="maximize", space=X_SPACE))
+    over = 0
+    for i in range(n):
+        a = w.handle({"op": "ask"})
+        x = a["params"]["x"]
+        if x > 0.6:
+            over += i >= 10
+            w.handle(tell_too_large(a["number"], x))
+        else:
+            w.handle({"op": "tell", "number": a["number"], "state": "complete", "value": x})
+    return over, w.study
+
+
+def test_trials_that_do_not_fit_steer_tpe_away(storage):
+    # told as failed (what the sweep did before), a trial that ran out of
+    # memory teaches TPE nothing: it keeps proposing the best region, which
+    # is just past what fits; told as not fitting, the region is avoided
+    fail = lambda number, x: {"op": "tell", "number": number, "state": "fail"}
+    memory = lambda number, x: {"op": "tell", "number": number, "state": "memory", "outcome": "oom",
+                                "predicted_peak_bytes": x * 2e9, "budget_bytes": 1.2e9}
+    over_fail, _ = search(storage, "fail", fail)
+    over_memory, study = search(storage, "memory", memory)
+    assert over_memory < 0.6 * over_fail, (over_memory, over_fail)   # 21 against 47 (seed 7)
+    told = [t for t in study.trials if t.user_attrs.get("leakproof_memory")]
+    assert told and all(t.state == optuna.trial.TrialState.PRUNED for t in told)
+    assert told[0].user_attrs["leakproof_memory"]["outcome"] == "oom"
+    assert all(_optuna_worker.memory_constraints(t)[0] > 0 for t in told)
+    feasible = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert all(_optuna_worker.memory_constraints(t) == (-1.0,) for t in feasible)
+    assert study.best_trial.params["x"] <= 0.6      # never a trial that did not fit
