@@ -25,7 +25,7 @@
 #define TAIL_ROWS 5000          /* samples read per run and refresh, at most */
 #define JUDGE_EVERY_S 5.0       /* a running run is judged again this often... */
 #define JUDGE_COST_FACTOR 20    /* ...or 20 times what judging it took, if more */
-#define LOST_AFTER_S 15.0       /* no sample for this long and its job gone: lost */
+#define GONE_AFTER_S 15.0       /* no sample for this long and its job gone: interrupted */
 #define JUDGE_BUDGET_S 0.2      /* judging runs first seen ended, per refresh */
 #define SETTLE_S 30.0           /* an ended run is read on this long after its end */
 
@@ -33,7 +33,7 @@ const char *watched_state_name(enum watched_state s)
 {
 	switch (s) {
 	case WATCHED_ENDED: return "ended";
-	case WATCHED_LOST: return "lost";
+	case WATCHED_INTERRUPTED: return "interrupted";
 	default: return "running";
 	}
 }
@@ -251,8 +251,8 @@ static int refresh_run(struct watch *w, struct watched_run *r, struct run_row *r
 	double last_at = r->run.started_at + (r->has_last ? r->last_t : 0);
 	if (r->run.ended_at > 0)
 		r->state = WATCHED_ENDED;
-	else if (now - last_at > LOST_AFTER_S && job_gone(w, r, nsegs ? &segs[nsegs - 1] : NULL))
-		r->state = WATCHED_LOST;
+	else if (now - last_at > GONE_AFTER_S && job_gone(w, r, nsegs ? &segs[nsegs - 1] : NULL))
+		r->state = WATCHED_INTERRUPTED;
 	else
 		r->state = WATCHED_RUNNING;
 	segment_rows_free(segs, nsegs);
@@ -274,9 +274,9 @@ static int refresh_run(struct watch *w, struct watched_run *r, struct run_row *r
 	return 0;
 }
 
-static bool lost_long_ago(const struct watched_run *r, double now)
+static bool interrupted_long_ago(const struct watched_run *r, double now)
 {
-	return r->state == WATCHED_LOST && now - (r->run.started_at + r->last_t) > WATCH_RECENT_SECONDS;
+	return r->state == WATCHED_INTERRUPTED && now - (r->run.started_at + r->last_t) > WATCH_RECENT_SECONDS;
 }
 
 static int compare_row_ids(const void *a, const void *b)
@@ -423,7 +423,7 @@ int watch_refresh(struct watch *w)
 		int rc = status || !row ? 1 : refresh_run(w, r, row, now_ns, now, judge_until_ns);
 		if (rc < 0)
 			status = -1;
-		if (rc || lost_long_ago(r, now)) {
+		if (rc || interrupted_long_ago(r, now)) {
 			if (!watch_find(w, r->id))
 				watched_run_free(r);
 			else

@@ -3,7 +3,7 @@
  * behind `leakproof top` (cmd/top.c draws it): which runs to list (those
  * running, those ended in the last WATCH_RECENT_SECONDS), each one's live
  * state (memory now, its recent course, restarts, how it last ended, and
- * whether it runs, ended or was lost with its supervisor), its judgment so
+ * whether it runs, ended or was interrupted (its supervisor gone)), its judgment so
  * far (the end-of-run summary's, judge/summary.h, made again at a cadence
  * that keeps its cost small) and the time to its memory limit at that
  * rate. It reads the store only (store/live.h), knows nothing of
@@ -26,7 +26,7 @@
 
 #include "store/store.h"
 
-#define WATCH_RECENT_SECONDS 600.0   /* an ended (or lost) run stays listed this long */
+#define WATCH_RECENT_SECONDS 600.0   /* an ended (or interrupted) run stays listed this long */
 #define WATCH_POINT_SECONDS 5.0      /* one recent point: the last sample of each 5 s */
 #define WATCH_POINTS 120             /* recent points kept per run: 10 minutes */
 #define WATCH_SITES 5                /* allocation sites kept per judgment */
@@ -34,9 +34,10 @@
 enum watched_state {
 	WATCHED_RUNNING,
 	WATCHED_ENDED,
-	WATCHED_LOST,                /* never ended, no sample for 15 s, its job gone */
+	WATCHED_INTERRUPTED,         /* never ended, no sample for 15 s, its job gone (as ls says of
+	                              * a run whose supervisor died) */
 };
-/* "running", "ended", "lost": a static string. */
+/* "running", "ended", "interrupted": a static string. */
 const char *watched_state_name(enum watched_state s);
 
 /* One allocation site of a traced run, as judged. */
@@ -110,7 +111,7 @@ double watched_run_seconds_to_limit(const struct watched_run *r);
 struct watch {
 	struct store *st;            /* NULL while the store file is not there */
 	const char *path;            /* the caller's, kept */
-	char host[256];              /* this host: only its runs can be told lost */
+	char host[256];              /* this host: only its runs can be told interrupted */
 	struct watched_run **runs;   /* every run listed, newest first */
 	size_t nruns;
 	bool judge_all;              /* judge every run due at each refresh, with

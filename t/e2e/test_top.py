@@ -319,7 +319,7 @@ def test_a_run_whose_supervisor_died_is_not_shown_running(lp):
     """SIGKILL of the supervisor (and its job): the run is never ended by it.
     A reader of the store sees its supervisor is gone and shows the run as
     interrupted (store_mark_stale_runs); where that cannot be told, top
-    calls it lost. Never running."""
+    tells it from its job gone and calls it interrupted too. Never running."""
     start_jobs(lp, flat=False)
     # Once the job has started and been measured (its pid is in the store).
     wait_for("the job measured", lambda: (by_command(once_json(lp), LEAKY) or {}).get("memory_bytes"))
@@ -332,11 +332,11 @@ def test_a_run_whose_supervisor_died_is_not_shown_running(lp):
         last[0] = by_command(once_json(lp), LEAKY)
         if not last[0]:
             return None
-        if last[0]["state"] == "lost" or last[0]["status"] == "interrupted":
+        if last[0]["state"] == "interrupted" or last[0]["status"] == "interrupted":
             return last[0]
         return None
     try:
-        run = wait_for("the run shown interrupted or lost", gone)
+        run = wait_for("the run shown interrupted", gone)
     except pytest.fail.Exception:
         pytest.fail(f"the run is still shown running; top says: {last[0]}")
     assert run["state"] != "running", run

@@ -336,7 +336,7 @@ static void test_supervisor_died_and_lost(void)
 	CHECK(r && r->judged_final && r->judged_mono_ns == 1000 * SEC);
 	CHECK(r && r->seconds_to_limit < 0);
 	r = watch_find(&w, lost);
-	CHECK(r && r->state == WATCHED_LOST);
+	CHECK(r && r->state == WATCHED_INTERRUPTED);
 	r = watch_find(&w, there);
 	CHECK(r && r->state == WATCHED_RUNNING);
 	r = watch_find(&w, alive);
