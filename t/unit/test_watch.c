@@ -305,7 +305,7 @@ out:
  * whose supervisor is not known and whose job is gone, with no sample for
  * 15 s: lost, until ten minutes after its last sample. One of another host
  * cannot be told lost. */
-static void test_supervisor_died_and_lost(void)
+static void test_supervisor_died_or_interrupted(void)
 {
 	const char *path = tmp_path("died.db");
 	struct store *st = store_open(path);
@@ -490,6 +490,6 @@ __attribute__((constructor)) static void setup(void)
 TEST_MAIN("watch",
 	TEST(test_seconds_to_limit),
 	TEST(test_running_then_ended),
-	TEST(test_supervisor_died_and_lost),
+	TEST(test_supervisor_died_or_interrupted),
 	TEST(test_judging_budget),
 	TEST(test_store_made_again))
