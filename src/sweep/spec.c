@@ -58,6 +58,8 @@ struct ctx {
 	yaml_node_t *command;       /* checked against the parameters at the end */
 	yaml_node_t *method;        /* where the method was written, if it was */
 	yaml_node_t *retry_with;    /* on_oom.retry_with, names checked at the end */
+	const yaml_node_t *on_oom_resize;   /* where on_oom said resize (or not); NULL: the default */
+	const yaml_node_t *max_mem; /* memory.max_mem, checked at the end */
 	yaml_node_t *executor;      /* where executor: was written, if it was */
 	yaml_node_t *metric_name;   /* metric.name, checked at the end */
 };
@@ -793,20 +795,23 @@ static int parse_restart(const struct ctx *c, const yaml_node_t *v)
 
 static int parse_memory(struct ctx *c, const yaml_node_t *v)
 {
-	static const char *const keys[] = { "max", "restart", "expect" };
-	const yaml_node_t *seen[3] = { NULL, NULL, NULL };
+	static const char *const keys[] = { "max", "restart", "expect", "max_mem" };
+	const yaml_node_t *seen[4] = { NULL, NULL, NULL, NULL };
+	const yaml_node_t *max = NULL, *max_mem = NULL;
 	char shown_buf[100];
 	if (is_null(v))
 		return 0;
 	if (v->type != YAML_MAPPING_NODE)
-		return fail(c, v, "memory must be a mapping {max: SIZE, restart: POLICY, expect: SIZE}, not %s", SHOWN(v));
+		return fail(c, v, "memory must be a mapping {max: SIZE, max_mem: SIZE, restart: POLICY, expect: SIZE}, not %s",
+		            SHOWN(v));
 	for_each_pair(v, p) {
 		const yaml_node_t *val = node(c, p->value);
-		switch (key_index(c, node(c, p->key), keys, 3, " in memory", seen)) {
+		switch (key_index(c, node(c, p->key), keys, 4, " in memory", seen)) {
 		case 0:
 			if (check_size(c, val, "memory.max", true, SIZE_BUDGET_MIN) != 0)
 				return -1;
 			c->s->memory_max = xstrdup(text(val));
+			max = val;
 			break;
 		case 1:
 			if (parse_restart(c, val) != 0)
@@ -818,27 +823,58 @@ static int parse_memory(struct ctx *c, const yaml_node_t *v)
 				return -1;
 			c->s->memory_expect = xstrdup(text(val));
 			break;
+		case 3:
+			if (check_size(c, val, "memory.max_mem", false, SIZE_BUDGET_MIN) != 0)
+				return -1;
+			c->s->memory_max_mem = xstrdup(text(val));
+			c->max_mem = max_mem = val;
+			break;
 		default:
 			return -1;
 		}
 	}
+	uint64_t lo = 0, hi = 0;
+	if (max_mem && !max)
+		return fail(c, max_mem, "memory.max_mem is the most a trial is given when memory.max is not enough: "
+		            "give memory.max too (the allocation trials start with)");
+	/* (checked sizes; a percentage of the machine is compared by the runner) */
+	if (max_mem && !strchr(text(max), '%') && parse_size(text(max), 0, &lo) == 0 &&
+	    parse_size(text(max_mem), 0, &hi) == 0 && hi < lo)
+		return fail(c, max_mem, "memory.max_mem (%.40s) is less than memory.max (%.40s)", text(max_mem),
+		            text(max));
 	return 0;
 }
 
-/* on_oom: {retry_with: {name: half|fit, ...}}; the names are checked at the end. */
+/* on_oom: resize, or {retry_with: {name: half|fit, ...}, resize: BOOL}; the
+ * names are checked at the end. */
 static int parse_on_oom(struct ctx *c, const yaml_node_t *v)
 {
-	static const char *const keys[] = { "retry_with" };
-	const yaml_node_t *seen[1] = { NULL };
+	static const char *const keys[] = { "retry_with", "resize" };
+	const yaml_node_t *seen[2] = { NULL, NULL };
 	char shown_buf[100];
 	struct sweep_spec *s = c->s;
 	if (is_null(v))
 		return 0;
+	if (v->type == YAML_SCALAR_NODE && !strcmp(text(v), "resize")) {
+		s->on_oom_resize = true;
+		c->on_oom_resize = v;
+		return 0;
+	}
 	if (v->type != YAML_MAPPING_NODE)
-		return fail(c, v, "on_oom must be a mapping {retry_with: {PARAMETER: half|fit}}, not %s", SHOWN(v));
+		return fail(c, v, "on_oom must be resize or a mapping {retry_with: {PARAMETER: half|fit}, resize: "
+		            "true|false}, not %s", SHOWN(v));
 	for_each_pair(v, p) {
-		if (key_index(c, node(c, p->key), keys, 1, " in on_oom", seen) < 0)
+		int which = key_index(c, node(c, p->key), keys, 2, " in on_oom", seen);
+		if (which < 0)
 			return -1;
+		if (which == 1) {
+			const yaml_node_t *b = node(c, p->value);
+			if (b->type != YAML_SCALAR_NODE || (strcmp(text(b), "true") && strcmp(text(b), "false")))
+				return fail(c, b, "on_oom.resize must be true or false, not %s", SHOWN(b));
+			s->on_oom_resize = !strcmp(text(b), "true");
+			c->on_oom_resize = b;
+			continue;
+		}
 		yaml_node_t *rw = node(c, p->value);
 		if (rw->type != YAML_MAPPING_NODE)
 			return fail(c, rw, "on_oom.retry_with must be a mapping {PARAMETER: half|fit}, not %s", SHOWN(rw));
@@ -1105,6 +1141,16 @@ static int check_whole(struct ctx *c)
 	}
 	if (s->executor == SWEEP_SLURM && s->method == SWEEP_OPTUNA)
 		return fail(c, c->executor, "executor slurm runs grid and random sweeps; method optuna runs locally");
+	/* on_oom: resize grows a trial's memory.max up to memory.max_mem (the
+	 * default when max_mem is given) */
+	if (!c->on_oom_resize)
+		s->on_oom_resize = s->memory_max_mem != NULL;
+	else if (s->on_oom_resize && !s->memory_max_mem)
+		return fail(c, c->on_oom_resize, "on_oom: resize needs memory: {max: SIZE, max_mem: SIZE}: the "
+		            "allocation trials start with, and the most one is given");
+	if (s->on_oom_resize && s->executor == SWEEP_SLURM)
+		return fail(c, c->on_oom_resize ? c->on_oom_resize : c->max_mem, "on_oom: resize runs local sweeps; "
+		            "with executor slurm every worker has slurm.mem");
 	if (c->retry_with) {
 		size_t r = 0;
 		for_each_pair(c->retry_with, p) {
@@ -1340,6 +1386,7 @@ void sweep_spec_free(struct sweep_spec *s)
 	}
 	free(s->dims);
 	free(s->memory_max);
+	free(s->memory_max_mem);
 	free(s->memory_restart);
 	free(s->memory_expect);
 	free_strv(s->retry_names, s->nretry);

@@ -95,6 +95,10 @@ struct sweep_spec {
 	char *memory_max;           /* --max-mem text, NULL: none */
 	char *memory_restart;       /* --restart text, NULL: none */
 	char *memory_expect;        /* expected peak per trial (size text), NULL: learn */
+	char *memory_max_mem;       /* memory.max_mem: the largest allocation a trial is
+	                             * given when resized (size text); NULL: none */
+	bool on_oom_resize;         /* on_oom: resize (the default with max_mem): a trial
+	                             * gets the allocation the memory model predicts */
 	char **retry_names;         /* on_oom.retry_with: parameter names ... */
 	char **retry_rules;         /* ... and rules: "half" or "fit" */
 	size_t nretry;

@@ -423,8 +423,12 @@ static void test_errors_memory(void)
 	          "2:19: memory.restart 'every=0': every=N needs a whole number of steps, at least 1");
 	parse_bad(CMD "memory: {restart: 'on-oom,'}\n",
 	          "2:19: memory.restart: unknown policy '' (use at-limit, every=N, on-oom or never)");
-	parse_bad(CMD "memory: {limit: 2G}\n", "2:10: unknown key 'limit' in memory (known: max, restart, expect)");
-	parse_bad(CMD "memory: 2G\n", "2:9: memory must be a mapping {max: SIZE, restart: POLICY, expect: SIZE}, not '2G'");
+	parse_bad(CMD "memory: {limit: 2G}\n", "2:10: unknown key 'limit' in memory (known: max, restart, expect, max_mem)");
+	parse_bad(CMD "memory: 2G\n", "2:9: memory must be a mapping {max: SIZE, max_mem: SIZE, restart: POLICY, "
+	          "expect: SIZE}, not '2G'");
+	parse_bad(CMD "memory: {max_mem: 2G}\n", "2:19: memory.max_mem is the most a trial is given when memory.max is "
+	          "not enough: give memory.max too (the allocation trials start with)");
+	parse_bad(CMD "memory: {max: 2G, max_mem: 1G}\n", "2:28: memory.max_mem (1G) is less than memory.max (2G)");
 }
 
 static void test_errors_on_oom(void)
@@ -446,9 +450,17 @@ static void test_errors_on_oom(void)
 	snprintf(buf, sizeof(buf), "%son_oom: {retry_with: {bs: half, bs: half}}\n", p);
 	parse_bad(buf, "5:33: duplicate key 'bs' (first at 5:23)");
 	snprintf(buf, sizeof(buf), "%son_oom: {retry: {bs: half}}\n", p);
-	parse_bad(buf, "5:10: unknown key 'retry' in on_oom (known: retry_with)");
+	parse_bad(buf, "5:10: unknown key 'retry' in on_oom (known: retry_with, resize)");
 	snprintf(buf, sizeof(buf), "%son_oom: {retry_with: bs}\n", p);
 	parse_bad(buf, "5:22: on_oom.retry_with must be a mapping {PARAMETER: half|fit}, not 'bs'");
+	snprintf(buf, sizeof(buf), "%son_oom: grow\n", p);
+	parse_bad(buf, "5:9: on_oom must be resize or a mapping {retry_with: {PARAMETER: half|fit}, resize: true|false}, "
+	               "not 'grow'");
+	snprintf(buf, sizeof(buf), "%son_oom: resize\nmemory: {max: 700M}\n", p);
+	parse_bad(buf, "5:9: on_oom: resize needs memory: {max: SIZE, max_mem: SIZE}: the allocation trials start "
+	               "with, and the most one is given");
+	snprintf(buf, sizeof(buf), "%son_oom: {resize: yes}\n", p);
+	parse_bad(buf, "5:18: on_oom.resize must be true or false, not 'yes'");
 	/* Names checked against parameters that come later in the file. */
 	struct sweep_spec s;
 	if (parse_ok("on_oom: {retry_with: {bs: half}}\n" CMD "parameters: {bs: {min: 1, max: 64}}\n"
@@ -460,6 +472,22 @@ static void test_errors_on_oom(void)
 	             "max_consecutive_failures: 0\n", &s) == 0) {
 		CHECK_STR(s.retry_rules[0], "fit");
 		CHECK_EQ_INT(s.max_consecutive_failures, 0);
+		CHECK(!s.on_oom_resize);
+		sweep_spec_free(&s);
+	}
+	/* resize: the default with max_mem, whichever comes first in the file;
+	 * on_oom says otherwise */
+	if (parse_ok(CMD "memory: {max: 700M, max_mem: 2G}\n", &s) == 0) {
+		CHECK(s.on_oom_resize);
+		CHECK_STR(s.memory_max_mem, "2G");
+		sweep_spec_free(&s);
+	}
+	if (parse_ok("on_oom: {resize: false}\n" CMD "memory: {max: 700M, max_mem: 2G}\n", &s) == 0) {
+		CHECK(!s.on_oom_resize);
+		sweep_spec_free(&s);
+	}
+	if (parse_ok(CMD "memory: {max: 700M, max_mem: 2G}\non_oom: resize\n", &s) == 0) {
+		CHECK(s.on_oom_resize);
 		sweep_spec_free(&s);
 	}
 }
