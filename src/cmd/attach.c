@@ -5,7 +5,7 @@
  * differs is core/attach.c). In phases: parse the options, check the pid,
  * open the store, watch, judge the stored run and print the summary.
  */
-static const char usage[] =
+static const char usage_head[] =
 "usage: leakproof attach [options] PID\n"
 "       leakproof attach [options] --slurm-job JOBID[.STEP]\n"
 "\n"
@@ -22,58 +22,8 @@ static const char usage[] =
 "which SLURM's proctrack/cgroup made, found through `scontrol listpids`\n"
 "and the cgroup its processes are in; its end is its cgroup holding none of\n"
 "its processes any more. A job without such a cgroup is refused (watch its\n"
-"batch script's pid instead).\n"
-"\n"
-"options:\n"
-"      --slurm-job ID     watch SLURM job ID (JOBID, JOBID.STEP, ARRAYID_TASK)\n"
-"                         instead of a PID\n"
-"  -i, --interval DUR     sampling interval: 100ms (default), 1ms, 0.5s, ...\n"
-"  -m, --measure M        what the verdict judges: pss (default), rss, uss,\n"
-"                         cgroup (only when the job has a cgroup of its own), gpu\n"
-"      --log FILE         a log file the job writes: followed as `tail -F`\n"
-"                         does (from its end; a new file at the path, or one\n"
-"                         truncated, is read from its start); with\n"
-"  -r, --step-regex RE    a line of it matching RE ends a step; group 1, if\n"
-"                         any, is the step number. Without steps, growth is\n"
-"                         judged per second\n"
-"  -s, --store PATH       the store (default $LEAKPROOF_STORE, else\n"
-"                         ./.leakproof/leakproof.db)\n"
-"      --max-mem SIZE     the job's memory budget: 512M, 12G, 80%; enforced by\n"
-"                         leakproof at each sample (the job's cgroup is not\n"
-"                         leakproof's to limit): at the soft limit the stop\n"
-"                         signal, SIGKILL after --grace; past the budget\n"
-"                         SIGKILL (cause budget-kill)\n"
-"      --soft-limit SIZE  where the stop signal is sent: 90% of the budget by\n"
-"                         default; SIZE or a percentage of --max-mem\n"
-"      --stop-signal SIG  what asks the job to stop: TERM (default), INT, ...;\n"
-"                         a SLURM job's processes all get it (never scancel)\n"
-"      --grace DUR        from the stop signal to SIGKILL (default 30s)\n"
-"      --no-cgroup        do not measure the job's cgroup even when it is its own\n"
-"      --no-status-line   no live status line (drawn on stderr when it is a\n"
-"                         terminal: step, steps/s, memory, growth per step)\n"
-"  -q, --quiet            no summary at the end\n"
-"  -h, --help             this help\n"
-"\n"
-"Ctrl-C, SIGINT or SIGTERM to leakproof ends the watching, never the job\n"
-"(unless a budget asked it to stop: then it is killed): the run is stored as\n"
-"detached, with everything seen until then. When the job ends, its exit\n"
-"status cannot be known (leakproof is not its parent): the end is recorded\n"
-"from evidence, an OOM kill in its cgroup's memory.events or the kernel's\n"
-"log, else as \"ended, status unknown\". A pid used again by another program\n"
-"while attached is noticed (its start time is checked at each sample) and\n"
-"never followed.\n"
-"\n"
-"Restart options (--restart, --max-restarts) and --trace, --census are\n"
-"refused: leakproof did not start the job, and does not know its environment.\n"
-"\n"
-"exit status: 0 once the run is stored (whatever the job did); 124 for a\n"
-"usage error, or a pid that cannot be watched (none, a zombie, PID 1,\n"
-"leakproof itself or its ancestor), or a SLURM job that cannot (none, not\n"
-"running, not on this node, without a cgroup); 125 when leakproof itself\n"
-"fails (SLURM cannot be asked), or may not read the process or the job\n"
-"(another user's).\n";
+"batch script's pid instead).\n";
 
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -101,36 +51,71 @@ enum {
 
 #define usage_error(...) cmd_usage_error("attach", __VA_ARGS__)
 
-static const struct option longopts[] = {
-	{ "interval", required_argument, NULL, 'i' },
-	{ "measure", required_argument, NULL, 'm' },
-	{ "step-regex", required_argument, NULL, 'r' },
-	{ "store", required_argument, NULL, 's' },
-	{ "log", required_argument, NULL, OPT_LOG },
-	{ "max-mem", required_argument, NULL, OPT_MAX_MEM },
-	{ "soft-limit", required_argument, NULL, OPT_SOFT_LIMIT },
-	{ "stop-signal", required_argument, NULL, OPT_STOP_SIGNAL },
-	{ "grace", required_argument, NULL, OPT_GRACE },
-	{ "no-cgroup", no_argument, NULL, OPT_NO_CGROUP },
-	{ "no-status-line", no_argument, NULL, OPT_NO_STATUS_LINE },
-	{ "slurm-job", required_argument, NULL, OPT_SLURM_JOB },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
+static const struct option_spec options[] = {
+	OPT_VALUE(OPT_SLURM_JOB, "slurm-job", "ID", "watch SLURM job ID (JOBID, JOBID.STEP, ARRAYID_TASK)\n"
+	                                            "instead of a PID"),
+	OPT_VALUE('i', "interval", "DUR", "sampling interval: 100ms (default), 1ms, 0.5s, ..."),
+	OPT_VALUE('m', "measure", "M", "what the verdict judges: pss (default), rss, uss,\n"
+	                               "cgroup (only when the job has a cgroup of its own), gpu"),
+	OPT_VALUE(OPT_LOG, "log", "FILE", "a log file the job writes: followed as `tail -F`\n"
+	                                  "does (from its end; a new file at the path, or one\n"
+	                                  "truncated, is read from its start); with"),
+	OPT_VALUE('r', "step-regex", "RE", "a line of it matching RE ends a step; group 1, if\n"
+	                                   "any, is the step number. Without steps, growth is\n"
+	                                   "judged per second"),
+	CMD_OPT_STORE,
+	OPT_VALUE(OPT_MAX_MEM, "max-mem", "SIZE", "the job's memory budget: 512M, 12G, 80%; enforced by\n"
+	                                          "leakproof at each sample (the job's cgroup is not\n"
+	                                          "leakproof's to limit): at the soft limit the stop\n"
+	                                          "signal, SIGKILL after --grace; past the budget\n"
+	                                          "SIGKILL (cause budget-kill)"),
+	OPT_VALUE(OPT_SOFT_LIMIT, "soft-limit", "SIZE", "where the stop signal is sent: 90% of the budget by\n"
+	                                                "default; SIZE or a percentage of --max-mem"),
+	OPT_VALUE(OPT_STOP_SIGNAL, "stop-signal", "SIG", "what asks the job to stop: TERM (default), INT, ...;\n"
+	                                                 "a SLURM job's processes all get it (never scancel)"),
+	OPT_VALUE(OPT_GRACE, "grace", "DUR", "from the stop signal to SIGKILL (default 30s)"),
+	OPT_FLAG(OPT_NO_CGROUP, "no-cgroup", "do not measure the job's cgroup even when it is its own"),
+	OPT_FLAG(OPT_NO_STATUS_LINE, "no-status-line", "no live status line (drawn on stderr when it is a\n"
+	                                               "terminal: step, steps/s, memory, growth per step)"),
+	OPT_FLAG('q', "quiet", "no summary at the end"),
+	OPT_HELP(),
 	/* `run`'s options that make no sense for a job leakproof did not start */
-	{ "restart", required_argument, NULL, OPT_REFUSED },
-	{ "max-restarts", required_argument, NULL, OPT_REFUSED },
-	{ "trace", no_argument, NULL, OPT_REFUSED },
-	{ "trace-mean", required_argument, NULL, OPT_REFUSED },
-	{ "census", optional_argument, NULL, OPT_REFUSED },
-	{ NULL, 0, NULL, 0 },
+	OPT_HIDDEN_VALUE(OPT_REFUSED, "restart"),
+	OPT_HIDDEN_VALUE(OPT_REFUSED, "max-restarts"),
+	OPT_HIDDEN_FLAG(OPT_REFUSED, "trace"),
+	OPT_HIDDEN_VALUE(OPT_REFUSED, "trace-mean"),
+	OPT_HIDDEN_OPTIONAL(OPT_REFUSED, "census"),
+	OPT_END(),
 };
+
+static const char usage_tail[] =
+"Ctrl-C, SIGINT or SIGTERM to leakproof ends the watching, never the job\n"
+"(unless a budget asked it to stop: then it is killed): the run is stored as\n"
+"detached, with everything seen until then. When the job ends, its exit\n"
+"status cannot be known (leakproof is not its parent): the end is recorded\n"
+"from evidence, an OOM kill in its cgroup's memory.events or the kernel's\n"
+"log, else as \"ended, status unknown\". A pid used again by another program\n"
+"while attached is noticed (its start time is checked at each sample) and\n"
+"never followed.\n"
+"\n"
+"Restart options (--restart, --max-restarts) and --trace, --census are\n"
+"refused: leakproof did not start the job, and does not know its environment.\n"
+"\n"
+"exit status: 0 once the run is stored (whatever the job did); 124 for a\n"
+"usage error, or a pid that cannot be watched (none, a zombie, PID 1,\n"
+"leakproof itself or its ancestor), or a SLURM job that cannot (none, not\n"
+"running, not on this node, without a cgroup); 125 when leakproof itself\n"
+"fails (SLURM cannot be asked), or may not read the process or the job\n"
+"(another user's).\n";
+
+const struct cmd_usage attach_usage = { "attach", usage_head, options, usage_tail, false };
 
 struct attach_args {
 	struct supervise_opts o;
 	const char *store_opt, *max_mem, *soft;
 	const char *slurm_spec;    /* --slurm-job; NULL: a pid */
 	struct slurm_job slurm;    /* what it names, once found */
-	bool quiet, help;
+	bool quiet;
 };
 
 /* "TERM", "SIGTERM", "15": the number, or -1. */
@@ -207,44 +192,38 @@ static int take_option(struct attach_args *a, int c, const char *arg, const char
 	return 0;
 }
 
+/* The options and the pid. -1 when they are good, else the status to exit
+ * with: 0 after --help, 124 after a usage error. */
 static int parse_options(int argc, char **argv, struct attach_args *a)
 {
-	int c, li = -1;
+	struct options_parse p;
+	int c, status;
 	memset(a, 0, sizeof(*a));
 	supervise_opts_init(&a->o);
 	a->o.no_pty = true;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":i:m:r:s:qh", longopts, &li)) != -1) {
-		if (c == 'h') {
-			a->help = true;
-			return 0;
-		}
-		if (c == ':')
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
-		if (c == '?')
-			return usage_error("unknown option '%s'", argv[optind - 1]);
-		int rc = take_option(a, c, optarg, c == OPT_REFUSED && li >= 0 ? longopts[li].name : "");
-		li = -1;
-		if (rc)
-			return rc;
-	}
+	cmd_options_init(&p, &attach_usage, argc, argv);
+	while ((c = cmd_option_next(&p, &attach_usage, &status)) > 0)
+		if ((status = take_option(a, c, p.value, p.opt->long_name)))
+			return status;
+	if (c < 0)
+		return status;
 	if (a->slurm_spec) {
-		if (optind < argc)
-			return usage_error("--slurm-job '%s' and a pid ('%s'): one or the other", a->slurm_spec, argv[optind]);
+		if (p.noperands)
+			return usage_error("--slurm-job '%s' and a pid ('%s'): one or the other", a->slurm_spec,
+			                   p.operands[0]);
 		if (!a->o.use_cgroup)
 			return usage_error("--no-cgroup and --slurm-job: a SLURM job is what is in its cgroup");
-		return 0;
+		return -1;
 	}
-	if (optind >= argc)
+	if (!p.noperands)
 		return usage_error("%s", "no pid given: leakproof attach [options] PID (or --slurm-job JOBID)");
-	if (optind + 1 < argc)
-		return usage_error("one pid only: '%s' after '%s'", argv[optind + 1], argv[optind]);
+	if (p.noperands > 1)
+		return usage_error("one pid only: '%s' after '%s'", p.operands[1], p.operands[0]);
 	long long pid;
-	if (cmd_parse_int(argv[optind], 1, 0x7fffffff, &pid) < 0)
-		return usage_error("'%s' is not a process id", argv[optind]);
+	if (cmd_parse_int(p.operands[0], 1, 0x7fffffff, &pid) < 0)
+		return usage_error("'%s' is not a process id", p.operands[0]);
 	a->o.attach_pid = (pid_t)pid;
-	return 0;
+	return -1;
 }
 
 static int validate(struct attach_args *a)
@@ -328,11 +307,8 @@ int cmd_attach(int argc, char **argv)
 {
 	struct attach_args a;
 	int status = parse_options(argc, argv, &a);
-	if (status || a.help) {
-		if (a.help)
-			fputs(usage, stdout);
+	if (status >= 0)
 		return status;
-	}
 	status = validate(&a);
 	if (status == 0 && a.slurm_spec) {
 		status = find_slurm_job(&a);
