@@ -19,7 +19,7 @@ static const char usage[] =
 "  run      supervise a job: sample its memory, mark steps, judge leak vs plateau\n"
 "  attach   watch a job already running (by pid) as run watches its own\n"
 "  sweep    run every trial of a search in its own supervised process\n"
-"  report   show a stored run or sweep: text, md, csv or json\n"
+"  report   show a stored run or sweep: text, md, csv, json, html, svg or junit\n"
 "  ls       list the runs in the store\n"
 "  top      live view of the runs: memory, growth, verdict so far, time to limit\n"
 "  judge    judge a memory series read on stdin, as a run's steps are judged\n"
