@@ -29,7 +29,6 @@ static const char usage_head[] =
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
@@ -44,10 +43,7 @@ static const char usage_head[] =
 #include "store/sweeps.h"
 #include "util/util.h"
 
-enum {
-	OPT_MAX_MEM = 256, OPT_SOFT_LIMIT, OPT_STOP_SIGNAL, OPT_GRACE, OPT_LOG, OPT_NO_CGROUP,
-	OPT_NO_STATUS_LINE, OPT_SLURM_JOB, OPT_REFUSED,
-};
+enum { OPT_STOP_SIGNAL = WATCH_OPT_OWN, OPT_LOG, OPT_SLURM_JOB, OPT_REFUSED };
 
 #define usage_error(...) cmd_usage_error("attach", __VA_ARGS__)
 
@@ -64,19 +60,19 @@ static const struct option_spec options[] = {
 	                                   "any, is the step number. Without steps, growth is\n"
 	                                   "judged per second"),
 	CMD_OPT_STORE,
-	OPT_VALUE(OPT_MAX_MEM, "max-mem", "SIZE", "the job's memory budget: 512M, 12G, 80%; enforced by\n"
-	                                          "leakproof at each sample (the job's cgroup is not\n"
-	                                          "leakproof's to limit): at the soft limit the stop\n"
-	                                          "signal, SIGKILL after --grace; past the budget\n"
-	                                          "SIGKILL (cause budget-kill)"),
-	OPT_VALUE(OPT_SOFT_LIMIT, "soft-limit", "SIZE", "where the stop signal is sent: 90% of the budget by\n"
-	                                                "default; SIZE or a percentage of --max-mem"),
+	OPT_VALUE(WATCH_OPT_MAX_MEM, "max-mem", "SIZE", "the job's memory budget: 512M, 12G, 80%; enforced by\n"
+	                                                "leakproof at each sample (the job's cgroup is not\n"
+	                                                "leakproof's to limit): at the soft limit the stop\n"
+	                                                "signal, SIGKILL after --grace; past the budget\n"
+	                                                "SIGKILL (cause budget-kill)"),
+	OPT_VALUE(WATCH_OPT_SOFT_LIMIT, "soft-limit", "SIZE", "where the stop signal is sent: 90% of the budget by\n"
+	                                                      "default; SIZE or a percentage of --max-mem"),
 	OPT_VALUE(OPT_STOP_SIGNAL, "stop-signal", "SIG", "what asks the job to stop: TERM (default), INT, ...;\n"
 	                                                 "a SLURM job's processes all get it (never scancel)"),
-	OPT_VALUE(OPT_GRACE, "grace", "DUR", "from the stop signal to SIGKILL (default 30s)"),
-	OPT_FLAG(OPT_NO_CGROUP, "no-cgroup", "do not measure the job's cgroup even when it is its own"),
-	OPT_FLAG(OPT_NO_STATUS_LINE, "no-status-line", "no live status line (drawn on stderr when it is a\n"
-	                                               "terminal: step, steps/s, memory, growth per step)"),
+	OPT_VALUE(WATCH_OPT_GRACE, "grace", "DUR", "from the stop signal to SIGKILL (default 30s)"),
+	OPT_FLAG(WATCH_OPT_NO_CGROUP, "no-cgroup", "do not measure the job's cgroup even when it is its own"),
+	OPT_FLAG(WATCH_OPT_NO_STATUS_LINE, "no-status-line", "no live status line (drawn on stderr when it is a\n"
+	                                                     "terminal: step, steps/s, memory, growth per step)"),
 	OPT_FLAG('q', "quiet", "no summary at the end"),
 	OPT_HELP(),
 	/* `run`'s options that make no sense for a job leakproof did not start */
@@ -111,80 +107,34 @@ static const char usage_tail[] =
 const struct cmd_usage attach_usage = { "attach", usage_head, options, usage_tail, false };
 
 struct attach_args {
-	struct supervise_opts o;
-	const char *store_opt, *max_mem, *soft;
+	struct watch_args w;       /* what `run` reads too */
 	const char *slurm_spec;    /* --slurm-job; NULL: a pid */
 	struct slurm_job slurm;    /* what it names, once found */
 	bool quiet;
 };
 
-/* "TERM", "SIGTERM", "15": the number, or -1. */
-static int parse_signal(const char *s)
+static int take_option(struct attach_args *a, int c, const char *arg, const char *name)
 {
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (end != s && !*end)
-		return v > 0 && v < NSIG && v != SIGKILL && v != SIGSTOP ? (int)v : -1;
-	if (!strncasecmp(s, "SIG", 3))
-		s += 3;
-	for (int i = 1; i < NSIG; i++) {
-		const char *name = sigabbrev_np(i);
-		if (name && !strcasecmp(name, s))
-			return i == SIGKILL || i == SIGSTOP ? -1 : i;
-	}
-	return -1;
-}
-
-static int take_option(struct attach_args *a, int c, const char *arg, const char *word)
-{
-	struct supervise_opts *o = &a->o;
+	struct supervise_opts *o = &a->w.o;
+	int rc = cmd_watch_option("attach", &a->w, c, arg);
+	if (rc >= 0)
+		return rc;
 	switch (c) {
-	case 'i':
-		if (parse_duration_ns(arg, &o->interval_ns) < 0)
-			return LP_EXIT_USAGE;
-		if (o->interval_ns < 100000 || o->interval_ns > 3600LL * 1000000000LL)
-			return usage_error("--interval '%s' is out of range (100us to 1h)", arg);
-		break;
-	case 'm':
-		if (measure_parse(arg, &o->measure) < 0)
-			return usage_error("unknown --measure '%s' (use pss, rss, uss, cgroup or gpu)", arg);
-		break;
-	case 'r':
-		o->step_regex = arg;
-		break;
-	case 's':
-		a->store_opt = arg;
-		break;
 	case OPT_LOG:
 		o->follow_log = arg;
 		break;
-	case OPT_MAX_MEM:
-		a->max_mem = arg;
-		break;
-	case OPT_SOFT_LIMIT:
-		a->soft = arg;
-		break;
 	case OPT_STOP_SIGNAL:
-		if ((o->stop_signal = parse_signal(arg)) <= 0)
+		o->stop_signal = cmd_parse_signal(arg);
+		if (o->stop_signal <= 0 || o->stop_signal == SIGKILL || o->stop_signal == SIGSTOP)
 			return usage_error("--stop-signal '%s' is not a signal that can ask a job to stop (TERM, INT, USR1, ...)",
 			                   arg);
-		break;
-	case OPT_GRACE:
-		if (parse_duration_ns(arg, &o->grace_ns) < 0)
-			return LP_EXIT_USAGE;
-		break;
-	case OPT_NO_CGROUP:
-		o->use_cgroup = false;
-		break;
-	case OPT_NO_STATUS_LINE:
-		o->status_line = 0;
 		break;
 	case OPT_SLURM_JOB:
 		a->slurm_spec = arg;
 		break;
 	case OPT_REFUSED:
 		return usage_error("'--%s' is not for `leakproof attach`: leakproof did not start the job, and does not "
-		                   "know the environment it was started with (use `leakproof run` for that)", word);
+		                   "know the environment it was started with (use `leakproof run` for that)", name);
 	case 'q':
 		a->quiet = true;
 		break;
@@ -199,8 +149,8 @@ static int parse_options(int argc, char **argv, struct attach_args *a)
 	struct options_parse p;
 	int c, status;
 	memset(a, 0, sizeof(*a));
-	supervise_opts_init(&a->o);
-	a->o.no_pty = true;
+	supervise_opts_init(&a->w.o);
+	a->w.o.no_pty = true;
 	cmd_options_init(&p, &attach_usage, argc, argv);
 	while ((c = cmd_option_next(&p, &attach_usage, &status)) > 0)
 		if ((status = take_option(a, c, p.value, p.opt->long_name)))
@@ -211,7 +161,7 @@ static int parse_options(int argc, char **argv, struct attach_args *a)
 		if (p.noperands)
 			return usage_error("--slurm-job '%s' and a pid ('%s'): one or the other", a->slurm_spec,
 			                   p.operands[0]);
-		if (!a->o.use_cgroup)
+		if (!a->w.o.use_cgroup)
 			return usage_error("--no-cgroup and --slurm-job: a SLURM job is what is in its cgroup");
 		return -1;
 	}
@@ -222,33 +172,16 @@ static int parse_options(int argc, char **argv, struct attach_args *a)
 	long long pid;
 	if (cmd_parse_int(p.operands[0], 1, 0x7fffffff, &pid) < 0)
 		return usage_error("'%s' is not a process id", p.operands[0]);
-	a->o.attach_pid = (pid_t)pid;
+	a->w.o.attach_pid = (pid_t)pid;
 	return -1;
 }
 
 static int validate(struct attach_args *a)
 {
-	struct supervise_opts *o = &a->o;
-	if (a->max_mem) {
-		uint64_t whole = cgroup_self_limit();
-		if (!whole) {
-			long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-			whole = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-		}
-		if (parse_size(a->max_mem, whole, &o->max_mem_bytes) < 0)
-			return LP_EXIT_USAGE;
-		if (o->max_mem_bytes < SIZE_BUDGET_MIN)
-			return usage_error("--max-mem '%s' is below 1M: no job fits in it (a unit is missing? 1G, 512M)",
-			                   a->max_mem);
-	}
-	if (a->soft) {
-		if (strchr(a->soft, '%') && !o->max_mem_bytes)
-			return usage_error("--soft-limit '%s' is a percentage of --max-mem, which is not set", a->soft);
-		if (parse_size(a->soft, o->max_mem_bytes, &o->soft_limit_bytes) < 0)
-			return LP_EXIT_USAGE;
-		if (o->soft_limit_bytes < SIZE_BUDGET_MIN || (o->max_mem_bytes && o->soft_limit_bytes > o->max_mem_bytes))
-			return usage_error("--soft-limit '%s' must be at least 1M and at most --max-mem", a->soft);
-	}
+	struct supervise_opts *o = &a->w.o;
+	int rc = cmd_watch_budgets("attach", &a->w);
+	if (rc)
+		return rc;
 	if (o->step_regex && !o->follow_log)
 		return usage_error("%s", "--step-regex needs --log FILE: leakproof does not see an attached job's output");
 	if (o->follow_log && !o->step_regex)
@@ -277,7 +210,7 @@ static int find_slurm_job(struct attach_args *a)
 		return usage_error("cannot attach: leakproof runs inside SLURM job %s itself (its cgroup '%s'): watch it "
 		                   "from outside, or start the job's command with `leakproof run`",
 		                   a->slurm.job_id, a->slurm.cg.dir);
-	a->o.attach_slurm = &a->slurm;
+	a->w.o.attach_slurm = &a->slurm;
 	return 0;
 }
 
@@ -315,7 +248,7 @@ int cmd_attach(int argc, char **argv)
 	} else if (status == 0) {
 		bool denied;
 		char why[400];
-		if (supervise_attach_check(a.o.attach_pid, &denied, why, sizeof(why)) < 0) {
+		if (supervise_attach_check(a.w.o.attach_pid, &denied, why, sizeof(why)) < 0) {
 			if (denied)
 				error("cannot attach: %s", why);
 			else
@@ -323,24 +256,24 @@ int cmd_attach(int argc, char **argv)
 			status = denied ? LP_EXIT_FAILURE : LP_EXIT_USAGE;
 		}
 	}
-	const char *store_path = status ? NULL : store_default_path(a.store_opt);
+	const char *store_path = status ? NULL : store_default_path(a.w.store_opt);
 	if (store_path && store_check_target(store_path) < 0)
 		status = LP_EXIT_USAGE;
 	if (status) {
-		step_regex_free(a.o.step_re);
+		step_regex_free(a.w.o.step_re);
 		return status;
 	}
 	supervise_std_fds();
 	struct store *st = store_open(store_path);
 	if (!st) {
-		step_regex_free(a.o.step_re);
+		step_regex_free(a.w.o.step_re);
 		return LP_EXIT_FAILURE;
 	}
 	struct supervise_result res;
-	status = supervise(st, &a.o, &res);
+	status = supervise(st, &a.w.o, &res);
 	if (res.outcome == SUPERVISE_ENDED)
 		judge_and_print(st, &res, a.quiet);
 	store_close(st);
-	step_regex_free(a.o.step_re);
+	step_regex_free(a.w.o.step_re);
 	return status;
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "core/supervise.h"
 #include "util/options.h"
 
 /*
@@ -67,6 +68,32 @@ int cmd_judge(int argc, char **argv);
 /* "leakproof: MESSAGE" and "Try 'leakproof CMD --help'..." on stderr;
  * returns 124, the usage-error status. */
 int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * What `run` and `attach` read alike (a job watched: one run starts, or
+ * one already running): the supervisor's options, and --store, --max-mem
+ * and --soft-limit as given, until cmd_watch_budgets() makes bytes of
+ * the budgets.
+ */
+struct watch_args {
+	struct supervise_opts o;
+	const char *store_opt, *max_mem, *soft;
+};
+/* The ids of the options both read that have no short name (-i, -m, -r and
+ * -s are the others); each command numbers its own from WATCH_OPT_OWN. */
+enum {
+	WATCH_OPT_MAX_MEM = 256, WATCH_OPT_SOFT_LIMIT, WATCH_OPT_GRACE, WATCH_OPT_NO_CGROUP,
+	WATCH_OPT_NO_STATUS_LINE, WATCH_OPT_OWN,
+};
+/* One of the options both read, id with its value arg, into w: 0, 124
+ * after a usage error, or -1 when id is none of them. */
+int cmd_watch_option(const char *cmd, struct watch_args *w, int id, const char *arg);
+/* --max-mem (a size, or a percentage of the enclosing cgroup's limit,
+ * else of the machine's memory) and --soft-limit (a size, or a percentage
+ * of --max-mem) into w->o's bytes: 0, or 124 after a usage error. */
+int cmd_watch_budgets(const char *cmd, struct watch_args *w);
+/* A signal by name or number ("TERM", "SIGTERM", "15"): its number, or -1. */
+int cmd_parse_signal(const char *s);
+
 /* --format of the commands that write text or JSON: *json set and 0, or
  * 124 after "unknown --format 'yaml' (use text or json)". */
 int cmd_parse_text_or_json(const char *cmd, const char *value, bool *json);

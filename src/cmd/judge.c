@@ -36,7 +36,7 @@ enum { OPT_MIN_GROWTH = 256 };
 static const struct option_spec options[] = {
 	OPT_VALUE('f', "format", "F", "text (default) or json"),
 	OPT_VALUE(OPT_MIN_GROWTH, "min-growth", "SIZE", "growth over the judged window that matters\n"
-	                                               "(default 1M)"),
+	                                                "(default 1M)"),
 	OPT_HELP(),
 	OPT_END(),
 };

@@ -17,18 +17,15 @@ static const char usage_head[] =
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
-#include <strings.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "core/analyze.h"
 #include "core/scan.h"
 #include "core/supervise.h"
-#include "platform/cgroup.h"
 #include "judge/gate.h"
 #include "judge/summary.h"
 #include "report/report.h"
@@ -37,10 +34,8 @@ static const char usage_head[] =
 #include "util/util.h"
 
 enum {
-	OPT_MAX_MEM = 256, OPT_NO_CGROUP, OPT_STATUS_LINE, OPT_NO_STATUS_LINE, OPT_MAX_GPU,
-	OPT_SOFT_LIMIT, OPT_RESTART, OPT_MAX_RESTARTS, OPT_STOP_SIGNAL, OPT_GRACE,
-	OPT_RESULT_REGEX, OPT_RESULT_NAME, OPT_TRIAL, OPT_TRACE, OPT_TRACE_MEAN,
-	OPT_CENSUS, OPT_NO_CENSUS,
+	OPT_STATUS_LINE = WATCH_OPT_OWN, OPT_MAX_GPU, OPT_RESTART, OPT_MAX_RESTARTS, OPT_STOP_SIGNAL,
+	OPT_RESULT_REGEX, OPT_RESULT_NAME, OPT_TRIAL, OPT_TRACE, OPT_TRACE_MEAN, OPT_CENSUS, OPT_NO_CENSUS,
 	OPT_EXPECT, OPT_MAX_PEAK, OPT_MAX_GROWTH, OPT_NO_PTY,
 };
 
@@ -61,21 +56,21 @@ static const struct option_spec options[] = {
 	CMD_OPT_STORE,
 	OPT_HIDDEN_VALUE(OPT_TRIAL, "trial"),   /* set by `leakproof sweep` */
 	OPT_GROUP("budgets and restarts:"),
-	OPT_VALUE(OPT_MAX_MEM, "max-mem", "SIZE", "the job's memory budget: 512M, 12G, 80% (of the\n"
-	                                          "enclosing cgroup's limit, else of the machine).\n"
-	                                          "Enforced by the kernel in the job's cgroup (v2\n"
-	                                          "memory.max with memory.high 5% below; v1\n"
-	                                          "memory.limit_in_bytes), else by leakproof at each\n"
-	                                          "sample (SIGKILL: cause budget-kill). leakproof says\n"
-	                                          "which at the start. Without it, projections use the\n"
-	                                          "cgroup's limit, else the machine's memory"),
+	OPT_VALUE(WATCH_OPT_MAX_MEM, "max-mem", "SIZE", "the job's memory budget: 512M, 12G, 80% (of the\n"
+	                                                "enclosing cgroup's limit, else of the machine).\n"
+	                                                "Enforced by the kernel in the job's cgroup (v2\n"
+	                                                "memory.max with memory.high 5% below; v1\n"
+	                                                "memory.limit_in_bytes), else by leakproof at each\n"
+	                                                "sample (SIGKILL: cause budget-kill). leakproof says\n"
+	                                                "which at the start. Without it, projections use the\n"
+	                                                "cgroup's limit, else the machine's memory"),
 	OPT_VALUE(OPT_MAX_GPU, "max-gpu", "SIZE", "GPU memory budget of the job's processes, enforced by\n"
 	                                          "leakproof through NVML at every sample (at most 100\n"
 	                                          "a second; otherwise NVML is read twice a second)"),
-	OPT_VALUE(OPT_SOFT_LIMIT, "soft-limit", "SIZE", "where --restart at-limit stops the job: 90% of the\n"
-	                                                "budget by default; SIZE or a percentage of --max-mem.\n"
-	                                                "Without at-limit, crossing it is a warning. Memory\n"
-	                                                "here is the tree's PSS (page cache not included)"),
+	OPT_VALUE(WATCH_OPT_SOFT_LIMIT, "soft-limit", "SIZE", "where --restart at-limit stops the job: 90% of the\n"
+	                                                      "budget by default; SIZE or a percentage of --max-mem.\n"
+	                                                      "Without at-limit, crossing it is a warning. Memory\n"
+	                                                      "here is the tree's PSS (page cache not included)"),
 	OPT_VALUE(OPT_RESTART, "restart", "POLICY", "start the job again (same run, LEAKPROOF_RESTART=N\n"
 	                                            "in its environment, step numbers continuing) after:\n"
 	                                            "  at-limit  the soft limit: stop signal, --grace,\n"
@@ -91,9 +86,9 @@ static const struct option_spec options[] = {
 	                                                 "most 30 s) before it is started again"),
 	OPT_VALUE(OPT_STOP_SIGNAL, "stop-signal", "SIG", "what asks the job's main process to stop: TERM\n"
 	                                                 "(default), INT, USR1, ... (LEAKPROOF_STOP_SIGNAL)"),
-	OPT_VALUE(OPT_GRACE, "grace", "DUR", "from the stop signal to SIGKILL (default 30s); also\n"
-	                                     "after a SIGINT or SIGTERM forwarded to the job (a\n"
-	                                     "second one kills at once)"),
+	OPT_VALUE(WATCH_OPT_GRACE, "grace", "DUR", "from the stop signal to SIGKILL (default 30s); also\n"
+	                                           "after a SIGINT or SIGTERM forwarded to the job (a\n"
+	                                           "second one kills at once)"),
 	OPT_GROUP("allocation tracing:"),
 	OPT_FLAG(OPT_TRACE, "trace", "find where growing memory is allocated: preload a\n"
 	                             "sampling tracer into the job and its children (call\n"
@@ -116,10 +111,10 @@ static const struct option_spec options[] = {
 	OPT_VALUE(OPT_MAX_GROWTH, "max-growth", "SIZE", "growth per step after warm-up must not exceed SIZE\n"
 	                                                "(a run that marks no steps cannot be judged: broken)"),
 	OPT_GROUP(""),
-	OPT_FLAG(OPT_NO_CGROUP, "no-cgroup", "do not put the job in a cgroup of its own"),
+	OPT_FLAG(WATCH_OPT_NO_CGROUP, "no-cgroup", "do not put the job in a cgroup of its own"),
 	OPT_FLAG(OPT_STATUS_LINE, "status-line", "draw the live status line even when stderr is not a\n"
 	                                         "terminal; --no-status-line never draws it"),
-	OPT_FLAG(OPT_NO_STATUS_LINE, "no-status-line", NULL),   /* told in --status-line's help */
+	OPT_FLAG(WATCH_OPT_NO_STATUS_LINE, "no-status-line", NULL),   /* told in --status-line's help */
 	OPT_FLAG(OPT_NO_PTY, "no-pty", "in a terminal, give the job pipes for its output as\n"
 	                               "without one; a terminal on stdin it still reads, in\n"
 	                               "the terminal's foreground (by default, when stdout or\n"
@@ -152,23 +147,6 @@ static const char usage_tail[] =
 const struct cmd_usage run_usage = { "run", usage_head, options, usage_tail, true };
 
 #define usage_error(...) cmd_usage_error("run", __VA_ARGS__)
-
-/* "TERM", "SIGTERM", "15": the number, or -1. */
-static int parse_signal(const char *s)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (end != s && !*end)
-		return v > 0 && v < NSIG ? (int)v : -1;
-	if (!strncasecmp(s, "SIG", 3))
-		s += 3;
-	for (int i = 1; i < NSIG; i++) {
-		const char *name = sigabbrev_np(i);
-		if (name && !strcasecmp(name, s))
-			return i;
-	}
-	return -1;
-}
 
 /* Whether sig can ask a job to stop gracefully: it can be caught, and left
  * to its default it ends the process. KILL cannot be caught; STOP, TSTP,
@@ -214,8 +192,8 @@ static int parse_restart(const char *arg, struct supervise_opts *o)
 
 /* What `run` was asked: the supervisor's options and what becomes them. */
 struct run_args {
-	struct supervise_opts o;
-	const char *store_opt, *max_mem, *soft, *result_regex;
+	struct watch_args w;       /* what `attach` reads too */
+	const char *result_regex;
 	struct gate gate;          /* --expect, --max-peak, --max-growth */
 	bool quiet;                /* no summary at the end */
 };
@@ -223,27 +201,11 @@ struct run_args {
 /* One option c with its value arg: 0, or 124 after a usage error. */
 static int take_option(struct run_args *a, int c, const char *arg)
 {
-	struct supervise_opts *o = &a->o;
+	struct supervise_opts *o = &a->w.o;
+	int rc = cmd_watch_option("run", &a->w, c, arg);
+	if (rc >= 0)
+		return rc;
 	switch (c) {
-	case 'i':
-		if (parse_duration_ns(arg, &o->interval_ns) < 0)
-			return LP_EXIT_USAGE;
-		if (o->interval_ns < 100000 || o->interval_ns > 3600LL * 1000000000LL)
-			return usage_error("--interval '%s' is out of range (100us to 1h)", arg);
-		break;
-	case 'm':
-		if (measure_parse(arg, &o->measure) < 0)
-			return usage_error("unknown --measure '%s' (use pss, rss, uss, cgroup or gpu)", arg);
-		break;
-	case 'r':
-		o->step_regex = arg;
-		break;
-	case 's':
-		a->store_opt = arg;
-		break;
-	case OPT_MAX_MEM:
-		a->max_mem = arg;
-		break;
 	case OPT_EXPECT:
 		if (strcmp(arg, "no-leak"))
 			return usage_error("unknown --expect '%s' (use no-leak)", arg);
@@ -273,9 +235,6 @@ static int take_option(struct run_args *a, int c, const char *arg)
 			return LP_EXIT_USAGE;
 		if (o->max_gpu_bytes < SIZE_BUDGET_MIN)
 			return usage_error("--max-gpu '%s' is below 1M: no job fits in it (a unit is missing? 1G, 512M)", arg);
-		break;
-	case OPT_SOFT_LIMIT:
-		a->soft = arg;
 		break;
 	case OPT_TRACE:
 		o->trace = true;
@@ -313,15 +272,11 @@ static int take_option(struct run_args *a, int c, const char *arg)
 		break;
 	}
 	case OPT_STOP_SIGNAL:
-		if ((o->stop_signal = parse_signal(arg)) <= 0)
+		if ((o->stop_signal = cmd_parse_signal(arg)) <= 0)
 			return usage_error("--stop-signal '%s' is not a signal name (TERM, INT, USR1, ...) or number", arg);
 		if (!graceful_signal(o->stop_signal))
 			return usage_error("--stop-signal '%s' cannot ask the job to stop and save its work "
 			                   "(use TERM, INT, HUP, USR1 or USR2)", arg);
-		break;
-	case OPT_GRACE:
-		if (parse_duration_ns(arg, &o->grace_ns) < 0)
-			return LP_EXIT_USAGE;
 		break;
 	case OPT_RESULT_REGEX:
 		a->result_regex = arg;
@@ -348,14 +303,8 @@ static int take_option(struct run_args *a, int c, const char *arg)
 		}
 		break;
 	}
-	case OPT_NO_CGROUP:
-		o->use_cgroup = false;
-		break;
 	case OPT_STATUS_LINE:
 		o->status_line = 1;
-		break;
-	case OPT_NO_STATUS_LINE:
-		o->status_line = 0;
 		break;
 	case OPT_NO_PTY:
 		o->no_pty = true;
@@ -367,7 +316,7 @@ static int take_option(struct run_args *a, int c, const char *arg)
 	return 0;
 }
 
-/* The options, up to the job's command (a->o.argv). -1 when they are
+/* The options, up to the job's command (a->w.o.argv). -1 when they are
  * good, else the status to exit with: 0 after --help, 124 after a usage
  * error. */
 static int parse_options(int argc, char **argv, struct run_args *a)
@@ -375,7 +324,7 @@ static int parse_options(int argc, char **argv, struct run_args *a)
 	struct options_parse p;
 	int c, status;
 	memset(a, 0, sizeof(*a));
-	supervise_opts_init(&a->o);
+	supervise_opts_init(&a->w.o);
 	/* run_usage stops at the first word that is not an option, so that
 	 * the job's own options are its own */
 	cmd_options_init(&p, &run_usage, argc, argv);
@@ -386,7 +335,7 @@ static int parse_options(int argc, char **argv, struct run_args *a)
 		return status;
 	if (!p.noperands)
 		return usage_error("%s", "no command given: leakproof run [options] -- COMMAND [ARGS...]");
-	a->o.argv = p.operands;
+	a->w.o.argv = p.operands;
 	return -1;
 }
 
@@ -395,29 +344,10 @@ static int parse_options(int argc, char **argv, struct run_args *a)
  * after a usage error. */
 static int validate(struct run_args *a)
 {
-	struct supervise_opts *o = &a->o;
-	if (a->max_mem) {
-		/* a percentage of what the job can have: the enclosing cgroup's
-		 * limit where there is one, else the machine's memory */
-		uint64_t whole = cgroup_self_limit();
-		if (!whole) {
-			long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-			whole = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-		}
-		if (parse_size(a->max_mem, whole, &o->max_mem_bytes) < 0)
-			return LP_EXIT_USAGE;
-		if (o->max_mem_bytes < SIZE_BUDGET_MIN)
-			return usage_error("--max-mem '%s' is below 1M: no job fits in it (a unit is missing? 1G, 512M)",
-			                   a->max_mem);
-	}
-	if (a->soft) {
-		if (strchr(a->soft, '%') && !o->max_mem_bytes)
-			return usage_error("--soft-limit '%s' is a percentage of --max-mem, which is not set", a->soft);
-		if (parse_size(a->soft, o->max_mem_bytes, &o->soft_limit_bytes) < 0)
-			return LP_EXIT_USAGE;
-		if (o->soft_limit_bytes < SIZE_BUDGET_MIN || (o->max_mem_bytes && o->soft_limit_bytes > o->max_mem_bytes))
-			return usage_error("--soft-limit '%s' must be at least 1M and at most --max-mem", a->soft);
-	}
+	struct supervise_opts *o = &a->w.o;
+	int rc = cmd_watch_budgets("run", &a->w);
+	if (rc)
+		return rc;
 	if ((o->restart & RESTART_AT_LIMIT) && !o->max_mem_bytes && !o->soft_limit_bytes && !o->max_gpu_bytes)
 		return usage_error("%s", "--restart at-limit needs a budget: --max-mem, --soft-limit or --max-gpu");
 	if (o->step_regex && !(o->step_re = step_regex_new(o->step_regex, "--step-regex")))
@@ -429,8 +359,8 @@ static int validate(struct run_args *a)
 
 static void release_args(struct run_args *a)
 {
-	step_regex_free(a->o.step_re);
-	step_regex_free(a->o.result_re);
+	step_regex_free(a->w.o.step_re);
+	step_regex_free(a->w.o.result_re);
 }
 
 /* What a sweep's run_options may not set: the sweep owns where its runs
@@ -442,7 +372,7 @@ static const char *owned_by_sweep(int c)
 	case OPT_TRIAL: return "the sweep numbers its trials itself";
 	case 'q': return "the sweep decides what its trials print (use `leakproof sweep --quiet`)";
 	case OPT_STATUS_LINE:
-	case OPT_NO_STATUS_LINE: return "the sweep decides what its trials print";
+	case WATCH_OPT_NO_STATUS_LINE: return "the sweep decides what its trials print";
 	case 'h': return "--help runs nothing";
 	default: return NULL;
 	}
@@ -460,7 +390,7 @@ int cmd_run_check_options(char *const *opts, size_t n, size_t first, size_t *bad
 	int argc = (int)n + 3, ours = argc - 2;   /* ours: the "--" added here */
 	struct run_args a;
 	memset(&a, 0, sizeof(a));
-	supervise_opts_init(&a.o);
+	supervise_opts_init(&a.w.o);
 	struct options_parse p;
 	options_parse_init(&p, run_usage.options, run_usage.stop_at_operand, argc, argv);
 	int rc = 0, c;
@@ -556,7 +486,7 @@ int cmd_run(int argc, char **argv)
 		release_args(&a);
 		return status;
 	}
-	const char *store_path = store_default_path(a.store_opt);
+	const char *store_path = store_default_path(a.w.store_opt);
 	if (store_check_target(store_path) < 0) {
 		release_args(&a);
 		return LP_EXIT_USAGE;   /* a store that would lose the run */
@@ -568,7 +498,7 @@ int cmd_run(int argc, char **argv)
 		return LP_EXIT_FAILURE;
 	}
 	struct supervise_result res;
-	status = supervise(st, &a.o, &res);
+	status = supervise(st, &a.w.o, &res);
 	if (res.outcome == SUPERVISE_ENDED) {
 		int broken = judge_and_print(st, &res, &a);
 		if (broken && status == 0) {
