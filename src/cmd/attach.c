@@ -24,6 +24,26 @@ static const char usage_head[] =
 "its processes any more. A job without such a cgroup is refused (watch its\n"
 "batch script's pid instead).\n";
 
+static const char usage_tail[] =
+"Ctrl-C, SIGINT or SIGTERM to leakproof ends the watching, never the job\n"
+"(unless a budget asked it to stop: then it is killed): the run is stored as\n"
+"detached, with everything seen until then. When the job ends, its exit\n"
+"status cannot be known (leakproof is not its parent): the end is recorded\n"
+"from evidence, an OOM kill in its cgroup's memory.events or the kernel's\n"
+"log, else as \"ended, status unknown\". A pid used again by another program\n"
+"while attached is noticed (its start time is checked at each sample) and\n"
+"never followed.\n"
+"\n"
+"Restart options (--restart, --max-restarts) and --trace, --census are\n"
+"refused: leakproof did not start the job, and does not know its environment.\n"
+"\n"
+"exit status: 0 once the run is stored (whatever the job did); 124 for a\n"
+"usage error, or a pid that cannot be watched (none, a zombie, PID 1,\n"
+"leakproof itself or its ancestor), or a SLURM job that cannot (none, not\n"
+"running, not on this node, without a cgroup); 125 when leakproof itself\n"
+"fails (SLURM cannot be asked), or may not read the process or the job\n"
+"(another user's).\n";
+
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -83,26 +103,6 @@ static const struct option_spec options[] = {
 	OPT_HIDDEN_OPTIONAL(OPT_REFUSED, "census"),
 	OPT_END(),
 };
-
-static const char usage_tail[] =
-"Ctrl-C, SIGINT or SIGTERM to leakproof ends the watching, never the job\n"
-"(unless a budget asked it to stop: then it is killed): the run is stored as\n"
-"detached, with everything seen until then. When the job ends, its exit\n"
-"status cannot be known (leakproof is not its parent): the end is recorded\n"
-"from evidence, an OOM kill in its cgroup's memory.events or the kernel's\n"
-"log, else as \"ended, status unknown\". A pid used again by another program\n"
-"while attached is noticed (its start time is checked at each sample) and\n"
-"never followed.\n"
-"\n"
-"Restart options (--restart, --max-restarts) and --trace, --census are\n"
-"refused: leakproof did not start the job, and does not know its environment.\n"
-"\n"
-"exit status: 0 once the run is stored (whatever the job did); 124 for a\n"
-"usage error, or a pid that cannot be watched (none, a zombie, PID 1,\n"
-"leakproof itself or its ancestor), or a SLURM job that cannot (none, not\n"
-"running, not on this node, without a cgroup); 125 when leakproof itself\n"
-"fails (SLURM cannot be asked), or may not read the process or the job\n"
-"(another user's).\n";
 
 const struct cmd_usage attach_usage = { "attach", usage_head, options, usage_tail, false };
 

@@ -20,6 +20,10 @@ static const char usage_head[] =
 "slow down. One point per line: 'STEP BYTES', or 'BYTES' alone (steps are\n"
 "then 1, 2, 3, ...); blank lines and '#' comments are skipped.\n";
 
+static const char usage_tail[] =
+"exit status: 0 no leak; 1 leak; 2 inconclusive (too few points, or\n"
+"growth not clear either way); 124 for a usage error or malformed input.\n";
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -40,10 +44,6 @@ static const struct option_spec options[] = {
 	OPT_HELP(),
 	OPT_END(),
 };
-
-static const char usage_tail[] =
-"exit status: 0 no leak; 1 leak; 2 inconclusive (too few points, or\n"
-"growth not clear either way); 124 for a usage error or malformed input.\n";
 
 const struct cmd_usage judge_usage = { "judge", usage_head, options, usage_tail, false };
 

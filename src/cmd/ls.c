@@ -13,6 +13,10 @@ static const char usage_head[] =
 "verdict is the one stored when the run ended; a star marks one that another\n"
 "version of leakproof's judgment wrote (`leakproof report ID` judges again).\n";
 
+static const char usage_tail[] =
+"exit status: 0; 1 when the store does not exist or cannot be read; 124 for\n"
+"a usage error.\n";
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,10 +37,6 @@ static const struct option_spec options[] = {
 	OPT_HELP(),
 	OPT_END(),
 };
-
-static const char usage_tail[] =
-"exit status: 0; 1 when the store does not exist or cannot be read; 124 for\n"
-"a usage error.\n";
 
 const struct cmd_usage ls_usage = { "ls", usage_head, options, usage_tail, false };
 

@@ -22,6 +22,10 @@ static const char usage_head[] =
 "row per rank (node, host, run, peak, growth, verdict) and which rank's\n"
 "memory grows.\n";
 
+static const char usage_tail[] =
+"exit status: 0; 1 when the store or the run does not exist or cannot be\n"
+"read, or the report cannot be written; 124 for a usage error.\n";
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,10 +68,6 @@ static const struct option_spec options[] = {
 	OPT_HELP(),
 	OPT_END(),
 };
-
-static const char usage_tail[] =
-"exit status: 0; 1 when the store or the run does not exist or cannot be\n"
-"read, or the report cannot be written; 124 for a usage error.\n";
 
 const struct cmd_usage report_usage = { "report", usage_head, options, usage_tail, false };
 

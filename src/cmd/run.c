@@ -12,6 +12,22 @@ static const char usage_head[] =
 "stderr pass through unchanged; the summary goes to stderr. Everything is\n"
 "kept in the store, for `leakproof report` later.\n";
 
+static const char usage_tail[] =
+"steps come from the client (`import leakproof; leakproof.step()`, or\n"
+"include/leakproof.h in C), from --step-regex, or from neither: then growth\n"
+"is judged per second.\n"
+"\n"
+"exit status: the job's own (its last start's, with restarts); 128+N when it\n"
+"was killed by signal N; 123 when the job exited 0 but broke an expectation\n"
+"of --expect, --max-peak or --max-growth; 124 for a usage error; 125 when\n"
+"leakproof itself fails; 126 when COMMAND cannot be executed; 127 when it is\n"
+"not found.\n"
+"\n"
+"environment of the job: LEAKPROOF_FD (the client channel), LEAKPROOF_RUN\n"
+"(the run id), LEAKPROOF_RESTART (0, then 1, 2, ... at each restart),\n"
+"LEAKPROOF_STOP_SIGNAL (SIGTERM), PYTHONPATH (with the Python client\n"
+"first), PYTHONUNBUFFERED=1 unless it is set.\n";
+
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -127,22 +143,6 @@ static const struct option_spec options[] = {
 	OPT_HELP(),
 	OPT_END(),
 };
-
-static const char usage_tail[] =
-"steps come from the client (`import leakproof; leakproof.step()`, or\n"
-"include/leakproof.h in C), from --step-regex, or from neither: then growth\n"
-"is judged per second.\n"
-"\n"
-"exit status: the job's own (its last start's, with restarts); 128+N when it\n"
-"was killed by signal N; 123 when the job exited 0 but broke an expectation\n"
-"of --expect, --max-peak or --max-growth; 124 for a usage error; 125 when\n"
-"leakproof itself fails; 126 when COMMAND cannot be executed; 127 when it is\n"
-"not found.\n"
-"\n"
-"environment of the job: LEAKPROOF_FD (the client channel), LEAKPROOF_RUN\n"
-"(the run id), LEAKPROOF_RESTART (0, then 1, 2, ... at each restart),\n"
-"LEAKPROOF_STOP_SIGNAL (SIGTERM), PYTHONPATH (with the Python client\n"
-"first), PYTHONUNBUFFERED=1 unless it is set.\n";
 
 const struct cmd_usage run_usage = { "run", usage_head, options, usage_tail, true };
 

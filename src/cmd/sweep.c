@@ -16,6 +16,37 @@ static const char usage_head[] =
 "Each trial's output goes to a log beside the store\n"
 "(.leakproof/sweeps/ID/trial-N.ATTEMPT.log). At the end, the table.\n";
 
+static const char usage_tail[] =
+"The file's slurm block: workers (array tasks), partition, time (SLURM's\n"
+"syntax), mem (per worker: SLURM enforces it), gpus_per_task, sbatch_args.\n"
+"A trial killed by SLURM's memory enforcement is `oom` (oom-kill, with\n"
+"slurmstepd's words); one whose worker was cancelled, preempted or reached\n"
+"its time limit is `interrupted` (cause cancelled, time-limit) and runs again.\n"
+"\n"
+"method optuna asks and tells one long-lived Optuna process (python3-optuna;\n"
+"the file's optuna: {sampler, sampler_kwargs, pruner, pruner_kwargs}); its\n"
+"study lives in optuna.db beside the store, named leakproof-sweep-ID. Failed\n"
+"and out-of-memory trials are told as `fail`. With a pruner, a trial's values\n"
+"of the sweep metric (the client's metric(NAME=...), at its steps) are its\n"
+"intermediate values; a trial the pruner stops is ended and recorded `pruned`.\n"
+"\n"
+"Trials see LEAKPROOF_TRIAL=SWEEP:INDEX:ATTEMPT and the env dimensions.\n"
+"Where NVML sees GPUs, each trial gets one with room for what similar trials\n"
+"needed (CUDA_VISIBLE_DEVICES), unless you set CUDA_VISIBLE_DEVICES yourself.\n"
+"Once a few trials finished, a memory model of the sweep (peak against the\n"
+"numeric parameters, with an interval) packs parallel trials by their\n"
+"predicted peak, skips a configuration whose peak is clearly over the budget\n"
+"(status `skipped`, with the prediction), retries an OOM with the largest\n"
+"value predicted to fit (on_oom: {retry_with: {batch_size: fit}}), and after\n"
+"max_consecutive_failures (default 5) OOMs or failures in a row on this\n"
+"machine (or a GPU) hands it no more trials.\n"
+"`leakproof report` right after a sweep shows its table (also sweep:ID,\n"
+"--format md|csv|json, --by DIMS).\n"
+"\n"
+"exit status: 0 when every trial ran (whatever their outcome); 1 when the\n"
+"sweep could not go on; 124 for a bad file or option (with FILE:LINE:COLUMN);\n"
+"125 when leakproof failed; 128+N when stopped by signal N.\n";
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,37 +107,6 @@ static const struct option_spec options[] = {
 	                                          "its trial, which is recorded interrupted and run again"),
 	OPT_END(),
 };
-
-static const char usage_tail[] =
-"The file's slurm block: workers (array tasks), partition, time (SLURM's\n"
-"syntax), mem (per worker: SLURM enforces it), gpus_per_task, sbatch_args.\n"
-"A trial killed by SLURM's memory enforcement is `oom` (oom-kill, with\n"
-"slurmstepd's words); one whose worker was cancelled, preempted or reached\n"
-"its time limit is `interrupted` (cause cancelled, time-limit) and runs again.\n"
-"\n"
-"method optuna asks and tells one long-lived Optuna process (python3-optuna;\n"
-"the file's optuna: {sampler, sampler_kwargs, pruner, pruner_kwargs}); its\n"
-"study lives in optuna.db beside the store, named leakproof-sweep-ID. Failed\n"
-"and out-of-memory trials are told as `fail`. With a pruner, a trial's values\n"
-"of the sweep metric (the client's metric(NAME=...), at its steps) are its\n"
-"intermediate values; a trial the pruner stops is ended and recorded `pruned`.\n"
-"\n"
-"Trials see LEAKPROOF_TRIAL=SWEEP:INDEX:ATTEMPT and the env dimensions.\n"
-"Where NVML sees GPUs, each trial gets one with room for what similar trials\n"
-"needed (CUDA_VISIBLE_DEVICES), unless you set CUDA_VISIBLE_DEVICES yourself.\n"
-"Once a few trials finished, a memory model of the sweep (peak against the\n"
-"numeric parameters, with an interval) packs parallel trials by their\n"
-"predicted peak, skips a configuration whose peak is clearly over the budget\n"
-"(status `skipped`, with the prediction), retries an OOM with the largest\n"
-"value predicted to fit (on_oom: {retry_with: {batch_size: fit}}), and after\n"
-"max_consecutive_failures (default 5) OOMs or failures in a row on this\n"
-"machine (or a GPU) hands it no more trials.\n"
-"`leakproof report` right after a sweep shows its table (also sweep:ID,\n"
-"--format md|csv|json, --by DIMS).\n"
-"\n"
-"exit status: 0 when every trial ran (whatever their outcome); 1 when the\n"
-"sweep could not go on; 124 for a bad file or option (with FILE:LINE:COLUMN);\n"
-"125 when leakproof failed; 128+N when stopped by signal N.\n";
 
 const struct cmd_usage sweep_usage = { "sweep", usage_head, options, usage_tail, false };
 

@@ -22,6 +22,10 @@ static const char usage_head[] =
 "back), / filter by command text, s or > sort by the next column, < the\n"
 "previous, r reverse, q or Ctrl-C quit.\n";
 
+static const char usage_tail[] =
+"exit status: 0; 1 when the store does not exist or cannot be read; 124 for\n"
+"a usage error.\n";
+
 #include <curses.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -57,10 +61,6 @@ static const struct option_spec options[] = {
 	OPT_HELP(),
 	OPT_END(),
 };
-
-static const char usage_tail[] =
-"exit status: 0; 1 when the store does not exist or cannot be read; 124 for\n"
-"a usage error.\n";
 
 const struct cmd_usage top_usage = { "top", usage_head, options, usage_tail, false };
 
