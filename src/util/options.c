@@ -159,14 +159,6 @@ int options_next(struct options_parse *p)
 	}
 }
 
-const struct option_spec *options_find(const struct option_spec *table, const char *long_name)
-{
-	for (const struct option_spec *o = table; o->kind != OPTION_END; o++)
-		if (is_option(o) && !strcmp(o->long_name, long_name))
-			return o;
-	return NULL;
-}
-
 /* "--census[=DUR]", "--interval DUR", "--quiet". */
 static void add_long(struct strbuf *sb, const struct option_spec *o)
 {

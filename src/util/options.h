@@ -109,10 +109,6 @@ void options_parse_init(struct options_parse *p, const struct option_spec *table
  */
 int options_next(struct options_parse *p);
 
-/* The table's entry for a long name (whole, as written in the table), or
- * NULL. For the checks that ask whether an option exists and takes a value. */
-const struct option_spec *options_find(const struct option_spec *table, const char *long_name);
-
 /*
  * The help's list of options: a heading "options:", then a line per option
  * and group, in the table's order:

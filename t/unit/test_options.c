@@ -153,15 +153,6 @@ static void test_end_at(void)
 	CHECK_STR(p.operands[0], "prog");
 }
 
-static void test_find(void)
-{
-	CHECK(options_find(table, "max-mem") && options_find(table, "max-mem")->kind == OPTION_VALUE);
-	CHECK(options_find(table, "quiet") && options_find(table, "quiet")->kind == OPTION_FLAG);
-	CHECK(options_find(table, "trial") != NULL);
-	CHECK(options_find(table, "max") == NULL);           /* whole names only */
-	CHECK(options_find(table, "budgets:") == NULL);      /* a heading is no option */
-}
-
 static void test_help(void)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -194,4 +185,4 @@ static void test_list(void)
 }
 
 TEST_MAIN("options", TEST(test_words), TEST(test_operands), TEST(test_errors), TEST(test_end_at),
-          TEST(test_find), TEST(test_help), TEST(test_list))
+          TEST(test_help), TEST(test_list))
