@@ -3,18 +3,20 @@
 # Installed as $(DATADIR)/bash-completion/completions/leakproof; or, by hand:
 #     source completion/leakproof.bash
 #
-# The subcommands and their options are read from the program's own help
-# (`leakproof --help`, `leakproof CMD --help`) the first time they are
+# The subcommands are read from the program's own help (`leakproof --help`)
+# and the options of each from the table the program reads them with
+# (`leakproof help --complete-options CMD`), the first time they are
 # needed, so a new option is completed without touching this file. The
 # values of a few options are listed here (--format, --measure, --restart,
-# --stop-signal); those of --format and --measure are offered only where the
-# option's help names them. t/e2e/test_completion.py checks them against
-# the help texts. `attach` offers the pids of the caller's processes, and
-# for --slurm-job the ids of the caller's running SLURM jobs. Run ids come from
-# `leakproof ls` on the store named on the command line (--store), else the
-# default one.
+# --stop-signal, --expect, --executor); those of --format and --measure are offered only where the
+# option's help (`leakproof CMD --help`) names them. t/e2e/test_completion.py
+# checks them against the help texts. `attach` offers the pids of the
+# caller's processes, and for --slurm-job the ids of the caller's running
+# SLURM jobs. Run ids come from `leakproof ls` on the store named on the
+# command line (--store), else the default one.
 
-# The help of the leakproof being completed, cached per program and command.
+# The help and the options of the leakproof being completed, cached per
+# program and command.
 declare -gA _leakproof_help_cache 2>/dev/null || true
 
 _leakproof_help()
@@ -39,14 +41,11 @@ _leakproof_commands()
 # One line per option of CMD: "--long ARG", "-s ARG", "--flag", "--opt[=ID]".
 _leakproof_options()
 {
-	_leakproof_help "$1" "$2" | sed -n -E \
-		's/^ {2,6}(-([A-Za-z]), )?(--[a-z][a-z0-9-]*)(\[=[A-Z]+\])?( [A-Z]+)?( .*)?$/\3\4\5|\2|\5/p' |
-		while IFS='|' read -r long short arg; do
-			printf '%s\n' "$long"
-			[[ -z $short ]] || printf '%s\n' "-$short$arg"
-		done
-	# flags told only in another option's text ("--no-status-line never ...")
-	_leakproof_help "$1" "$2" | grep -o -E -- '(^|[ ;(])--no-[a-z-]*[a-z]' | sed 's/^[ ;(]//' | sort -u
+	local key="$1 $2 --complete-options"
+	if [[ -z ${_leakproof_help_cache[$key]+set} ]]; then
+		_leakproof_help_cache[$key]=$("$1" help --complete-options "$2" 2>/dev/null)
+	fi
+	printf '%s\n' "${_leakproof_help_cache[$key]}"
 }
 
 # The help paragraph of option $3 of command $2: its line and the deeper
@@ -157,6 +156,8 @@ _leakproof()
 		--format | -f) values=$(_leakproof_named "$bin" "$cmd" --format "text md csv json html svg junit") ;;
 		--measure | -m) values=$(_leakproof_named "$bin" "$cmd" --measure "pss rss uss cgroup gpu") ;;
 		--restart) values="at-limit every= on-oom never" ;;
+		--expect) values="no-leak" ;;
+		--executor) values="local slurm" ;;
 		--stop-signal) values="TERM INT HUP QUIT USR1 USR2" ;;
 		--slurm-job) # the caller's running SLURM jobs (attach watches those on this node)
 			values=$(squeue -h -t RUNNING -u "$(id -un)" -o %i 2>/dev/null) ;;

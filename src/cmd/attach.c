@@ -5,7 +5,7 @@
  * differs is core/attach.c). In phases: parse the options, check the pid,
  * open the store, watch, judge the stored run and print the summary.
  */
-static const char usage[] =
+static const char usage_head[] =
 "usage: leakproof attach [options] PID\n"
 "       leakproof attach [options] --slurm-job JOBID[.STEP]\n"
 "\n"
@@ -22,38 +22,9 @@ static const char usage[] =
 "which SLURM's proctrack/cgroup made, found through `scontrol listpids`\n"
 "and the cgroup its processes are in; its end is its cgroup holding none of\n"
 "its processes any more. A job without such a cgroup is refused (watch its\n"
-"batch script's pid instead).\n"
-"\n"
-"options:\n"
-"      --slurm-job ID     watch SLURM job ID (JOBID, JOBID.STEP, ARRAYID_TASK)\n"
-"                         instead of a PID\n"
-"  -i, --interval DUR     sampling interval: 100ms (default), 1ms, 0.5s, ...\n"
-"  -m, --measure M        what the verdict judges: pss (default), rss, uss,\n"
-"                         cgroup (only when the job has a cgroup of its own), gpu\n"
-"      --log FILE         a log file the job writes: followed as `tail -F`\n"
-"                         does (from its end; a new file at the path, or one\n"
-"                         truncated, is read from its start); with\n"
-"  -r, --step-regex RE    a line of it matching RE ends a step; group 1, if\n"
-"                         any, is the step number. Without steps, growth is\n"
-"                         judged per second\n"
-"  -s, --store PATH       the store (default $LEAKPROOF_STORE, else\n"
-"                         ./.leakproof/leakproof.db)\n"
-"      --max-mem SIZE     the job's memory budget: 512M, 12G, 80%; enforced by\n"
-"                         leakproof at each sample (the job's cgroup is not\n"
-"                         leakproof's to limit): at the soft limit the stop\n"
-"                         signal, SIGKILL after --grace; past the budget\n"
-"                         SIGKILL (cause budget-kill)\n"
-"      --soft-limit SIZE  where the stop signal is sent: 90% of the budget by\n"
-"                         default; SIZE or a percentage of --max-mem\n"
-"      --stop-signal SIG  what asks the job to stop: TERM (default), INT, ...;\n"
-"                         a SLURM job's processes all get it (never scancel)\n"
-"      --grace DUR        from the stop signal to SIGKILL (default 30s)\n"
-"      --no-cgroup        do not measure the job's cgroup even when it is its own\n"
-"      --no-status-line   no live status line (drawn on stderr when it is a\n"
-"                         terminal: step, steps/s, memory, growth per step)\n"
-"  -q, --quiet            no summary at the end\n"
-"  -h, --help             this help\n"
-"\n"
+"batch script's pid instead).\n";
+
+static const char usage_tail[] =
 "Ctrl-C, SIGINT or SIGTERM to leakproof ends the watching, never the job\n"
 "(unless a budget asked it to stop: then it is killed): the run is stored as\n"
 "detached, with everything seen until then. When the job ends, its exit\n"
@@ -73,13 +44,11 @@ static const char usage[] =
 "fails (SLURM cannot be asked), or may not read the process or the job\n"
 "(another user's).\n";
 
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
@@ -94,112 +63,78 @@ static const char usage[] =
 #include "store/sweeps.h"
 #include "util/util.h"
 
-enum {
-	OPT_MAX_MEM = 256, OPT_SOFT_LIMIT, OPT_STOP_SIGNAL, OPT_GRACE, OPT_LOG, OPT_NO_CGROUP,
-	OPT_NO_STATUS_LINE, OPT_SLURM_JOB, OPT_REFUSED,
-};
+enum { OPT_STOP_SIGNAL = WATCH_OPT_OWN, OPT_LOG, OPT_SLURM_JOB, OPT_REFUSED };
 
 #define usage_error(...) cmd_usage_error("attach", __VA_ARGS__)
 
-static const struct option longopts[] = {
-	{ "interval", required_argument, NULL, 'i' },
-	{ "measure", required_argument, NULL, 'm' },
-	{ "step-regex", required_argument, NULL, 'r' },
-	{ "store", required_argument, NULL, 's' },
-	{ "log", required_argument, NULL, OPT_LOG },
-	{ "max-mem", required_argument, NULL, OPT_MAX_MEM },
-	{ "soft-limit", required_argument, NULL, OPT_SOFT_LIMIT },
-	{ "stop-signal", required_argument, NULL, OPT_STOP_SIGNAL },
-	{ "grace", required_argument, NULL, OPT_GRACE },
-	{ "no-cgroup", no_argument, NULL, OPT_NO_CGROUP },
-	{ "no-status-line", no_argument, NULL, OPT_NO_STATUS_LINE },
-	{ "slurm-job", required_argument, NULL, OPT_SLURM_JOB },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
+static const struct option_spec options[] = {
+	OPT_VALUE(OPT_SLURM_JOB, "slurm-job", "ID", "watch SLURM job ID (JOBID, JOBID.STEP, ARRAYID_TASK)\n"
+	                                            "instead of a PID"),
+	OPT_VALUE('i', "interval", "DUR", "sampling interval: 100ms (default), 1ms, 0.5s, ..."),
+	OPT_VALUE('m', "measure", "M", "what the verdict judges: pss (default), rss, uss,\n"
+	                               "cgroup (only when the job has a cgroup of its own), gpu"),
+	OPT_VALUE(OPT_LOG, "log", "FILE", "a log file the job writes: followed as `tail -F`\n"
+	                                  "does (from its end; a new file at the path, or one\n"
+	                                  "truncated, is read from its start); with"),
+	OPT_VALUE('r', "step-regex", "RE", "a line of it matching RE ends a step; group 1, if\n"
+	                                   "any, is the step number. Without steps, growth is\n"
+	                                   "judged per second"),
+	CMD_OPT_STORE,
+	OPT_VALUE(WATCH_OPT_MAX_MEM, "max-mem", "SIZE", "the job's memory budget: 512M, 12G, 80%; enforced by\n"
+	                                                "leakproof at each sample (the job's cgroup is not\n"
+	                                                "leakproof's to limit): at the soft limit the stop\n"
+	                                                "signal, SIGKILL after --grace; past the budget\n"
+	                                                "SIGKILL (cause budget-kill)"),
+	OPT_VALUE(WATCH_OPT_SOFT_LIMIT, "soft-limit", "SIZE", "where the stop signal is sent: 90% of the budget by\n"
+	                                                      "default; SIZE or a percentage of --max-mem"),
+	OPT_VALUE(OPT_STOP_SIGNAL, "stop-signal", "SIG", "what asks the job to stop: TERM (default), INT, ...;\n"
+	                                                 "a SLURM job's processes all get it (never scancel)"),
+	OPT_VALUE(WATCH_OPT_GRACE, "grace", "DUR", "from the stop signal to SIGKILL (default 30s)"),
+	OPT_FLAG(WATCH_OPT_NO_CGROUP, "no-cgroup", "do not measure the job's cgroup even when it is its own"),
+	OPT_FLAG(WATCH_OPT_NO_STATUS_LINE, "no-status-line", "no live status line (drawn on stderr when it is a\n"
+	                                                     "terminal: step, steps/s, memory, growth per step)"),
+	OPT_FLAG('q', "quiet", "no summary at the end"),
+	OPT_HELP(),
 	/* `run`'s options that make no sense for a job leakproof did not start */
-	{ "restart", required_argument, NULL, OPT_REFUSED },
-	{ "max-restarts", required_argument, NULL, OPT_REFUSED },
-	{ "trace", no_argument, NULL, OPT_REFUSED },
-	{ "trace-mean", required_argument, NULL, OPT_REFUSED },
-	{ "census", optional_argument, NULL, OPT_REFUSED },
-	{ NULL, 0, NULL, 0 },
+	OPT_HIDDEN_VALUE(OPT_REFUSED, "restart"),
+	OPT_HIDDEN_VALUE(OPT_REFUSED, "max-restarts"),
+	OPT_HIDDEN_FLAG(OPT_REFUSED, "trace"),
+	OPT_HIDDEN_VALUE(OPT_REFUSED, "trace-mean"),
+	OPT_HIDDEN_OPTIONAL(OPT_REFUSED, "census"),
+	OPT_END(),
 };
+
+const struct cmd_usage attach_usage = { "attach", usage_head, options, usage_tail, false };
 
 struct attach_args {
-	struct supervise_opts o;
-	const char *store_opt, *max_mem, *soft;
+	struct watch_args w;       /* what `run` reads too */
 	const char *slurm_spec;    /* --slurm-job; NULL: a pid */
 	struct slurm_job slurm;    /* what it names, once found */
-	bool quiet, help;
+	bool quiet;
 };
 
-/* "TERM", "SIGTERM", "15": the number, or -1. */
-static int parse_signal(const char *s)
+static int take_option(struct attach_args *a, int c, const char *arg, const char *name)
 {
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (end != s && !*end)
-		return v > 0 && v < NSIG && v != SIGKILL && v != SIGSTOP ? (int)v : -1;
-	if (!strncasecmp(s, "SIG", 3))
-		s += 3;
-	for (int i = 1; i < NSIG; i++) {
-		const char *name = sigabbrev_np(i);
-		if (name && !strcasecmp(name, s))
-			return i == SIGKILL || i == SIGSTOP ? -1 : i;
-	}
-	return -1;
-}
-
-static int take_option(struct attach_args *a, int c, const char *arg, const char *word)
-{
-	struct supervise_opts *o = &a->o;
+	struct supervise_opts *o = &a->w.o;
+	int rc = cmd_watch_option("attach", &a->w, c, arg);
+	if (rc >= 0)
+		return rc;
 	switch (c) {
-	case 'i':
-		if (parse_duration_ns(arg, &o->interval_ns) < 0)
-			return LP_EXIT_USAGE;
-		if (o->interval_ns < 100000 || o->interval_ns > 3600LL * 1000000000LL)
-			return usage_error("--interval '%s' is out of range (100us to 1h)", arg);
-		break;
-	case 'm':
-		if (measure_parse(arg, &o->measure) < 0)
-			return usage_error("unknown --measure '%s' (use pss, rss, uss, cgroup or gpu)", arg);
-		break;
-	case 'r':
-		o->step_regex = arg;
-		break;
-	case 's':
-		a->store_opt = arg;
-		break;
 	case OPT_LOG:
 		o->follow_log = arg;
 		break;
-	case OPT_MAX_MEM:
-		a->max_mem = arg;
-		break;
-	case OPT_SOFT_LIMIT:
-		a->soft = arg;
-		break;
 	case OPT_STOP_SIGNAL:
-		if ((o->stop_signal = parse_signal(arg)) <= 0)
+		o->stop_signal = cmd_parse_signal(arg);
+		if (o->stop_signal <= 0 || o->stop_signal == SIGKILL || o->stop_signal == SIGSTOP)
 			return usage_error("--stop-signal '%s' is not a signal that can ask a job to stop (TERM, INT, USR1, ...)",
 			                   arg);
-		break;
-	case OPT_GRACE:
-		if (parse_duration_ns(arg, &o->grace_ns) < 0)
-			return LP_EXIT_USAGE;
-		break;
-	case OPT_NO_CGROUP:
-		o->use_cgroup = false;
-		break;
-	case OPT_NO_STATUS_LINE:
-		o->status_line = 0;
 		break;
 	case OPT_SLURM_JOB:
 		a->slurm_spec = arg;
 		break;
 	case OPT_REFUSED:
 		return usage_error("'--%s' is not for `leakproof attach`: leakproof did not start the job, and does not "
-		                   "know the environment it was started with (use `leakproof run` for that)", word);
+		                   "know the environment it was started with (use `leakproof run` for that)", name);
 	case 'q':
 		a->quiet = true;
 		break;
@@ -207,69 +142,46 @@ static int take_option(struct attach_args *a, int c, const char *arg, const char
 	return 0;
 }
 
+/* The options and the pid. -1 when they are good, else the status to exit
+ * with: 0 after --help, 124 after a usage error. */
 static int parse_options(int argc, char **argv, struct attach_args *a)
 {
-	int c, li = -1;
+	struct options_parse p;
+	int c, status;
 	memset(a, 0, sizeof(*a));
-	supervise_opts_init(&a->o);
-	a->o.no_pty = true;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":i:m:r:s:qh", longopts, &li)) != -1) {
-		if (c == 'h') {
-			a->help = true;
-			return 0;
-		}
-		if (c == ':')
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
-		if (c == '?')
-			return usage_error("unknown option '%s'", argv[optind - 1]);
-		int rc = take_option(a, c, optarg, c == OPT_REFUSED && li >= 0 ? longopts[li].name : "");
-		li = -1;
-		if (rc)
-			return rc;
-	}
+	supervise_opts_init(&a->w.o);
+	a->w.o.no_pty = true;
+	cmd_options_init(&p, &attach_usage, argc, argv);
+	while ((c = cmd_option_next(&p, &attach_usage, &status)) > 0)
+		if ((status = take_option(a, c, p.value, p.opt->long_name)))
+			return status;
+	if (c < 0)
+		return status;
 	if (a->slurm_spec) {
-		if (optind < argc)
-			return usage_error("--slurm-job '%s' and a pid ('%s'): one or the other", a->slurm_spec, argv[optind]);
-		if (!a->o.use_cgroup)
+		if (p.noperands)
+			return usage_error("--slurm-job '%s' and a pid ('%s'): one or the other", a->slurm_spec,
+			                   p.operands[0]);
+		if (!a->w.o.use_cgroup)
 			return usage_error("--no-cgroup and --slurm-job: a SLURM job is what is in its cgroup");
-		return 0;
+		return -1;
 	}
-	if (optind >= argc)
+	if (!p.noperands)
 		return usage_error("%s", "no pid given: leakproof attach [options] PID (or --slurm-job JOBID)");
-	if (optind + 1 < argc)
-		return usage_error("one pid only: '%s' after '%s'", argv[optind + 1], argv[optind]);
+	if (p.noperands > 1)
+		return usage_error("one pid only: '%s' after '%s'", p.operands[1], p.operands[0]);
 	long long pid;
-	if (cmd_parse_int(argv[optind], 1, 0x7fffffff, &pid) < 0)
-		return usage_error("'%s' is not a process id", argv[optind]);
-	a->o.attach_pid = (pid_t)pid;
-	return 0;
+	if (cmd_parse_int(p.operands[0], 1, 0x7fffffff, &pid) < 0)
+		return usage_error("'%s' is not a process id", p.operands[0]);
+	a->w.o.attach_pid = (pid_t)pid;
+	return -1;
 }
 
 static int validate(struct attach_args *a)
 {
-	struct supervise_opts *o = &a->o;
-	if (a->max_mem) {
-		uint64_t whole = cgroup_self_limit();
-		if (!whole) {
-			long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-			whole = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-		}
-		if (parse_size(a->max_mem, whole, &o->max_mem_bytes) < 0)
-			return LP_EXIT_USAGE;
-		if (o->max_mem_bytes < SIZE_BUDGET_MIN)
-			return usage_error("--max-mem '%s' is below 1M: no job fits in it (a unit is missing? 1G, 512M)",
-			                   a->max_mem);
-	}
-	if (a->soft) {
-		if (strchr(a->soft, '%') && !o->max_mem_bytes)
-			return usage_error("--soft-limit '%s' is a percentage of --max-mem, which is not set", a->soft);
-		if (parse_size(a->soft, o->max_mem_bytes, &o->soft_limit_bytes) < 0)
-			return LP_EXIT_USAGE;
-		if (o->soft_limit_bytes < SIZE_BUDGET_MIN || (o->max_mem_bytes && o->soft_limit_bytes > o->max_mem_bytes))
-			return usage_error("--soft-limit '%s' must be at least 1M and at most --max-mem", a->soft);
-	}
+	struct supervise_opts *o = &a->w.o;
+	int rc = cmd_watch_budgets("attach", &a->w);
+	if (rc)
+		return rc;
 	if (o->step_regex && !o->follow_log)
 		return usage_error("%s", "--step-regex needs --log FILE: leakproof does not see an attached job's output");
 	if (o->follow_log && !o->step_regex)
@@ -298,7 +210,7 @@ static int find_slurm_job(struct attach_args *a)
 		return usage_error("cannot attach: leakproof runs inside SLURM job %s itself (its cgroup '%s'): watch it "
 		                   "from outside, or start the job's command with `leakproof run`",
 		                   a->slurm.job_id, a->slurm.cg.dir);
-	a->o.attach_slurm = &a->slurm;
+	a->w.o.attach_slurm = &a->slurm;
 	return 0;
 }
 
@@ -328,18 +240,15 @@ int cmd_attach(int argc, char **argv)
 {
 	struct attach_args a;
 	int status = parse_options(argc, argv, &a);
-	if (status || a.help) {
-		if (a.help)
-			fputs(usage, stdout);
+	if (status >= 0)
 		return status;
-	}
 	status = validate(&a);
 	if (status == 0 && a.slurm_spec) {
 		status = find_slurm_job(&a);
 	} else if (status == 0) {
 		bool denied;
 		char why[400];
-		if (supervise_attach_check(a.o.attach_pid, &denied, why, sizeof(why)) < 0) {
+		if (supervise_attach_check(a.w.o.attach_pid, &denied, why, sizeof(why)) < 0) {
 			if (denied)
 				error("cannot attach: %s", why);
 			else
@@ -347,24 +256,24 @@ int cmd_attach(int argc, char **argv)
 			status = denied ? LP_EXIT_FAILURE : LP_EXIT_USAGE;
 		}
 	}
-	const char *store_path = status ? NULL : store_default_path(a.store_opt);
+	const char *store_path = status ? NULL : store_default_path(a.w.store_opt);
 	if (store_path && store_check_target(store_path) < 0)
 		status = LP_EXIT_USAGE;
 	if (status) {
-		step_regex_free(a.o.step_re);
+		step_regex_free(a.w.o.step_re);
 		return status;
 	}
 	supervise_std_fds();
 	struct store *st = store_open(store_path);
 	if (!st) {
-		step_regex_free(a.o.step_re);
+		step_regex_free(a.w.o.step_re);
 		return LP_EXIT_FAILURE;
 	}
 	struct supervise_result res;
-	status = supervise(st, &a.o, &res);
+	status = supervise(st, &a.w.o, &res);
 	if (res.outcome == SUPERVISE_ENDED)
 		judge_and_print(st, &res, a.quiet);
 	store_close(st);
-	step_regex_free(a.o.step_re);
+	step_regex_free(a.w.o.step_re);
 	return status;
 }

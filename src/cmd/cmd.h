@@ -1,12 +1,54 @@
 /*
- * cmd.h — the subcommands. Each src/cmd/NAME.c has its usage text at the top
- * and exports cmd_NAME(argc, argv), with argv[0] the subcommand's name.
- * Each returns the process exit status.
+ * cmd.h — the subcommands. Each src/cmd/NAME.c has its usage at the top
+ * (NAME_usage: its prose and its table of options) and exports
+ * cmd_NAME(argc, argv), with argv[0] the subcommand's name. Each returns
+ * the process exit status.
  */
 #ifndef LP_CMD_H
 #define LP_CMD_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+
+#include "core/supervise.h"
+#include "util/options.h"
+
+/*
+ * A command's usage: the usage lines and the prose before its options, the
+ * table of its options (util/options.h), the prose after them. Its --help
+ * is head, a blank line, the options as the table lists them, a blank line,
+ * tail; `leakproof help --complete-options NAME` lists the table for the
+ * shell's completion.
+ */
+struct cmd_usage {
+	const char *name;                   /* "run" */
+	const char *head;
+	const struct option_spec *options;
+	const char *tail;
+	bool stop_at_operand;               /* run: the job's command and its options begin at the
+	                                       first word that is not an option */
+};
+
+/* --store, as every command that reads or writes the store has it. */
+#define CMD_OPT_STORE OPT_VALUE('s', "store", "PATH", "the store (default $LEAKPROOF_STORE, else\n" \
+                                                       "./.leakproof/leakproof.db)")
+
+extern const struct cmd_usage run_usage, attach_usage, report_usage, ls_usage, sweep_usage, top_usage,
+	judge_usage;
+
+/* The command's whole --help on out. */
+void cmd_usage_print(const struct cmd_usage *u, FILE *out);
+/* Start reading argv (argv[0] the command's name) with u's table. */
+void cmd_options_init(struct options_parse *p, const struct cmd_usage *u, int argc, char **argv);
+/*
+ * The next option: its id (> 0), its value in p->value; 0 at the end of the
+ * options, the operands then in p->operands[0..p->noperands); or -1 when
+ * the command is to return *status at once: 0 once --help printed the
+ * help, 124 after a usage error ("unknown option '--bogus'", "option '-s'
+ * needs a value", "option '--max-mem' needs a value before '--'").
+ */
+int cmd_option_next(struct options_parse *p, const struct cmd_usage *u, int *status);
 
 int cmd_run(int argc, char **argv);
 /* Check `leakproof run` options (opts[0..n)) without running anything, as
@@ -26,6 +68,35 @@ int cmd_judge(int argc, char **argv);
 /* "leakproof: MESSAGE" and "Try 'leakproof CMD --help'..." on stderr;
  * returns 124, the usage-error status. */
 int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * What `run` and `attach` read alike (a job watched: one run starts, or
+ * one already running): the supervisor's options, and --store, --max-mem
+ * and --soft-limit as given, until cmd_watch_budgets() makes bytes of
+ * the budgets.
+ */
+struct watch_args {
+	struct supervise_opts o;
+	const char *store_opt, *max_mem, *soft;
+};
+/* The ids of the options both read that have no short name (-i, -m, -r and
+ * -s are the others); each command numbers its own from WATCH_OPT_OWN. */
+enum {
+	WATCH_OPT_MAX_MEM = 256, WATCH_OPT_SOFT_LIMIT, WATCH_OPT_GRACE, WATCH_OPT_NO_CGROUP,
+	WATCH_OPT_NO_STATUS_LINE, WATCH_OPT_OWN,
+};
+/* One of the options both read, id with its value arg, into w: 0, 124
+ * after a usage error, or -1 when id is none of them. */
+int cmd_watch_option(const char *cmd, struct watch_args *w, int id, const char *arg);
+/* --max-mem (a size, or a percentage of the enclosing cgroup's limit,
+ * else of the machine's memory) and --soft-limit (a size, or a percentage
+ * of --max-mem) into w->o's bytes: 0, or 124 after a usage error. */
+int cmd_watch_budgets(const char *cmd, struct watch_args *w);
+/* A signal by name or number ("TERM", "SIGTERM", "15"): its number, or -1. */
+int cmd_parse_signal(const char *s);
+
+/* --format of the commands that write text or JSON: *json set and 0, or
+ * 124 after "unknown --format 'yaml' (use text or json)". */
+int cmd_parse_text_or_json(const char *cmd, const char *value, bool *json);
 /* A whole number in [min, max]: 0 and *out set, or -1 (nothing printed). */
 int cmd_parse_int(const char *s, long long min, long long max, long long *out);
 

@@ -11,26 +11,20 @@
  * steps. Output: text (the verdict, growth per step with its 95% interval,
  * the per-step change table) or one JSON object.
  */
-static const char usage[] =
+static const char usage_head[] =
 "usage: leakproof judge [options] < SERIES\n"
 "\n"
 "Judge a memory series read on stdin as a run's summary judges its steps:\n"
 "warm-up skipped, Theil-Sen growth per step with its 95% interval,\n"
 "Mann-Kendall significance, a floor that must rise, growth that must not\n"
 "slow down. One point per line: 'STEP BYTES', or 'BYTES' alone (steps are\n"
-"then 1, 2, 3, ...); blank lines and '#' comments are skipped.\n"
-"\n"
-"options:\n"
-"  -f, --format F         text (default) or json\n"
-"      --min-growth SIZE  growth over the judged window that matters\n"
-"                         (default 1M)\n"
-"  -h, --help             this help\n"
-"\n"
+"then 1, 2, 3, ...); blank lines and '#' comments are skipped.\n";
+
+static const char usage_tail[] =
 "exit status: 0 no leak; 1 leak; 2 inconclusive (too few points, or\n"
 "growth not clear either way); 124 for a usage error or malformed input.\n";
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +34,18 @@ static const char usage[] =
 #include "core/analyze.h"
 #include "util/jsonw.h"
 #include "util/util.h"
+
+enum { OPT_MIN_GROWTH = 256 };
+
+static const struct option_spec options[] = {
+	OPT_VALUE('f', "format", "F", "text (default) or json"),
+	OPT_VALUE(OPT_MIN_GROWTH, "min-growth", "SIZE", "growth over the judged window that matters\n"
+	                                                "(default 1M)"),
+	OPT_HELP(),
+	OPT_END(),
+};
+
+const struct cmd_usage judge_usage = { "judge", usage_head, options, usage_tail, false };
 
 #define usage_error(...) cmd_usage_error("judge", __VA_ARGS__)
 
@@ -215,41 +221,31 @@ static void write_text(struct strbuf *sb, const struct analysis *a)
 
 int cmd_judge(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "min-growth", required_argument, NULL, 'g' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *format = "text";
+	bool json = false;
 	struct analyze_opts opts;
 	analyze_opts_init(&opts);
-	int c;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+f:h", longopts, NULL)) != -1) {
+	struct options_parse p;
+	int c, status;
+	cmd_options_init(&p, &judge_usage, argc, argv);
+	while ((c = cmd_option_next(&p, &judge_usage, &status)) > 0) {
 		switch (c) {
 		case 'f':
-			format = optarg;
+			if (cmd_parse_text_or_json("judge", p.value, &json) != 0)
+				return LP_EXIT_USAGE;
 			break;
-		case 'g': {
+		case OPT_MIN_GROWTH: {
 			uint64_t v;
-			if (parse_size(optarg, 0, &v) < 0)
+			if (parse_size(p.value, 0, &v) < 0)
 				return LP_EXIT_USAGE;
 			opts.min_growth_bytes = (double)v;
 			break;
 		}
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (strcmp(format, "text") && strcmp(format, "json"))
-		return usage_error("--format: '%s' is not text or json", format);
-	if (optind < argc)
-		return usage_error("unexpected argument '%s'; the series is read on stdin", argv[optind]);
+	if (c < 0)
+		return status;
+	if (p.noperands)
+		return usage_error("unexpected argument '%s'; the series is read on stdin", p.operands[0]);
 
 	struct series s = { 0 };
 	size_t bad_line = 0;
@@ -266,7 +262,7 @@ int cmd_judge(int argc, char **argv)
 	free(s.y);
 
 	struct strbuf sb = STRBUF_INIT;
-	if (!strcmp(format, "json"))
+	if (json)
 		write_json(&sb, &a);
 	else
 		write_text(&sb, &a);

@@ -3,7 +3,7 @@
  * each, with the verdict recorded when the run ended (`leakproof report RUN`
  * judges again and says why).
  */
-static const char usage[] =
+static const char usage_head[] =
 "usage: leakproof ls [options]\n"
 "\n"
 "List the runs in the store, newest first: id, start time, duration, how the\n"
@@ -11,18 +11,12 @@ static const char usage[] =
 "ran (the host, then its SLURM job: JOB, JOB_TASK for an array task, .STEP\n"
 "for an srun step, and rN for rank N of a job of several), command. The\n"
 "verdict is the one stored when the run ended; a star marks one that another\n"
-"version of leakproof's judgment wrote (`leakproof report ID` judges again).\n"
-"\n"
-"options:\n"
-"  -f, --format F         text (default) or json (an array of objects)\n"
-"  -s, --store PATH       the store (default $LEAKPROOF_STORE, else\n"
-"                         ./.leakproof/leakproof.db)\n"
-"  -h, --help             this help\n"
-"\n"
+"version of leakproof's judgment wrote (`leakproof report ID` judges again).\n";
+
+static const char usage_tail[] =
 "exit status: 0; 1 when the store does not exist or cannot be read; 124 for\n"
 "a usage error.\n";
 
-#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +30,15 @@ static const char usage[] =
 #include "store/store.h"
 #include "util/jsonw.h"
 #include "util/util.h"
+
+static const struct option_spec options[] = {
+	OPT_VALUE('f', "format", "F", "text (default) or json (an array of objects)"),
+	CMD_OPT_STORE,
+	OPT_HELP(),
+	OPT_END(),
+};
+
+const struct cmd_usage ls_usage = { "ls", usage_head, options, usage_tail, false };
 
 #define COMMAND_MAX_CHARS 60
 
@@ -153,42 +156,27 @@ static void list_json(struct strbuf *sb, const struct run_row *rows, size_t n)
 
 int cmd_ls(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "store", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *store_opt = NULL;
 	bool json = false;
-	int c;
+	struct options_parse p;
+	int c, status;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":f:s:h", longopts, NULL)) != -1) {
+	cmd_options_init(&p, &ls_usage, argc, argv);
+	while ((c = cmd_option_next(&p, &ls_usage, &status)) > 0) {
 		switch (c) {
 		case 'f':
-			if (!strcmp(optarg, "json"))
-				json = true;
-			else if (!strcmp(optarg, "text"))
-				json = false;
-			else
-				return usage_error("unknown --format '%s' (use text or json)", optarg);
+			if (cmd_parse_text_or_json("ls", p.value, &json) != 0)
+				return LP_EXIT_USAGE;
 			break;
 		case 's':
-			store_opt = optarg;
+			store_opt = p.value;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		case ':':
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind < argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (c < 0)
+		return status;
+	if (p.noperands)
+		return usage_error("unexpected argument '%s'", p.operands[0]);
 
 	const char *path = store_default_path(store_opt);
 	struct store *st = store_open_readonly(path);
@@ -211,7 +199,7 @@ int cmd_ls(int argc, char **argv)
 		fprintf(stderr, "leakproof: no runs in store '%s' yet\n", path);
 	run_rows_free(rows, n);
 
-	int status = 0;
+	status = 0;
 	if ((sb.len && fwrite(sb.buf, 1, sb.len, stdout) != sb.len) || fflush(stdout) != 0) {
 		error_errno("cannot write standard output");
 		status = 1;

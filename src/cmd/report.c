@@ -5,7 +5,7 @@
  * options, what to show, their checks, the rendering into a buffer (the
  * model in src/judge/, the renderers in src/report/), the output.
  */
-static const char usage[] =
+static const char usage_head[] =
 "usage: leakproof report [RUN | sweep:ID] [options]\n"
 "       leakproof report --job KEY|RUN [options]\n"
 "\n"
@@ -20,37 +20,13 @@ static const char usage[] =
 "A job of several ranks (`srun leakproof run -- ...`, or leakproof run under\n"
 "torchrun) is one run per rank sharing a job key: --job shows a\n"
 "row per rank (node, host, run, peak, growth, verdict) and which rank's\n"
-"memory grows.\n"
-"\n"
-"options:\n"
-"  -f, --format F         text (default: the end-of-run summary), md (Markdown\n"
-"                         tables for bug reports), csv (one row per step:\n"
-"                         step,epoch,t,rss,pss,uss,swap,cgroup,gpu), json,\n"
-"                         html (one self-contained page with charts, to open\n"
-"                         in a browser), svg (one chart: memory over steps)\n"
-"                         or junit (JUnit XML for CI: one testcase per run or\n"
-"                         trial, failed on a leak or when the run failed)\n"
-"  -m, --measure M        judge by another measure than the run's: pss, rss,\n"
-"                         uss, cgroup or gpu\n"
-"  -s, --store PATH       the store (default $LEAKPROOF_STORE, else\n"
-"                         ./.leakproof/leakproof.db)\n"
-"  -o, --output FILE      write there instead of stdout\n"
-"  -t, --trace            a traced run's allocation sites (leakproof run\n"
-"                         --trace): every growing site with its library,\n"
-"                         function and Python line, then the largest flat ones\n"
-"      --by DIMS          sweeps: one row per combination of these\n"
-"                         comma-separated dimensions (e.g. OMP_NUM_THREADS,lr);\n"
-"                         `host` groups by the host each trial ran on\n"
-"  -j, --job KEY|RUN      the job of several ranks with this key (as `ls\n"
-"                         --format json` shows it, e.g. slurm:12.0), or the\n"
-"                         job run RUN is a rank of\n"
-"  -h, --help             this help\n"
-"\n"
+"memory grows.\n";
+
+static const char usage_tail[] =
 "exit status: 0; 1 when the store or the run does not exist or cannot be\n"
 "read, or the report cannot be written; 124 for a usage error.\n";
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +41,35 @@ static const char usage[] =
 #include "store/store.h"
 #include "store/sweeps.h"
 #include "util/util.h"
+
+enum { OPT_BY = 256 };
+
+static const struct option_spec options[] = {
+	OPT_VALUE('f', "format", "F", "text (default: the end-of-run summary), md (Markdown\n"
+	                              "tables for bug reports), csv (one row per step:\n"
+	                              "step,epoch,t,rss,pss,uss,swap,cgroup,gpu), json,\n"
+	                              "html (one self-contained page with charts, to open\n"
+	                              "in a browser), svg (one chart: memory over steps)\n"
+	                              "or junit (JUnit XML for CI: one testcase per run or\n"
+	                              "trial, failed on a leak or when the run failed)"),
+	OPT_VALUE('m', "measure", "M", "judge by another measure than the run's: pss, rss,\n"
+	                               "uss, cgroup or gpu"),
+	CMD_OPT_STORE,
+	OPT_VALUE('o', "output", "FILE", "write there instead of stdout"),
+	OPT_FLAG('t', "trace", "a traced run's allocation sites (leakproof run\n"
+	                       "--trace): every growing site with its library,\n"
+	                       "function and Python line, then the largest flat ones"),
+	OPT_VALUE(OPT_BY, "by", "DIMS", "sweeps: one row per combination of these\n"
+	                                "comma-separated dimensions (e.g. OMP_NUM_THREADS,lr);\n"
+	                                "`host` groups by the host each trial ran on"),
+	OPT_VALUE('j', "job", "KEY|RUN", "the job of several ranks with this key (as `ls\n"
+	                                 "--format json` shows it, e.g. slurm:12.0), or the\n"
+	                                 "job run RUN is a rank of"),
+	OPT_HELP(),
+	OPT_END(),
+};
+
+const struct cmd_usage report_usage = { "report", usage_head, options, usage_tail, false };
 
 #define usage_error(...) cmd_usage_error("report", __VA_ARGS__)
 
@@ -97,62 +102,46 @@ struct report_opts {
  * status (0 after --help, 124 after a usage error). */
 static int parse_options(int argc, char **argv, struct report_opts *o)
 {
-	static const struct option longopts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "measure", required_argument, NULL, 'm' },
-		{ "store", required_argument, NULL, 's' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "by", required_argument, NULL, 'b' },
-		{ "trace", no_argument, NULL, 't' },
-		{ "job", required_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	*o = (struct report_opts){ .fmt = REPORT_TEXT, .measure = -1, .sweep_id = -1 };
-	int c;
+	struct options_parse p;
+	int c, status;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":f:m:s:o:b:j:th", longopts, NULL)) != -1) {
+	cmd_options_init(&p, &report_usage, argc, argv);
+	while ((c = cmd_option_next(&p, &report_usage, &status)) > 0) {
 		switch (c) {
 		case 'f':
-			if (report_format_parse(optarg, &o->fmt) < 0)
+			if (report_format_parse(p.value, &o->fmt) < 0)
 				return usage_error("unknown --format '%s' (use text, md, csv, json, junit, html or svg)",
-				                   optarg);
+				                   p.value);
 			break;
 		case 'm': {
 			enum measure m;
-			if (measure_parse(optarg, &m) < 0)
-				return usage_error("unknown --measure '%s' (use pss, rss, uss, cgroup or gpu)", optarg);
+			if (measure_parse(p.value, &m) < 0)
+				return usage_error("unknown --measure '%s' (use pss, rss, uss, cgroup or gpu)", p.value);
 			o->measure = (int)m;
 			break;
 		}
 		case 's':
-			o->store_opt = optarg;
+			o->store_opt = p.value;
 			break;
 		case 'o':
-			o->output = optarg;
+			o->output = p.value;
 			break;
-		case 'b':
-			o->by = optarg;
+		case OPT_BY:
+			o->by = p.value;
 			break;
 		case 't':
 			o->trace = true;
 			break;
 		case 'j':
-			o->job = optarg;
+			o->job = p.value;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		case ':':
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind < argc) {
-		const char *arg = o->run_arg = argv[optind++];
+	if (c < 0)
+		return status;
+	if (p.noperands) {
+		const char *arg = o->run_arg = p.operands[0];
 		const char *sw = !strncmp(arg, "sweep:", 6) ? arg + 6 : arg[0] == 's' ? arg + 1 : NULL;
 		if (sw) {
 			if (parse_run_id(sw, &o->sweep_id) < 0)
@@ -160,8 +149,8 @@ static int parse_options(int argc, char **argv, struct report_opts *o)
 		} else if (parse_run_id(arg, &o->run_id) < 0)
 			return usage_error("invalid run '%s': expected a run id such as 7 (see `leakproof ls`)", arg);
 	}
-	if (optind < argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (p.noperands > 1)
+		return usage_error("unexpected argument '%s'", p.operands[1]);
 	if (o->job && o->run_arg)
 		return usage_error("%s", "--job names the job: give it a run id or a key, not both");
 	return -1;

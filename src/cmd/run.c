@@ -4,103 +4,15 @@
  * core/supervise.c, then judge the stored run (record its verdict) and
  * print the summary on stderr; the exit status is the job's.
  */
-static const char usage[] =
+static const char usage_head[] =
 "usage: leakproof run [options] -- COMMAND [ARGS...]\n"
 "\n"
 "Run COMMAND, sample the memory of its whole process tree, mark its training\n"
 "steps, and say at the end whether its memory leaks. The job's stdout and\n"
 "stderr pass through unchanged; the summary goes to stderr. Everything is\n"
-"kept in the store, for `leakproof report` later.\n"
-"\n"
-"options:\n"
-"  -i, --interval DUR     sampling interval: 100ms (default), 1ms, 0.5s, ...\n"
-"  -m, --measure M        what the verdict judges: pss (default; shared pages\n"
-"                         split between the processes that share them), rss,\n"
-"                         uss (private pages only), cgroup (the job cgroup's\n"
-"                         usage, page cache included), gpu (NVML)\n"
-"  -r, --step-regex RE    a line of output matching RE (PCRE2 syntax, e.g.\n"
-"                         '^Epoch (\\d+)') ends a step; group 1, if any, is\n"
-"                         the step number. Carriage returns end lines too.\n"
-"                         Overrides step messages from the client.\n"
-"      --result-regex RE  a matching line of output reports a result: group 1\n"
-"                         (or the whole match) as a number, e.g.\n"
-"                         'val_loss=(\\S+)'; as the client's result() does\n"
-"      --result-name NAME the name of that result (default \"result\")\n"
-"  -s, --store PATH       the store (default $LEAKPROOF_STORE, else\n"
-"                         ./.leakproof/leakproof.db)\n"
-"\n"
-"budgets and restarts:\n"
-"      --max-mem SIZE     the job's memory budget: 512M, 12G, 80% (of the\n"
-"                         enclosing cgroup's limit, else of the machine).\n"
-"                         Enforced by the kernel in the job's cgroup (v2\n"
-"                         memory.max with memory.high 5% below; v1\n"
-"                         memory.limit_in_bytes), else by leakproof at each\n"
-"                         sample (SIGKILL: cause budget-kill). leakproof says\n"
-"                         which at the start. Without it, projections use the\n"
-"                         cgroup's limit, else the machine's memory\n"
-"      --max-gpu SIZE     GPU memory budget of the job's processes, enforced by\n"
-"                         leakproof through NVML at every sample (at most 100\n"
-"                         a second; otherwise NVML is read twice a second)\n"
-"      --soft-limit SIZE  where --restart at-limit stops the job: 90% of the\n"
-"                         budget by default; SIZE or a percentage of --max-mem.\n"
-"                         Without at-limit, crossing it is a warning. Memory\n"
-"                         here is the tree's PSS (page cache not included)\n"
-"      --restart POLICY   start the job again (same run, LEAKPROOF_RESTART=N\n"
-"                         in its environment, step numbers continuing) after:\n"
-"                           at-limit  the soft limit: stop signal, --grace,\n"
-"                                     SIGKILL; also after an OOM kill\n"
-"                           every=N   N steps in one process (with\n"
-"                                     --step-regex, N matched lines after the\n"
-"                                     first: progress lines announce a step)\n"
-"                           on-oom    an out-of-memory end: oom-kill,\n"
-"                                     budget-kill, cuda-oom, host-alloc-fail\n"
-"                         comma-separated to combine; never (default)\n"
-"      --max-restarts N   at most N restarts (default 10). A job that ends\n"
-"                         within 10 s of starting waits 1 s, 2 s, 4 s ... (at\n"
-"                         most 30 s) before it is started again\n"
-"      --stop-signal SIG  what asks the job's main process to stop: TERM\n"
-"                         (default), INT, USR1, ... (LEAKPROOF_STOP_SIGNAL)\n"
-"      --grace DUR        from the stop signal to SIGKILL (default 30s); also\n"
-"                         after a SIGINT or SIGTERM forwarded to the job (a\n"
-"                         second one kills at once)\n"
-"\n"
-"allocation tracing:\n"
-"      --trace            find where growing memory is allocated: preload a\n"
-"                         sampling tracer into the job and its children (call\n"
-"                         site, library, Python line); `report RUN --trace`\n"
-"      --trace-mean SIZE  sample one allocation per SIZE allocated, on average\n"
-"                         (default 512K; smaller sees more, costs more)\n"
-"      --census[=DUR]     count a Python job's live objects by type (tensors by\n"
-"                         device, dtype and grad_fn) and the containers its code\n"
-"                         holds by name, from the start, every DUR at most\n"
-"                         (default 5s; under 1% of the job's time), and name\n"
-"                         what holds what grows; loaded by a startup hook, no\n"
-"                         import needed. Without it, the hook is dormant and\n"
-"                         wakes when the job's memory turns to growth\n"
-"      --no-census        no census and no hook, not even in a job that imports\n"
-"                         leakproof\n"
-"\n"
-"a memory gate (for CI: checked after the job succeeded; exit 123 when broken):\n"
-"      --expect no-leak   the verdict must not be leak (inconclusive passes,\n"
-"                         and is said)\n"
-"      --max-peak SIZE    the peak under the measure must not exceed SIZE\n"
-"      --max-growth SIZE  growth per step after warm-up must not exceed SIZE\n"
-"                         (a run that marks no steps cannot be judged: broken)\n"
-"\n"
-"      --no-cgroup        do not put the job in a cgroup of its own\n"
-"      --status-line      draw the live status line even when stderr is not a\n"
-"                         terminal; --no-status-line never draws it\n"
-"      --no-pty           in a terminal, give the job pipes for its output as\n"
-"                         without one; a terminal on stdin it still reads, in\n"
-"                         the terminal's foreground (by default, when stdout or\n"
-"                         stderr is a terminal, the job gets a pseudo-terminal\n"
-"                         of its own: what is typed reaches it, Ctrl-C/Ctrl-Z/fg\n"
-"                         act on it, isatty() is true, and leakproof still scans\n"
-"                         its output)\n"
-"  -q, --quiet            no summary at the end (what leakproof does to the job,\n"
-"                         such as a restart, is still said)\n"
-"  -h, --help             this help\n"
-"\n"
+"kept in the store, for `leakproof report` later.\n";
+
+static const char usage_tail[] =
 "steps come from the client (`import leakproof; leakproof.step()`, or\n"
 "include/leakproof.h in C), from --step-regex, or from neither: then growth\n"
 "is judged per second.\n"
@@ -118,22 +30,18 @@ static const char usage[] =
 
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
-#include <strings.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "core/analyze.h"
 #include "core/scan.h"
 #include "core/supervise.h"
-#include "platform/cgroup.h"
 #include "judge/gate.h"
 #include "judge/summary.h"
 #include "report/report.h"
@@ -142,31 +50,103 @@ static const char usage[] =
 #include "util/util.h"
 
 enum {
-	OPT_MAX_MEM = 256, OPT_NO_CGROUP, OPT_STATUS_LINE, OPT_NO_STATUS_LINE, OPT_MAX_GPU,
-	OPT_SOFT_LIMIT, OPT_RESTART, OPT_MAX_RESTARTS, OPT_STOP_SIGNAL, OPT_GRACE,
-	OPT_RESULT_REGEX, OPT_RESULT_NAME, OPT_TRIAL, OPT_TRACE, OPT_TRACE_MEAN,
-	OPT_CENSUS, OPT_NO_CENSUS,
+	OPT_STATUS_LINE = WATCH_OPT_OWN, OPT_MAX_GPU, OPT_RESTART, OPT_MAX_RESTARTS, OPT_STOP_SIGNAL,
+	OPT_RESULT_REGEX, OPT_RESULT_NAME, OPT_TRIAL, OPT_TRACE, OPT_TRACE_MEAN, OPT_CENSUS, OPT_NO_CENSUS,
 	OPT_EXPECT, OPT_MAX_PEAK, OPT_MAX_GROWTH, OPT_NO_PTY,
 };
 
-#define usage_error(...) cmd_usage_error("run", __VA_ARGS__)
+static const struct option_spec options[] = {
+	OPT_VALUE('i', "interval", "DUR", "sampling interval: 100ms (default), 1ms, 0.5s, ..."),
+	OPT_VALUE('m', "measure", "M", "what the verdict judges: pss (default; shared pages\n"
+	                               "split between the processes that share them), rss,\n"
+	                               "uss (private pages only), cgroup (the job cgroup's\n"
+	                               "usage, page cache included), gpu (NVML)"),
+	OPT_VALUE('r', "step-regex", "RE", "a line of output matching RE (PCRE2 syntax, e.g.\n"
+	                                   "'^Epoch (\\d+)') ends a step; group 1, if any, is\n"
+	                                   "the step number. Carriage returns end lines too.\n"
+	                                   "Overrides step messages from the client."),
+	OPT_VALUE(OPT_RESULT_REGEX, "result-regex", "RE", "a matching line of output reports a result: group 1\n"
+	                                                  "(or the whole match) as a number, e.g.\n"
+	                                                  "'val_loss=(\\S+)'; as the client's result() does"),
+	OPT_VALUE(OPT_RESULT_NAME, "result-name", "NAME", "the name of that result (default \"result\")"),
+	CMD_OPT_STORE,
+	OPT_HIDDEN_VALUE(OPT_TRIAL, "trial"),   /* set by `leakproof sweep` */
+	OPT_GROUP("budgets and restarts:"),
+	OPT_VALUE(WATCH_OPT_MAX_MEM, "max-mem", "SIZE", "the job's memory budget: 512M, 12G, 80% (of the\n"
+	                                                "enclosing cgroup's limit, else of the machine).\n"
+	                                                "Enforced by the kernel in the job's cgroup (v2\n"
+	                                                "memory.max with memory.high 5% below; v1\n"
+	                                                "memory.limit_in_bytes), else by leakproof at each\n"
+	                                                "sample (SIGKILL: cause budget-kill). leakproof says\n"
+	                                                "which at the start. Without it, projections use the\n"
+	                                                "cgroup's limit, else the machine's memory"),
+	OPT_VALUE(OPT_MAX_GPU, "max-gpu", "SIZE", "GPU memory budget of the job's processes, enforced by\n"
+	                                          "leakproof through NVML at every sample (at most 100\n"
+	                                          "a second; otherwise NVML is read twice a second)"),
+	OPT_VALUE(WATCH_OPT_SOFT_LIMIT, "soft-limit", "SIZE", "where --restart at-limit stops the job: 90% of the\n"
+	                                                      "budget by default; SIZE or a percentage of --max-mem.\n"
+	                                                      "Without at-limit, crossing it is a warning. Memory\n"
+	                                                      "here is the tree's PSS (page cache not included)"),
+	OPT_VALUE(OPT_RESTART, "restart", "POLICY", "start the job again (same run, LEAKPROOF_RESTART=N\n"
+	                                            "in its environment, step numbers continuing) after:\n"
+	                                            "  at-limit  the soft limit: stop signal, --grace,\n"
+	                                            "            SIGKILL; also after an OOM kill\n"
+	                                            "  every=N   N steps in one process (with\n"
+	                                            "            --step-regex, N matched lines after the\n"
+	                                            "            first: progress lines announce a step)\n"
+	                                            "  on-oom    an out-of-memory end: oom-kill,\n"
+	                                            "            budget-kill, cuda-oom, host-alloc-fail\n"
+	                                            "comma-separated to combine; never (default)"),
+	OPT_VALUE(OPT_MAX_RESTARTS, "max-restarts", "N", "at most N restarts (default 10). A job that ends\n"
+	                                                 "within 10 s of starting waits 1 s, 2 s, 4 s ... (at\n"
+	                                                 "most 30 s) before it is started again"),
+	OPT_VALUE(OPT_STOP_SIGNAL, "stop-signal", "SIG", "what asks the job's main process to stop: TERM\n"
+	                                                 "(default), INT, USR1, ... (LEAKPROOF_STOP_SIGNAL)"),
+	OPT_VALUE(WATCH_OPT_GRACE, "grace", "DUR", "from the stop signal to SIGKILL (default 30s); also\n"
+	                                           "after a SIGINT or SIGTERM forwarded to the job (a\n"
+	                                           "second one kills at once)"),
+	OPT_GROUP("allocation tracing:"),
+	OPT_FLAG(OPT_TRACE, "trace", "find where growing memory is allocated: preload a\n"
+	                             "sampling tracer into the job and its children (call\n"
+	                             "site, library, Python line); `report RUN --trace`"),
+	OPT_VALUE(OPT_TRACE_MEAN, "trace-mean", "SIZE", "sample one allocation per SIZE allocated, on average\n"
+	                                                "(default 512K; smaller sees more, costs more)"),
+	OPT_OPTIONAL(OPT_CENSUS, "census", "DUR", "count a Python job's live objects by type (tensors by\n"
+	                                          "device, dtype and grad_fn) and the containers its code\n"
+	                                          "holds by name, from the start, every DUR at most\n"
+	                                          "(default 5s; under 1% of the job's time), and name\n"
+	                                          "what holds what grows; loaded by a startup hook, no\n"
+	                                          "import needed. Without it, the hook is dormant and\n"
+	                                          "wakes when the job's memory turns to growth"),
+	OPT_FLAG(OPT_NO_CENSUS, "no-census", "no census and no hook, not even in a job that imports\n"
+	                                     "leakproof"),
+	OPT_GROUP("a memory gate (for CI: checked after the job succeeded; exit 123 when broken):"),
+	OPT_VALUE(OPT_EXPECT, "expect", "no-leak", "the verdict must not be leak (inconclusive passes,\n"
+	                                           "and is said)"),
+	OPT_VALUE(OPT_MAX_PEAK, "max-peak", "SIZE", "the peak under the measure must not exceed SIZE"),
+	OPT_VALUE(OPT_MAX_GROWTH, "max-growth", "SIZE", "growth per step after warm-up must not exceed SIZE\n"
+	                                                "(a run that marks no steps cannot be judged: broken)"),
+	OPT_GROUP(""),
+	OPT_FLAG(WATCH_OPT_NO_CGROUP, "no-cgroup", "do not put the job in a cgroup of its own"),
+	OPT_FLAG(OPT_STATUS_LINE, "status-line", "draw the live status line even when stderr is not a\n"
+	                                         "terminal; --no-status-line never draws it"),
+	OPT_FLAG(WATCH_OPT_NO_STATUS_LINE, "no-status-line", NULL),   /* told in --status-line's help */
+	OPT_FLAG(OPT_NO_PTY, "no-pty", "in a terminal, give the job pipes for its output as\n"
+	                               "without one; a terminal on stdin it still reads, in\n"
+	                               "the terminal's foreground (by default, when stdout or\n"
+	                               "stderr is a terminal, the job gets a pseudo-terminal\n"
+	                               "of its own: what is typed reaches it, Ctrl-C/Ctrl-Z/fg\n"
+	                               "act on it, isatty() is true, and leakproof still scans\n"
+	                               "its output)"),
+	OPT_FLAG('q', "quiet", "no summary at the end (what leakproof does to the job,\n"
+	                       "such as a restart, is still said)"),
+	OPT_HELP(),
+	OPT_END(),
+};
 
-/* "TERM", "SIGTERM", "15": the number, or -1. */
-static int parse_signal(const char *s)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (end != s && !*end)
-		return v > 0 && v < NSIG ? (int)v : -1;
-	if (!strncasecmp(s, "SIG", 3))
-		s += 3;
-	for (int i = 1; i < NSIG; i++) {
-		const char *name = sigabbrev_np(i);
-		if (name && !strcasecmp(name, s))
-			return i;
-	}
-	return -1;
-}
+const struct cmd_usage run_usage = { "run", usage_head, options, usage_tail, true };
+
+#define usage_error(...) cmd_usage_error("run", __VA_ARGS__)
 
 /* Whether sig can ask a job to stop gracefully: it can be caught, and left
  * to its default it ends the process. KILL cannot be caught; STOP, TSTP,
@@ -212,69 +192,20 @@ static int parse_restart(const char *arg, struct supervise_opts *o)
 
 /* What `run` was asked: the supervisor's options and what becomes them. */
 struct run_args {
-	struct supervise_opts o;
-	const char *store_opt, *max_mem, *soft, *result_regex;
+	struct watch_args w;       /* what `attach` reads too */
+	const char *result_regex;
 	struct gate gate;          /* --expect, --max-peak, --max-growth */
 	bool quiet;                /* no summary at the end */
-	bool help;
 };
 
-static const struct option longopts[] = {
-	{ "interval", required_argument, NULL, 'i' },
-	{ "measure", required_argument, NULL, 'm' },
-	{ "step-regex", required_argument, NULL, 'r' },
-	{ "store", required_argument, NULL, 's' },
-	{ "max-mem", required_argument, NULL, OPT_MAX_MEM },
-	{ "expect", required_argument, NULL, OPT_EXPECT },
-	{ "max-peak", required_argument, NULL, OPT_MAX_PEAK },
-	{ "max-growth", required_argument, NULL, OPT_MAX_GROWTH },
-	{ "max-gpu", required_argument, NULL, OPT_MAX_GPU },
-	{ "soft-limit", required_argument, NULL, OPT_SOFT_LIMIT },
-	{ "restart", required_argument, NULL, OPT_RESTART },
-	{ "max-restarts", required_argument, NULL, OPT_MAX_RESTARTS },
-	{ "stop-signal", required_argument, NULL, OPT_STOP_SIGNAL },
-	{ "grace", required_argument, NULL, OPT_GRACE },
-	{ "result-regex", required_argument, NULL, OPT_RESULT_REGEX },
-	{ "result-name", required_argument, NULL, OPT_RESULT_NAME },
-	{ "trial", required_argument, NULL, OPT_TRIAL },   /* set by `leakproof sweep` */
-	{ "no-cgroup", no_argument, NULL, OPT_NO_CGROUP },
-	{ "trace", no_argument, NULL, OPT_TRACE },
-	{ "trace-mean", required_argument, NULL, OPT_TRACE_MEAN },
-	{ "census", optional_argument, NULL, OPT_CENSUS },
-	{ "no-census", no_argument, NULL, OPT_NO_CENSUS },
-	{ "status-line", no_argument, NULL, OPT_STATUS_LINE },
-	{ "no-status-line", no_argument, NULL, OPT_NO_STATUS_LINE },
-	{ "no-pty", no_argument, NULL, OPT_NO_PTY },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
-/* One option c with its value arg (getopt's optarg): 0, or 124 after a
- * usage error. */
+/* One option c with its value arg: 0, or 124 after a usage error. */
 static int take_option(struct run_args *a, int c, const char *arg)
 {
-	struct supervise_opts *o = &a->o;
+	struct supervise_opts *o = &a->w.o;
+	int rc = cmd_watch_option("run", &a->w, c, arg);
+	if (rc >= 0)
+		return rc;
 	switch (c) {
-	case 'i':
-		if (parse_duration_ns(arg, &o->interval_ns) < 0)
-			return LP_EXIT_USAGE;
-		if (o->interval_ns < 100000 || o->interval_ns > 3600LL * 1000000000LL)
-			return usage_error("--interval '%s' is out of range (100us to 1h)", arg);
-		break;
-	case 'm':
-		if (measure_parse(arg, &o->measure) < 0)
-			return usage_error("unknown --measure '%s' (use pss, rss, uss, cgroup or gpu)", arg);
-		break;
-	case 'r':
-		o->step_regex = arg;
-		break;
-	case 's':
-		a->store_opt = arg;
-		break;
-	case OPT_MAX_MEM:
-		a->max_mem = arg;
-		break;
 	case OPT_EXPECT:
 		if (strcmp(arg, "no-leak"))
 			return usage_error("unknown --expect '%s' (use no-leak)", arg);
@@ -304,9 +235,6 @@ static int take_option(struct run_args *a, int c, const char *arg)
 			return LP_EXIT_USAGE;
 		if (o->max_gpu_bytes < SIZE_BUDGET_MIN)
 			return usage_error("--max-gpu '%s' is below 1M: no job fits in it (a unit is missing? 1G, 512M)", arg);
-		break;
-	case OPT_SOFT_LIMIT:
-		a->soft = arg;
 		break;
 	case OPT_TRACE:
 		o->trace = true;
@@ -344,15 +272,11 @@ static int take_option(struct run_args *a, int c, const char *arg)
 		break;
 	}
 	case OPT_STOP_SIGNAL:
-		if ((o->stop_signal = parse_signal(arg)) <= 0)
+		if ((o->stop_signal = cmd_parse_signal(arg)) <= 0)
 			return usage_error("--stop-signal '%s' is not a signal name (TERM, INT, USR1, ...) or number", arg);
 		if (!graceful_signal(o->stop_signal))
 			return usage_error("--stop-signal '%s' cannot ask the job to stop and save its work "
 			                   "(use TERM, INT, HUP, USR1 or USR2)", arg);
-		break;
-	case OPT_GRACE:
-		if (parse_duration_ns(arg, &o->grace_ns) < 0)
-			return LP_EXIT_USAGE;
 		break;
 	case OPT_RESULT_REGEX:
 		a->result_regex = arg;
@@ -379,14 +303,8 @@ static int take_option(struct run_args *a, int c, const char *arg)
 		}
 		break;
 	}
-	case OPT_NO_CGROUP:
-		o->use_cgroup = false;
-		break;
 	case OPT_STATUS_LINE:
 		o->status_line = 1;
-		break;
-	case OPT_NO_STATUS_LINE:
-		o->status_line = 0;
 		break;
 	case OPT_NO_PTY:
 		o->no_pty = true;
@@ -398,46 +316,27 @@ static int take_option(struct run_args *a, int c, const char *arg)
 	return 0;
 }
 
-/* An option given "--" as its value ("--max-mem -- CMD"): getopt takes the
- * end of the options for the value; the option is the word before it.
- * NULL when the value is a value. */
-static const char *valueless_option(char **argv)
-{
-	if (!optarg || strcmp(optarg, "--") || optind < 2 || strcmp(argv[optind - 1], "--"))
-		return NULL;
-	return argv[optind - 2];
-}
-
-/* The options, up to the job's command (a->o.argv). 0 (with a->help set
- * at --help, the rest unread), or 124 after a usage error. */
+/* The options, up to the job's command (a->w.o.argv). -1 when they are
+ * good, else the status to exit with: 0 after --help, 124 after a usage
+ * error. */
 static int parse_options(int argc, char **argv, struct run_args *a)
 {
-	int c;
+	struct options_parse p;
+	int c, status;
 	memset(a, 0, sizeof(*a));
-	supervise_opts_init(&a->o);
-	opterr = 0;
-	optind = 1;
-	/* "+": stop at the first non-option, so the job's own options are its own. */
-	while ((c = getopt_long(argc, argv, "+:i:m:r:s:qh", longopts, NULL)) != -1) {
-		if (c == 'h') {
-			a->help = true;
-			return 0;
-		}
-		if (c == ':')
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
-		if (c == '?')
-			return usage_error("unknown option '%s'", argv[optind - 1]);
-		const char *bare = valueless_option(argv);
-		if (bare)
-			return usage_error("option '%s' needs a value before '--'", bare);
-		int rc = take_option(a, c, optarg);
-		if (rc)
-			return rc;
-	}
-	if (optind >= argc)
+	supervise_opts_init(&a->w.o);
+	/* run_usage stops at the first word that is not an option, so that
+	 * the job's own options are its own */
+	cmd_options_init(&p, &run_usage, argc, argv);
+	while ((c = cmd_option_next(&p, &run_usage, &status)) > 0)
+		if ((status = take_option(a, c, p.value)))
+			return status;
+	if (c < 0)
+		return status;
+	if (!p.noperands)
 		return usage_error("%s", "no command given: leakproof run [options] -- COMMAND [ARGS...]");
-	a->o.argv = argv + optind;
-	return 0;
+	a->w.o.argv = p.operands;
+	return -1;
 }
 
 /* What depends on several options, the sizes given as percentages, and
@@ -445,29 +344,10 @@ static int parse_options(int argc, char **argv, struct run_args *a)
  * after a usage error. */
 static int validate(struct run_args *a)
 {
-	struct supervise_opts *o = &a->o;
-	if (a->max_mem) {
-		/* a percentage of what the job can have: the enclosing cgroup's
-		 * limit where there is one, else the machine's memory */
-		uint64_t whole = cgroup_self_limit();
-		if (!whole) {
-			long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-			whole = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-		}
-		if (parse_size(a->max_mem, whole, &o->max_mem_bytes) < 0)
-			return LP_EXIT_USAGE;
-		if (o->max_mem_bytes < SIZE_BUDGET_MIN)
-			return usage_error("--max-mem '%s' is below 1M: no job fits in it (a unit is missing? 1G, 512M)",
-			                   a->max_mem);
-	}
-	if (a->soft) {
-		if (strchr(a->soft, '%') && !o->max_mem_bytes)
-			return usage_error("--soft-limit '%s' is a percentage of --max-mem, which is not set", a->soft);
-		if (parse_size(a->soft, o->max_mem_bytes, &o->soft_limit_bytes) < 0)
-			return LP_EXIT_USAGE;
-		if (o->soft_limit_bytes < SIZE_BUDGET_MIN || (o->max_mem_bytes && o->soft_limit_bytes > o->max_mem_bytes))
-			return usage_error("--soft-limit '%s' must be at least 1M and at most --max-mem", a->soft);
-	}
+	struct supervise_opts *o = &a->w.o;
+	int rc = cmd_watch_budgets("run", &a->w);
+	if (rc)
+		return rc;
 	if ((o->restart & RESTART_AT_LIMIT) && !o->max_mem_bytes && !o->soft_limit_bytes && !o->max_gpu_bytes)
 		return usage_error("%s", "--restart at-limit needs a budget: --max-mem, --soft-limit or --max-gpu");
 	if (o->step_regex && !(o->step_re = step_regex_new(o->step_regex, "--step-regex")))
@@ -479,8 +359,8 @@ static int validate(struct run_args *a)
 
 static void release_args(struct run_args *a)
 {
-	step_regex_free(a->o.step_re);
-	step_regex_free(a->o.result_re);
+	step_regex_free(a->w.o.step_re);
+	step_regex_free(a->w.o.result_re);
 }
 
 /* What a sweep's run_options may not set: the sweep owns where its runs
@@ -492,7 +372,7 @@ static const char *owned_by_sweep(int c)
 	case OPT_TRIAL: return "the sweep numbers its trials itself";
 	case 'q': return "the sweep decides what its trials print (use `leakproof sweep --quiet`)";
 	case OPT_STATUS_LINE:
-	case OPT_NO_STATUS_LINE: return "the sweep decides what its trials print";
+	case WATCH_OPT_NO_STATUS_LINE: return "the sweep decides what its trials print";
 	case 'h': return "--help runs nothing";
 	default: return NULL;
 	}
@@ -507,43 +387,42 @@ int cmd_run_check_options(char *const *opts, size_t n, size_t first, size_t *bad
 		argv[1 + i] = opts[i];
 	argv[n + 1] = "--";
 	argv[n + 2] = "true";
-	int argc = (int)n + 3;
+	int argc = (int)n + 3, ours = argc - 2;   /* ours: the "--" added here */
 	struct run_args a;
 	memset(&a, 0, sizeof(a));
-	supervise_opts_init(&a.o);
-	opterr = 0;
-	optind = 0;   /* 0: glibc starts afresh (the sweep's own options were read with it) */
-	int rc = 0, c, at = 1;
+	supervise_opts_init(&a.w.o);
+	struct options_parse p;
+	options_parse_init(&p, run_usage.options, run_usage.stop_at_operand, argc, argv);
+	int rc = 0, c;
 	*bad = 0;
-	while (!rc && (c = getopt_long(argc, argv, "+:i:m:r:s:qh", longopts, NULL)) != -1) {
-		*bad = (size_t)at - 1;
-		const char *owned = (size_t)at - 1 >= first ? owned_by_sweep(c) : NULL;
-		if (c == ':')
-			snprintf(why, whysz, "option '%s' needs a value", argv[at]);
-		else if (c == '?')
-			snprintf(why, whysz, "'%s' is not a `leakproof run` option", argv[at]);
+	while (!rc && (c = options_next(&p)) != OPTIONS_DONE) {
+		const char *word = argv[p.at];
+		*bad = (size_t)p.at - 1;
+		const char *owned = c > 0 && *bad >= first ? owned_by_sweep(c) : NULL;
+		if (c == OPTIONS_NEEDS_VALUE || (c == OPTIONS_VALUE_IS_END && p.end_at == ours))
+			snprintf(why, whysz, "option '%s' needs a value", p.word);
+		else if (c == OPTIONS_VALUE_IS_END)
+			break;   /* the file's own "--": said below */
+		else if (c == OPTIONS_UNKNOWN)
+			snprintf(why, whysz, "'%s' is not a `leakproof run` option", p.word);
 		else if (owned)
-			snprintf(why, whysz, "'%s' is not allowed here: %s", argv[at], owned);
-		else if (valueless_option(argv) && optind == argc - 1)
-			snprintf(why, whysz, "option '%s' needs a value", argv[at]);
-		else if (take_option(&a, c, optarg) != 0)
-			snprintf(why, whysz, "`leakproof run` refuses '%s' (said above)", argv[at]);
-		else {
-			at = optind;
+			snprintf(why, whysz, "'%s' is not allowed here: %s", word, owned);
+		else if (take_option(&a, c, p.value) != 0)
+			snprintf(why, whysz, "`leakproof run` refuses '%s' (said above)", word);
+		else
 			continue;
-		}
 		rc = -1;
 	}
-	if (!rc && optind != argc - 1) {
-		/* getopt stopped early: at a word that is not an option (it would
-		 * start the command), or after a "--" of the file's own. */
-		int k = optind - 1 >= 1 && !strcmp(argv[optind - 1], "--") ? optind - 1 : optind;
-		*bad = (size_t)k - 1;
-		if (!strcmp(argv[k], "--"))
+	if (!rc && p.end_at != ours) {
+		/* the options ended early: at a word that is not an option (it
+		 * would start the command), or at a "--" of the file's own */
+		*bad = (size_t)p.end_at - 1;
+		if (!strcmp(argv[p.end_at], "--"))
 			snprintf(why, whysz, "'--' is not allowed here: it would end the options, and what follows "
 			         "would replace the sweep's command");
 		else
-			snprintf(why, whysz, "'%s' is not an option (the command is the sweep's `command`)", argv[k]);
+			snprintf(why, whysz, "'%s' is not an option (the command is the sweep's `command`)",
+			         argv[p.end_at]);
 		rc = -1;
 	}
 	if (!rc && validate(&a) != 0) {
@@ -600,17 +479,14 @@ int cmd_run(int argc, char **argv)
 {
 	struct run_args a;
 	int status = parse_options(argc, argv, &a);
-	if (status || a.help) {
-		if (a.help)
-			fputs(usage, stdout);
+	if (status >= 0)
 		return status;
-	}
 	status = validate(&a);
 	if (status) {
 		release_args(&a);
 		return status;
 	}
-	const char *store_path = store_default_path(a.store_opt);
+	const char *store_path = store_default_path(a.w.store_opt);
 	if (store_check_target(store_path) < 0) {
 		release_args(&a);
 		return LP_EXIT_USAGE;   /* a store that would lose the run */
@@ -622,7 +498,7 @@ int cmd_run(int argc, char **argv)
 		return LP_EXIT_FAILURE;
 	}
 	struct supervise_result res;
-	status = supervise(st, &a.o, &res);
+	status = supervise(st, &a.w.o, &res);
 	if (res.outcome == SUPERVISE_ENDED) {
 		int broken = judge_and_print(st, &res, &a);
 		if (broken && status == 0) {

@@ -3,7 +3,7 @@
  * supervised process (src/sweep/runner.c); at the end, the table of
  * trials (report/), or how to resume a sweep that was stopped.
  */
-static const char usage[] =
+static const char usage_head[] =
 "usage: leakproof sweep FILE [options]\n"
 "       leakproof sweep --worker ID [options]\n"
 "\n"
@@ -14,54 +14,9 @@ static const char usage[] =
 "memory recorded as `oom`, never the end of the sweep. Parameter values\n"
 "reach the program as arguments of their own, never through a shell.\n"
 "Each trial's output goes to a log beside the store\n"
-"(.leakproof/sweeps/ID/trial-N.ATTEMPT.log). At the end, the table.\n"
-"\n"
-"options:\n"
-"  -j, --parallel N       trials at a time (default: the file's `parallel`, 1);\n"
-"                         a trial starts only when the memory it is expected\n"
-"                         to need (memory.expect, else the peak of the most\n"
-"                         similar finished trial) is available; with\n"
-"                         executor slurm: the number of workers\n"
-"      --resume[=ID]      finish the latest sweep of FILE (or sweep ID) after\n"
-"                         it was stopped or killed: finished trials are kept,\n"
-"                         interrupted ones run again (recorded as such)\n"
-"  -r, --result-regex RE  a trial's output line matching RE gives its metric\n"
-"                         (group 1); default: the file's, else the client's\n"
-"                         leakproof.result(NAME=value)\n"
-"  -n, --dry-run          list the trials and their commands; run nothing\n"
-"      --prefork MODULES  import MODULES (comma-separated) once in a template\n"
-"                         and fork each Python trial from it (replaces the\n"
-"                         file's prefork:; --prefork= turns it off)\n"
-"      --no-skip          run every trial, also those the memory model says\n"
-"                         will not fit the budget (default: recorded as\n"
-"                         skipped, with their predicted peak)\n"
-"  -s, --store PATH       the store (default $LEAKPROOF_STORE, else\n"
-"                         ./.leakproof/leakproof.db)\n"
-"  -q, --quiet            no line per trial, no table at the end\n"
-"  -h, --help             this help\n"
-"\n"
-"cluster mode (a shared store: --store postgresql://...):\n"
-"      --executor local|slurm  where trials run (default: the file's `executor`,\n"
-"                         else local). slurm: every trial is written to the\n"
-"                         store as pending, and one job array of workers is\n"
-"                         submitted (sbatch --array=0-(N-1), N the file's\n"
-"                         slurm.workers, or -j); each worker claims trials\n"
-"                         from the store until none is left. The sweep then\n"
-"                         waits, printing progress, and shows the table\n"
-"      --no-wait          executor slurm: exit once the workers are submitted;\n"
-"                         --resume (from any shell) follows the sweep, and\n"
-"                         submits new workers when trials are left and none is\n"
-"      --worker ID        be a worker of sweep ID: claim its pending trials one\n"
-"                         at a time (-j N: N at a time) and run each as\n"
-"                         `leakproof run` (inside a SLURM job: as a job step,\n"
-"                         srun), until none is pending nor held by another\n"
-"                         worker. Start as many as you like, anywhere the\n"
-"                         store is reachable; trials run in the directory the\n"
-"                         sweep was started in\n"
-"      --lease DURATION   a worker's hold on a trial, renewed while it runs\n"
-"                         (default 60s); a worker gone silent that long loses\n"
-"                         its trial, which is recorded interrupted and run again\n"
-"\n"
+"(.leakproof/sweeps/ID/trial-N.ATTEMPT.log). At the end, the table.\n";
+
+static const char usage_tail[] =
 "The file's slurm block: workers (array tasks), partition, time (SLURM's\n"
 "syntax), mem (per worker: SLURM enforces it), gpus_per_task, sbatch_args.\n"
 "A trial killed by SLURM's memory enforcement is `oom` (oom-kill, with\n"
@@ -92,7 +47,6 @@ static const char usage[] =
 "sweep could not go on; 124 for a bad file or option (with FILE:LINE:COLUMN);\n"
 "125 when leakproof failed; 128+N when stopped by signal N.\n";
 
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +57,58 @@ static const char usage[] =
 #include "store/store.h"
 #include "sweep/runner.h"
 #include "util/util.h"
+
+enum {
+	OPT_RESUME = 256, OPT_PREFORK, OPT_NO_SKIP, OPT_EXECUTOR, OPT_NO_WAIT, OPT_WORKER, OPT_LEASE,
+};
+
+static const struct option_spec options[] = {
+	OPT_VALUE('j', "parallel", "N", "trials at a time (default: the file's `parallel`, 1);\n"
+	                                "a trial starts only when the memory it is expected\n"
+	                                "to need (memory.expect, else the peak of the most\n"
+	                                "similar finished trial) is available; with\n"
+	                                "executor slurm: the number of workers"),
+	OPT_OPTIONAL(OPT_RESUME, "resume", "ID", "finish the latest sweep of FILE (or sweep ID) after\n"
+	                                         "it was stopped or killed: finished trials are kept,\n"
+	                                         "interrupted ones run again (recorded as such)"),
+	OPT_VALUE('r', "result-regex", "RE", "a trial's output line matching RE gives its metric\n"
+	                                     "(group 1); default: the file's, else the client's\n"
+	                                     "leakproof.result(NAME=value)"),
+	OPT_FLAG('n', "dry-run", "list the trials and their commands; run nothing"),
+	OPT_VALUE(OPT_PREFORK, "prefork", "MODULES", "import MODULES (comma-separated) once in a template\n"
+	                                             "and fork each Python trial from it (replaces the\n"
+	                                             "file's prefork:; --prefork= turns it off)"),
+	OPT_FLAG(OPT_NO_SKIP, "no-skip", "run every trial, also those the memory model says\n"
+	                                 "will not fit the budget (default: recorded as\n"
+	                                 "skipped, with their predicted peak)"),
+	CMD_OPT_STORE,
+	OPT_FLAG('q', "quiet", "no line per trial, no table at the end"),
+	OPT_HELP(),
+	OPT_GROUP("cluster mode (a shared store: --store postgresql://...):"),
+	OPT_VALUE(OPT_EXECUTOR, "executor", "local|slurm", "where trials run (default: the file's `executor`,\n"
+	                                                   "else local). slurm: every trial is written to the\n"
+	                                                   "store as pending, and one job array of workers is\n"
+	                                                   "submitted (sbatch --array=0-(N-1), N the file's\n"
+	                                                   "slurm.workers, or -j); each worker claims trials\n"
+	                                                   "from the store until none is left. The sweep then\n"
+	                                                   "waits, printing progress, and shows the table"),
+	OPT_FLAG(OPT_NO_WAIT, "no-wait", "executor slurm: exit once the workers are submitted;\n"
+	                                 "--resume (from any shell) follows the sweep, and\n"
+	                                 "submits new workers when trials are left and none is"),
+	OPT_VALUE(OPT_WORKER, "worker", "ID", "be a worker of sweep ID: claim its pending trials one\n"
+	                                      "at a time (-j N: N at a time) and run each as\n"
+	                                      "`leakproof run` (inside a SLURM job: as a job step,\n"
+	                                      "srun), until none is pending nor held by another\n"
+	                                      "worker. Start as many as you like, anywhere the\n"
+	                                      "store is reachable; trials run in the directory the\n"
+	                                      "sweep was started in"),
+	OPT_VALUE(OPT_LEASE, "lease", "DURATION", "a worker's hold on a trial, renewed while it runs\n"
+	                                          "(default 60s); a worker gone silent that long loses\n"
+	                                          "its trial, which is recorded interrupted and run again"),
+	OPT_END(),
+};
+
+const struct cmd_usage sweep_usage = { "sweep", usage_head, options, usage_tail, false };
 
 #define usage_error(...) cmd_usage_error("sweep", __VA_ARGS__)
 
@@ -123,118 +129,98 @@ static void print_end(const struct sweep_opts *o, const struct sweep_result *res
 
 int cmd_sweep(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "parallel", required_argument, NULL, 'j' },
-		{ "resume", optional_argument, NULL, 'R' },
-		{ "result-regex", required_argument, NULL, 'r' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "no-skip", no_argument, NULL, 'S' },
-		{ "prefork", required_argument, NULL, 'P' },
-		{ "store", required_argument, NULL, 's' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "executor", required_argument, NULL, 'E' },
-		{ "no-wait", no_argument, NULL, 'N' },
-		{ "worker", required_argument, NULL, 'W' },
-		{ "lease", required_argument, NULL, 'L' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct sweep_opts o;
 	memset(&o, 0, sizeof(o));
 	const char *store_opt = NULL;
-	int c;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":j:r:ns:qh", longopts, NULL)) != -1) {
+	struct options_parse p;
+	int c, status;
+	cmd_options_init(&p, &sweep_usage, argc, argv);
+	while ((c = cmd_option_next(&p, &sweep_usage, &status)) > 0) {
 		switch (c) {
 		case 'j': {
 			long long v;
-			if (cmd_parse_int(optarg, 1, 256, &v) < 0)
-				return usage_error("--parallel '%s' is not a number from 1 to 256", optarg);
+			if (cmd_parse_int(p.value, 1, 256, &v) < 0)
+				return usage_error("--parallel '%s' is not a number from 1 to 256", p.value);
 			o.parallel = (int)v;
 			break;
 		}
-		case 'R':
+		case OPT_RESUME:
 			o.resume = true;
-			if (optarg) {
+			if (p.value) {
 				long long v;
-				if (cmd_parse_int(optarg, 1, INT64_MAX, &v) < 0)
-					return usage_error("--resume='%s': expected a sweep id", optarg);
+				if (cmd_parse_int(p.value, 1, INT64_MAX, &v) < 0)
+					return usage_error("--resume='%s': expected a sweep id", p.value);
 				o.resume_id = v;
 			}
 			break;
 		case 'r':
-			o.result_regex = optarg;
+			o.result_regex = p.value;
 			break;
 		case 'n':
 			o.dry_run = true;
 			break;
-		case 'S':
+		case OPT_NO_SKIP:
 			o.no_skip = true;
 			break;
-		case 'P':
-			o.prefork = optarg;
+		case OPT_PREFORK:
+			o.prefork = p.value;
 			break;
 		case 's':
-			store_opt = optarg;
+			store_opt = p.value;
 			break;
 		case 'q':
 			o.quiet = true;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		case 'E':
-			if (strcmp(optarg, "local") && strcmp(optarg, "slurm"))
-				return usage_error("--executor must be local or slurm, not '%s'", optarg);
-			o.executor = optarg;
+		case OPT_EXECUTOR:
+			if (strcmp(p.value, "local") && strcmp(p.value, "slurm"))
+				return usage_error("--executor must be local or slurm, not '%s'", p.value);
+			o.executor = p.value;
 			break;
-		case 'N':
+		case OPT_NO_WAIT:
 			o.no_wait = true;
 			break;
-		case 'W': {
+		case OPT_WORKER: {
 			long long v;
-			if (cmd_parse_int(optarg, 1, INT64_MAX, &v) < 0)
-				return usage_error("--worker '%s': expected a sweep id", optarg);
+			if (cmd_parse_int(p.value, 1, INT64_MAX, &v) < 0)
+				return usage_error("--worker '%s': expected a sweep id", p.value);
 			o.worker_id = v;
 			break;
 		}
-		case 'L': {
+		case OPT_LEASE: {
 			int64_t ns;
-			if (parse_duration_ns(optarg, &ns) < 0)
+			if (parse_duration_ns(p.value, &ns) < 0)
 				return LP_EXIT_USAGE;
 			if (ns < 3000000000LL)
-				return usage_error("--lease '%s': at least 3s (it is renewed every third of it)", optarg);
+				return usage_error("--lease '%s': at least 3s (it is renewed every third of it)", p.value);
 			o.lease_s = (double)ns / 1e9;
 			break;
 		}
-		case ':':
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	if (c < 0)
+		return status;
+	int next = 0;
 	if (o.worker_id) {
 		if (o.resume || o.dry_run || o.executor || o.no_wait || o.result_regex)
 			return usage_error("%s", "--worker takes its sweep from the store: no --resume, --dry-run, "
 			                   "--executor, --no-wait nor --result-regex");
-		if (optind < argc)
-			return usage_error("--worker %lld takes no sweep file ('%s')", (long long)o.worker_id, argv[optind]);
-	} else if (optind >= argc) {
+		if (p.noperands)
+			return usage_error("--worker %lld takes no sweep file ('%s')", (long long)o.worker_id, p.operands[0]);
+	} else if (!p.noperands) {
 		return usage_error("%s", "no sweep file given: leakproof sweep FILE");
 	} else {
-		o.file = argv[optind++];
+		o.file = p.operands[next++];
 	}
 	if (o.lease_s > 0 && !o.worker_id)
 		return usage_error("%s", "--lease is a worker's: leakproof sweep --worker ID --lease DURATION");
-	if (optind < argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (next < p.noperands)
+		return usage_error("unexpected argument '%s'", p.operands[next]);
 	o.store_path = store_default_path(store_opt);
 	o.check_run_options = cmd_run_check_options;
 	if (store_check_target(o.store_path) < 0)
 		return LP_EXIT_USAGE;   /* a store that would lose the run */
 	struct sweep_result res;
-	int status = sweep_run(&o, &res);
+	status = sweep_run(&o, &res);
 	if (res.ended && !o.quiet && !res.worker && !(o.no_wait && res.submitted))
 		print_end(&o, &res);
 	return status;

@@ -11,7 +11,7 @@
  * the keys, and the snapshot. Costs and choices: docs/internals/top.md.
  * Units: bytes, seconds.
  */
-static const char usage[] =
+static const char usage_head[] =
 "usage: leakproof top [options]\n"
 "\n"
 "Watch the runs in the store, live: those running and those that ended in\n"
@@ -22,24 +22,14 @@ static const char usage[] =
 "\n"
 "keys: Up/Down select, Enter a run's processes and allocation sites (Esc\n"
 "back), / filter by command text, s or > sort by the next column, < the\n"
-"previous, r reverse, q or Ctrl-C quit.\n"
-"\n"
-"options:\n"
-"  -d, --delay SECONDS    refresh every SECONDS (default 1; 0.1 to 3600)\n"
-"      --once             print one snapshot and exit (also when standard\n"
-"                         output is not a terminal)\n"
-"  -f, --format F         with --once: text (default) or json (an array of\n"
-"                         objects, one per run)\n"
-"  -s, --store PATH       the store (default $LEAKPROOF_STORE, else\n"
-"                         ./.leakproof/leakproof.db)\n"
-"  -h, --help             this help\n"
-"\n"
+"previous, r reverse, q or Ctrl-C quit.\n";
+
+static const char usage_tail[] =
 "exit status: 0; 1 when the store does not exist or cannot be read; 124 for\n"
 "a usage error.\n";
 #include <curses.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <math.h>
@@ -55,6 +45,21 @@ static const char usage[] =
 #include "store/store.h"
 #include "util/jsonw.h"
 #include "util/util.h"
+
+enum { OPT_ONCE = 256 };
+
+static const struct option_spec options[] = {
+	OPT_VALUE('d', "delay", "SECONDS", "refresh every SECONDS (default 1; 0.1 to 3600)"),
+	OPT_FLAG(OPT_ONCE, "once", "print one snapshot and exit (also when standard\n"
+	                           "output is not a terminal)"),
+	OPT_VALUE('f', "format", "F", "with --once: text (default) or json (an array of\n"
+	                              "objects, one per run)"),
+	CMD_OPT_STORE,
+	OPT_HELP(),
+	OPT_END(),
+};
+
+const struct cmd_usage top_usage = { "top", usage_head, options, usage_tail, false };
 
 #define usage_error(...) cmd_usage_error("top", __VA_ARGS__)
 
@@ -910,56 +915,40 @@ static int interactive(struct top *t, double delay)
 
 int cmd_top(int argc, char **argv)
 {
-	enum { OPT_ONCE = 256 };
-	static const struct option longopts[] = {
-		{ "delay", required_argument, NULL, 'd' },
-		{ "once", no_argument, NULL, OPT_ONCE },
-		{ "format", required_argument, NULL, 'f' },
-		{ "store", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *store_opt = NULL, *format = NULL;
 	bool once = false, json = false;
 	double delay = 1.0;
-	int c;
+	struct options_parse p;
+	int c, usage_status;
 
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":d:f:s:h", longopts, NULL)) != -1) {
+	cmd_options_init(&p, &top_usage, argc, argv);
+	while ((c = cmd_option_next(&p, &top_usage, &usage_status)) > 0) {
 		switch (c) {
 		case 'd': {
 			char *end;
 			errno = 0;
-			delay = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(delay >= 0.1 && delay <= 3600))
-				return usage_error("--delay '%s' is not a number of seconds from 0.1 to 3600", optarg);
+			delay = strtod(p.value, &end);
+			if (errno || end == p.value || *end || !(delay >= 0.1 && delay <= 3600))
+				return usage_error("--delay '%s' is not a number of seconds from 0.1 to 3600", p.value);
 			break;
 		}
 		case OPT_ONCE:
 			once = true;
 			break;
 		case 'f':
-			format = optarg;
-			if (!strcmp(optarg, "json"))
-				json = true;
-			else if (strcmp(optarg, "text"))
-				return usage_error("unknown --format '%s' (use text or json)", optarg);
+			format = p.value;
+			if (cmd_parse_text_or_json("top", p.value, &json) != 0)
+				return LP_EXIT_USAGE;
 			break;
 		case 's':
-			store_opt = optarg;
+			store_opt = p.value;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		case ':':
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
-		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind < argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (c < 0)
+		return usage_status;
+	if (p.noperands)
+		return usage_error("unexpected argument '%s'", p.operands[0]);
 	bool tty = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
 	if (format && !once && tty)
 		return usage_error("--format goes with --once (or output that is not a terminal)");

@@ -3,7 +3,9 @@ COMP_CWORD as bash does at a TAB, call the completion function and compare
 COMPREPLY with what the user should be offered.
 
 The expected options are read here, independently, from the binary's own
-`--help` texts, so a new option that the completion misses fails a test.
+`--help` texts and from its table of options (`leakproof help
+--complete-options CMD`, what the completion reads), so a new option that
+the completion or the help misses fails a test.
 """
 
 import os
@@ -82,16 +84,51 @@ def test_subcommands(lp):
     assert complete(lp, "help", "run", "") == []
 
 
+def table_options(lp, cmd):
+    """The options of CMD's table, as the program lists them for the
+    completion: {"--interval": "DUR", "-i": "DUR", "--quiet": None, ...}
+    (the value's placeholder; None for a flag or a value only after '=')."""
+    r = lp.cmd(["help", "--complete-options", cmd])
+    assert r.rc == 0 and r.err == "", r
+    opts = {}
+    for line in r.out.splitlines():
+        m = re.fullmatch(r"(--?[a-z][a-z0-9-]*)(?:\[=[A-Za-z|-]+\]| ([A-Za-z|-]+))?", line)
+        assert m, line
+        opts[m.group(1)] = m.group(2)
+    return opts
+
+
 @pytest.mark.parametrize("cmd", COMMANDS)
 def test_options_are_those_of_the_help(lp, cmd):
     text = help_text(lp, cmd)
     want = help_options(text)
     assert len(want) >= 4, text
+    table = set(table_options(lp, cmd))
+    # every option the help lists is in the table, and every option of the
+    # table is in the help: on a line of its own, or told in another's text
+    # ("--status-line ...; --no-status-line never draws it")
+    assert want <= table, want - table
+    for o in table - want:
+        assert re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(o), text), (o, text)
     got = set(complete(lp, cmd, "-"))
     if cmd == "run":
-        want |= {"--", "--no-status-line"}       # the job's command; a flag told in prose
-    assert got == want
-    assert set(complete(lp, cmd, "--")) == {o for o in want if o.startswith("--")}
+        assert "--no-status-line" in table        # told in --status-line's text
+        table |= {"--"}                           # the job's command
+    assert got == table
+    assert set(complete(lp, cmd, "--")) == {o for o in table if o.startswith("--")}
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_the_word_after_an_option_with_a_value_is_its_value(lp, cmd):
+    """An option the table says takes a value is followed by its value,
+    never by more options; a flag is followed by options."""
+    table = table_options(lp, cmd)
+    for opt, placeholder in table.items():
+        got = complete(lp, cmd, opt, "-")
+        if placeholder:
+            assert not any(w.startswith("-") for w in got), (opt, got)
+        elif opt not in ("--help", "-h"):
+            assert "--help" in got, (opt, got)
 
 
 def test_options_after_other_options_and_values(lp):
@@ -136,6 +173,13 @@ def test_restart_and_stop_signal_values(lp):
     signals = complete(lp, "run", "--stop-signal", "")
     assert "TERM" in signals and "USR1" in signals
     assert "TERM" in option_text(text, "--stop-signal")
+
+
+def test_expect_and_executor_values(lp):
+    assert complete(lp, "run", "--expect", "") == ["no-leak"]
+    assert "no-leak" in option_text(help_text(lp, "run"), "--expect")
+    assert sorted(complete(lp, "sweep", "--executor", "")) == ["local", "slurm"]
+    assert "local|slurm" in option_text(help_text(lp, "sweep"), "--executor")
 
 
 def test_free_values_are_not_completed(lp):

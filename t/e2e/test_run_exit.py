@@ -73,8 +73,8 @@ def test_trial_out_of_range_is_a_usage_error(lp, spec, said):
 
 @pytest.mark.parametrize("opt", ["--max-mem", "-i"])
 def test_option_without_its_value_before_the_command(lp, opt):
-    # getopt takes the "--" for the value; said as the missing value it is,
-    # not as "invalid size '--'"
+    # the "--" that ends the options is no option's value (getopt took it
+    # for one): said as the missing value it is, not as "invalid size '--'"
     r = lp.cmd(["run", "--store", lp.store, opt, "--", "true"])
     assert r.rc == 124, r
     assert f"option '{opt}' needs a value before '--'" in r.err, r.err
