@@ -1,10 +1,14 @@
 /*
  * runner-int.h — what the sweep runner's files share, private to them:
  * one trial as it is made, admitted and run (struct trial), the state of
- * a sweep (struct runner), and what runner.c (the loop, trials made,
- * started and finished, resume) calls in admit.c (admission by memory,
- * placement on GPUs, the memory model's predictions and skips, failure
- * streaks). Memory is bytes.
+ * a sweep (struct runner), and what each file calls in those below it.
+ * The files call one another in one direction only (make check-layers):
+ * runner.c (sweep_run, the entry; resume) calls cluster.c (the controller
+ * and the workers of executor slurm), which calls loop.c (the loop: the
+ * next trial, skips, admission, waiting), which calls trial.c (a trial's
+ * values, rows, start, end and pruning), which calls admit.c (admission by
+ * memory, placement on GPUs, the memory model's predictions and skips,
+ * failure streaks). Memory is bytes.
  */
 #ifndef LP_SWEEP_RUNNER_INT_H
 #define LP_SWEEP_RUNNER_INT_H
@@ -20,8 +24,13 @@
 #include "sweep/runner.h"
 #include "sweep/spec.h"
 
+/* Shared by trial.c and loop.c: */
+#define CLAIM_PATIENCE_NS (120LL * 1000000000LL)   /* a store refusing claims: how long a worker waits */
+#define PRUNE_POLL_MS 500          /* running trials' intermediate values read this often (pruning) */
+
 struct nvml;
 struct store;
+struct strbuf;
 
 struct trial {
 	int64_t idx, attempt;
@@ -113,7 +122,7 @@ struct runner {
 	bool host_stopped;             /* this machine gets no more trials */
 };
 
-/* admit.c (which calls nothing in runner.c): whether t may start now
+/* admit.c (which calls none of the files above it): whether t may start now
  * (and on which GPU: t->gpu); the device for t, or -1; the number s is
  * as a whole, or NAN. */
 bool admit(struct runner *r, struct trial *t);
@@ -142,5 +151,86 @@ bool retry_fit_value(struct runner *r, const struct trial *t, size_t d, enum end
 bool note_outcome(struct runner *r, const struct trial *t, enum trial_status status, char *msg, size_t msgsz);
 /* What admit.c holds: freed at the end of the sweep. */
 void admit_release(struct runner *r);
+
+/* ---- trial.c: a trial, from its values to its end ----------------------- */
+
+/* Free what t holds (its values and what was derived from them) and zero
+ * it; t itself is the caller's. NULL: nothing. */
+void trial_free(struct trial *t);
+/* Fill t's argv, params, env, argv_json and vals from t->values; t owns
+ * them (trial_free). */
+void trial_derive(struct runner *r, struct trial *t);
+/* The values of assignment a as a NULL-terminated array of copies, which
+ * the caller owns (a trial's values, freed by trial_free); a is freed. */
+char **own_values(struct runner *r, struct sweep_assign *a);
+/* The values of a trial row's vals, NULL-terminated, owned by the caller;
+ * NULL when they do not fit the spec (the file changed between the sweep
+ * and --resume). */
+char **values_from_row(struct runner *r, const char *vals);
+/* Append the dims as "lr=0.01 batch_size=64 OMP_NUM_THREADS=1" to sb. */
+void describe_values(const struct runner *r, char **values, struct strbuf *sb);
+/* Append "leakproof: trial 3.1/12 [lr=0.01 batch_size=64]: " to sb, how a
+ * line about a trial's end begins. */
+void trial_line_start(const struct runner *r, const struct trial *t, struct strbuf *sb);
+
+/* What r knows of the sweep's trials (r->rows, r->row_vals, r->last_of,
+ * owned by r): freed; loaded again from the store (0, or -1 after a
+ * message); one attempt as it is now in the store, added or replaced;
+ * the latest attempt of idx, r's (NULL: none). */
+void clear_rows(struct runner *r);
+int reload_rows(struct runner *r);
+void refresh_row(struct runner *r, int64_t idx, int64_t attempt);
+const struct trial_row *last_attempt(const struct runner *r, int64_t idx);
+
+/* Have o->check_run_options check the `leakproof run` options trials will
+ * get from the file: 0, or -1 after "FILE:LINE:COLUMN: run_options: ...". */
+int check_run_options(struct runner *r);
+/* Start trial t, recorded "running" first: 0 when it runs (t->pid; the
+ * caller keeps t among r->running), 1 when it ended at once (recorded as
+ * ended), -1 after a message. t stays the caller's. */
+int launch(struct runner *r, struct trial *t);
+/* Reap the children that ended: a trial's end is recorded (and its retry
+ * queued or written pending), and it leaves r->running; the Optuna process
+ * and the prefork template are told apart. */
+void reap_trials(struct runner *r);
+/* Move t to the end of r->queue (re-runs and retries, run before fresh
+ * trials); r owns it now and t is zeroed. */
+void queue_push(struct runner *r, struct trial *t);
+/* The retry of an OOM'd trial t (cause: why it ended) into out, which the
+ * caller then owns: the retry_with parameters halved, or for rule fit set
+ * to what the memory model predicts to fit; false when nothing is left to
+ * change. */
+bool make_retry(struct runner *r, const struct trial *t, enum end_cause cause, struct trial *out);
+/* Every PRUNE_POLL_MS (pruning): the running trials' new values of the
+ * metric to Optuna, and those its pruner stops ended (SIGTERM). */
+void check_pruning(struct runner *r);
+
+/* ---- loop.c: the loop of a sweep and of a worker ------------------------ */
+
+/* The next fresh trial into t (which the caller then owns, trial_free):
+ * the next index of r->total not known to the store, grid or random, or
+ * asked of Optuna. 0, 1 when there is none left, -1 on error. */
+int fresh_trial(struct runner *r, struct trial *t);
+/* What the loop runs with, from the spec and the options: our own binary,
+ * r->parallel, the memory budget, the GPUs (r->nvml), r->total. 0, or -1
+ * after a message. */
+int setup(struct runner *r);
+/* Make r->logdir, where the trials' (and the workers') logs go:
+ * DIR/sweeps/KEY/ID. 0, or -1 after a message. */
+int make_logdir(struct runner *r);
+/* Start trials while they may start, then wait for what comes, until
+ * there is nothing left or a signal stops it (r->stop_signal; what runs
+ * is then ended). false when it failed. */
+bool run_loop(struct runner *r);
+
+/* ---- cluster.c: executor slurm ------------------------------------------ */
+
+/* The controller: a new sweep's trials written pending and its workers
+ * submitted, or a resumed one followed; then followed to its end unless
+ * o->no_wait. Fills *out; returns the exit status. */
+int run_controller(struct runner *r, struct sweep_result *out);
+/* A worker of sweep o->worker_id (r->st open): trials claimed and run
+ * until none is left. Fills *out; returns the exit status. */
+int run_worker(struct runner *r, struct sweep_result *out);
 
 #endif

@@ -1,5 +1,5 @@
 """
-Pruning in `leakproof sweep` with method optuna (src/sweep/runner.c
+Pruning in `leakproof sweep` with method optuna (src/sweep/trial.c
 check_pruning, the Optuna process's `report` in src/sweep/optuna.c,
 docs/internals/optuna.md "Pruning"): a trial's values of the sweep metric,
 sent as `metric NAME=VALUE` on the client channel at each step, reach
