@@ -39,6 +39,8 @@ static int load_predictions(struct store *st, struct sweep_model *m)
 		}
 	}
 	free(p);
+	for (size_t i = 1; i < m->ntrials; i++)
+		m->have_alloc |= m->trials[i].run_id && m->trials[i].limit_bytes != m->trials[0].limit_bytes;
 	if (!m->have_spec)
 		return 0;
 	char ***vals = xcalloc(m->ntrials + 1, sizeof(char **));

@@ -29,6 +29,7 @@ struct sweep_model {
 	size_t ntrials;
 	struct trial_prediction *pred;   /* one per trial, same order; NAN where none */
 	bool have_pred;              /* some trial has a prediction */
+	bool have_alloc;             /* trials ran with budgets of more than one size (on_oom resize) */
 	uint64_t budget_bytes;       /* the file's memory.max; 0: none (or unknown) */
 	struct memmodel mem;         /* fitted on every finished trial (have_spec) */
 };

@@ -35,6 +35,7 @@ struct row {
 	double metric, growth, q[5], sps;
 	uint64_t peak;
 	double pred;                /* predicted peak (bytes) before it ran; NAN none */
+	uint64_t alloc;             /* its memory budget (--max-mem; grouped: the largest); 0 none */
 	const struct trial_row *t;  /* the trial (ungrouped); the first of the group */
 	size_t first;               /* index of that trial */
 	char statuses[96];          /* grouped: "3 ok, 1 oom" */
@@ -99,6 +100,7 @@ static void fill_trial(struct row *g, const struct trial_row *t)
 	memcpy(g->q, t->q, sizeof(g->q));
 	g->sps = t->steps_per_second;
 	g->peak = t->peak_bytes;
+	g->alloc = t->limit_bytes;
 }
 
 /* A group: the min of the mins, the max of the maxes, the medians of the
@@ -120,6 +122,8 @@ static void fill_group(const struct table *tb, struct row *g, const struct keyed
 			g->q[4] = t->q[4];
 		if (t->peak_bytes > g->peak)
 			g->peak = t->peak_bytes;
+		if (t->limit_bytes > g->alloc)
+			g->alloc = t->limit_bytes;
 		for (int s = 0; s < 7; s++)
 			if (t->status == order[s])
 				counts[s]++;
@@ -267,19 +271,20 @@ static void free_table(struct table *tb)
 }
 
 /* The cells of a row, as text, in column order. */
-#define FIXED_COLS 13
-#define COL_PREDICTED 11
-#define COL_RUN 12
+#define FIXED_COLS 14
+#define COL_ALLOC 11
+#define COL_PREDICTED 12
+#define COL_RUN 13
 static const char *const fixed_heads[FIXED_COLS] = {
 	"status", "metric", "verdict", "growth/step", "min", "q1", "median", "q3", "max", "steps/s", "peak",
-	"predicted", "run",
+	"alloc", "predicted", "run",
 };
 
 /* Whether fixed column c is shown: the predicted peak only when the
  * memory model predicted something. */
 static bool col_shown(const struct table *tb, size_t c)
 {
-	return c != COL_PREDICTED || tb->m.have_pred;
+	return (c != COL_PREDICTED || tb->m.have_pred) && (c != COL_ALLOC || tb->m.have_alloc);
 }
 
 static void cells(const struct table *tb, const struct row *g, char cell[][48])
@@ -308,6 +313,10 @@ static void cells(const struct table *tb, const struct row *g, char cell[][48])
 		fmt_bytes(cell[10], 48, (double)g->peak);
 	else
 		snprintf(cell[10], 48, "-");
+	if (g->alloc)
+		fmt_bytes(cell[COL_ALLOC], 48, (double)g->alloc);
+	else
+		snprintf(cell[COL_ALLOC], 48, "-");
 	if (isfinite(g->pred))
 		fmt_bytes(cell[COL_PREDICTED], 48, g->pred);
 	else
@@ -444,6 +453,7 @@ static void write_csv(const struct table *tb, struct strbuf *sb)
 	}
 	strbuf_addstr(sb, ",status,cause,metric,verdict,growth_bytes_per_step,min,q1,median,q3,max,"
 	                  "steps_per_second,peak_bytes");
+	strbuf_addstr(sb, tb->m.have_alloc ? ",allocation_bytes" : "");
 	strbuf_addstr(sb, tb->m.have_pred ? ",predicted_peak_bytes,run\n" : ",run\n");
 	for (size_t j = 0; j < tb->nrows; j++) {
 		const struct row *g = &tb->rows[j];
@@ -467,6 +477,8 @@ static void write_csv(const struct table *tb, struct strbuf *sb)
 			num_or_empty(sb, g->q[q]);
 		num_or_empty(sb, g->sps > 0 ? g->sps : NAN);
 		num_or_empty(sb, g->peak ? (double)g->peak : NAN);
+		if (tb->m.have_alloc)
+			num_or_empty(sb, g->alloc ? (double)g->alloc : NAN);
 		if (tb->m.have_pred)
 			num_or_empty(sb, g->pred);
 		if (!tb->grouped && g->run_id)
@@ -546,6 +558,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		jw_object_double(&jw, "steps_per_second", t->steps_per_second);
 		jw_object_intmax(&jw, "steps", t->steps);
 		jw_object_double(&jw, "run", t->run_id ? (double)t->run_id : NAN);
+		jw_object_double(&jw, "allocation_bytes", t->limit_bytes ? (double)t->limit_bytes : NAN);
 		jw_object_double(&jw, "optuna_number", t->optuna_number >= 0 ? (double)t->optuna_number : NAN);
 		jw_object_string(&jw, "note", known(t->note));
 		if (tb->m.have_pred)

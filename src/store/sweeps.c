@@ -252,8 +252,9 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 	const char *gpu = st->version >= PLACEMENT_VERSION ? "coalesce(r.gpu_peak_bytes,"
 	                  " (SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id))"
 	                                   : "(SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id)";
-	const char *host = st->version >= JUDGE_VERSION_COLUMN ? ", r.hostname, coalesce(r.judge_version, 0)"
-	                   : st->version >= PLACEMENT_VERSION ? ", r.hostname, 0" : ", NULL, 0";
+	const char *host = st->version >= JUDGE_VERSION_COLUMN ? ", r.hostname, coalesce(r.judge_version, 0), CASE WHEN r.limit_source = 'max-mem' THEN coalesce(r.limit_bytes, 0) ELSE 0 END"
+	                   : st->version >= PLACEMENT_VERSION ? ", r.hostname, 0, CASE WHEN r.limit_source = 'max-mem' THEN coalesce(r.limit_bytes, 0) ELSE 0 END"
+	                   : ", NULL, 0, CASE WHEN r.limit_source = 'max-mem' THEN coalesce(r.limit_bytes, 0) ELSE 0 END";
 	snprintf(sql, sizeof(sql), "%s%s%s%s%s%s ORDER BY t.idx, t.attempt",
 	        "SELECT t.sweep_id, t.idx, t.attempt, t.params, t.env, t.argv, t.status, t.cause, t.note,"
 	        " coalesce(t.run_id, 0), t.metric, coalesce(t.optuna_number, -1), coalesce(t.started_at, 0),"
@@ -310,6 +311,7 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 		t->slurm_task = db_column_int64(s, 29);
 		t->host = col_strdup(s, 30);
 		t->judge_version = db_column_int(s, 31);
+		t->limit_bytes = db_to_u64(db_column_int64(s, 32));
 	}
 	if (rc != DB_DONE) {
 		sweep_error(st, "read the trials");

@@ -66,6 +66,8 @@ struct trial_row {
 	double q[5];                      /* per-step change min, q1, median, q3, max; NAN unknown */
 	double steps_per_second;          /* NAN unknown */
 	uint64_t peak_bytes;
+	uint64_t limit_bytes;             /* its run's memory budget given by --max-mem (its
+	                                   * allocation); 0 none */
 	uint64_t gpu_peak_bytes;          /* the most GPU memory at one sample; 0 none */
 	int64_t steps;
 	/* claimed by a worker (schema 7) */

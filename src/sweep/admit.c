@@ -282,13 +282,49 @@ static double largest_gpu(struct runner *r)
 	return most;
 }
 
+#define ALLOC_ROUND (64.0 * 1024 * 1024)   /* resized allocations, in steps of */
+
+uint64_t trial_allocation(struct runner *r, struct trial *t, uint64_t after_oom, char *why, size_t whysz)
+{
+	char a[32], b[32], c[32];
+	why[0] = '\0';
+	uint64_t base = r->memory_max, top = r->memory_max_mem;
+	if (!r->spec.on_oom_resize || !base || !top)
+		return after_oom ? 0 : base;
+	if (after_oom >= top)
+		return 0;
+	predict_trial(r, t);
+	double point = t->pred.peak[0], hi = t->pred.peak[2];
+	double need = isfinite(hi) && hi > 0 ? hi * EXPECT_MARGIN : NAN;
+	double floor_bytes = after_oom ? (double)after_oom : (double)base;
+	if (!after_oom && !(need > floor_bytes))
+		return base;
+	bool doubled = !(need > floor_bytes);
+	double want = ceil((doubled ? 2.0 * floor_bytes : need) / ALLOC_ROUND) * ALLOC_ROUND;
+	bool capped = want > (double)top;
+	if (capped)
+		want = (double)top;
+	fmt_bytes(a, sizeof(a), want);
+	if (doubled)
+		snprintf(why, whysz, "allocation %s: twice the %s it ran out of (%s)%s", a,
+		         fmt_bytes(b, sizeof(b), floor_bytes),
+		         isfinite(hi) ? "the model predicted less" : "the model cannot tell yet",
+		         capped ? ", cut to memory.max_mem" : "");
+	else
+		snprintf(why, whysz, "allocation %s: predicted peak %s, at most %s, and %.0f%% more%s", a,
+		         fmt_bytes(b, sizeof(b), point), fmt_bytes(c, sizeof(c), hi), (EXPECT_MARGIN - 1) * 100,
+		         capped ? ", cut to memory.max_mem" : "");
+	return (uint64_t)want;
+}
+
 bool too_large(struct runner *r, struct trial *t, char *why, size_t whysz)
 {
 	char a[32], b[32], c[32];
 	why[0] = '\0';
 	predict_trial(r, t);
 	struct mem_pred p;
-	double budget = (double)r->memory_max;
+	/* resized trials: what does not fit is what max_mem does not hold */
+	double budget = (double)(r->spec.on_oom_resize && r->memory_max_mem ? r->memory_max_mem : r->memory_max);
 	if (budget > 0 && memmodel_predict(&r->model, MEM_HOST, t->values, &p) && p.lower_sound && p.lo > budget)
 		snprintf(why, whysz, "predicted peak %s (at least %s) is over the budget of %s",
 		         fmt_bytes(a, sizeof(a), p.point), fmt_bytes(b, sizeof(b), p.lo), fmt_bytes(c, sizeof(c), budget));
@@ -296,8 +332,8 @@ bool too_large(struct runner *r, struct trial *t, char *why, size_t whysz)
 	for (size_t i = r->nrows; budget > 0 && !why[0] && i-- > 0;) {
 		const struct trial_row *u = &r->rows[i];
 		if (u->status != TRIAL_OOM || u->cause == CAUSE_CUDA_OOM || !r->row_vals[i] ||
-		    !dominates(r, t->values, r->row_vals[i]))
-			continue;
+		    (u->limit_bytes && (double)u->limit_bytes < budget) || !dominates(r, t->values, r->row_vals[i]))
+			continue;   /* (an OOM under a smaller allocation than the budget is resized, not final) */
 		if (u->attempt)
 			snprintf(a, sizeof(a), "%lld.%lld", (long long)u->idx + 1, (long long)u->attempt);
 		else

@@ -161,6 +161,17 @@ static bool skip_next(struct runner *r)
 			snprintf(t->note + len, sizeof(t->note) - len, "%s%s", len ? "; " : "", why);
 			t->noted_no_skip = true;
 		}
+		/* on_oom resize, before the first OOM: a trial the model predicts
+		 * over memory.max starts with what it needs (asked again while it
+		 * waits: the model may learn meanwhile) */
+		if (r->spec.on_oom_resize && !t->sized) {
+			t->alloc_bytes = trial_allocation(r, t, 0, why, sizeof(why));
+			if (why[0]) {
+				size_t len = strlen(t->note);
+				snprintf(t->note + len, sizeof(t->note) - len, "%s%s", len ? "; " : "", why);
+				t->sized = true;
+			}
+		}
 		return false;
 	}
 	r->next = NULL;
@@ -173,8 +184,10 @@ static bool skip_next(struct runner *r)
 	store_trial_put(r->st, &row);
 	store_trial_prediction_put(r->st, r->sweep_id, &t->pred);
 	refresh_row(r, t->idx, t->attempt);
-	if (r->optuna_on && t->optuna_number >= 0)
-		optuna_proc_tell(r->oproc, t->optuna_number, false, 0);
+	if (r->optuna_on && t->optuna_number >= 0)   /* what does not fit: the sampler learns it */
+		optuna_proc_tell_memory(r->oproc, t->optuna_number, true, t->pred.peak[0],
+		                        (double)(r->spec.on_oom_resize && r->memory_max_mem ? r->memory_max_mem
+		                                                                            : r->memory_max));
 	r->done_count++;
 	if (!r->o->quiet) {
 		struct strbuf sb = STRBUF_INIT;
@@ -316,6 +329,13 @@ int setup(struct runner *r)
 			total = (uint64_t)pages * (uint64_t)psz;
 		if (parse_size(r->spec.memory_max, total, &r->memory_max) < 0)
 			return -1;
+	}
+	if (r->spec.memory_max_mem) {
+		if (parse_size(r->spec.memory_max_mem, 0, &r->memory_max_mem) < 0)
+			return -1;
+		if (r->memory_max_mem < r->memory_max)
+			return error("%s: memory.max_mem (%s) is less than memory.max (%s)", r->o->file,
+			             r->spec.memory_max_mem, r->spec.memory_max);
 	}
 	/* GPUs: each trial gets one with room, unless the user chose already */
 	bool chosen = getenv("CUDA_VISIBLE_DEVICES") != NULL;

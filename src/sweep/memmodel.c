@@ -432,12 +432,14 @@ void memmodel_build(struct memmodel *m, size_t ndims, const struct trial_row *ro
 			double v;
 			bool c = false;
 			/* an OOM'd trial never reached its peak: a lower bound, raised
-			 * to the budget it ran out of (the host's, known here) */
+			 * to the budget it ran out of (the host's: its own allocation,
+			 * else the sweep's) */
 			c = oom;
 			if (w == MEM_HOST) {
+				double ran_out = t->limit_bytes ? (double)t->limit_bytes : (double)budget;
 				v = (double)t->peak_bytes;
-				if (oom && t->cause != CAUSE_CUDA_OOM && budget && (double)budget > v)
-					v = (double)budget;
+				if (oom && t->cause != CAUSE_CUDA_OOM && ran_out > v)
+					v = ran_out;
 			} else if (w == MEM_GPU) {
 				v = (double)t->gpu_peak_bytes;
 			} else {

@@ -50,6 +50,10 @@ struct trial {
 	bool lost;                     /* worker: its lease was taken over; not ours to record */
 	struct trial_prediction pred;  /* what the memory model predicted (NAN unknown) */
 	bool noted_no_skip;            /* its note says it runs despite the model (--no-skip) */
+	uint64_t alloc_bytes;          /* on_oom resize: the memory.max (--max-mem) it runs
+	                                * with; 0: the file's memory.max */
+	bool sized;                    /* its allocation was chosen (by the model, or after an OOM) */
+	char alloc_arg[24];            /* alloc_bytes as --max-mem's value */
 	/* pruning (optuna with a pruner): the metric's values reported so far,
 	 * and whether the pruner stopped it */
 	int64_t run_id;                /* its run, once it has one; 0 */
@@ -92,6 +96,7 @@ struct runner {
 	int64_t prune_check_ns;        /* when running trials' values are read next */
 	struct prefork *prefork;       /* the template of warm starts; NULL: cold */
 	uint64_t memory_max;           /* memory.max of the file, 0 none */
+	uint64_t memory_max_mem;       /* memory.max_mem: the most a resized trial gets; 0 none */
 	double memory_expect;          /* memory.expect, < 0 learn */
 	int64_t done_count, started_count;
 	struct nvml *nvml;             /* GPUs to place trials on; NULL: none */
@@ -133,9 +138,19 @@ double sweep_num_or_nan(const char *s);
  * a trial finished since (r->model_stale); t->pred filled from it. */
 void model_refresh(struct runner *r);
 void predict_trial(struct runner *r, struct trial *t);
-/* Whether t is clearly too large for the budget (host memory.max, or the
- * largest GPU): its predicted peak's lower bound is above it, or it is at
- * least as large as a trial that ran out of memory under this budget.
+/* on_oom resize: the allocation (bytes of --max-mem) trial t should run
+ * with. Before it ran (after_oom 0): the upper bound of its predicted host
+ * peak with a margin, rounded up to 64 MiB, when that is over memory.max,
+ * at most memory.max_mem; memory.max when the model predicts it fits or
+ * cannot tell. After it ran out of after_oom bytes: more than that, the
+ * prediction when it is larger, else twice as much (the model had not
+ * foreseen it), at most max_mem; 0 when after_oom was max_mem already.
+ * why says how when the allocation is not memory.max ("" else). */
+uint64_t trial_allocation(struct runner *r, struct trial *t, uint64_t after_oom, char *why, size_t whysz);
+/* Whether t is clearly too large for the budget (host memory.max, or
+ * memory.max_mem when trials are resized; or the largest GPU): its
+ * predicted peak's lower bound is above it, or it is at least as large as
+ * a trial that ran out of memory under this budget.
  * true with why ("predicted peak ..."); with o->no_skip still false (why
  * says it runs anyway). */
 bool too_large(struct runner *r, struct trial *t, char *why, size_t whysz);

@@ -48,7 +48,7 @@ static void requeue_interrupted(struct runner *r)
 			continue;
 		bool was_running = row->status == TRIAL_RUNNING;
 		bool interrupted = row->status == TRIAL_INTERRUPTED;
-		bool oom_to_retry = row->status == TRIAL_OOM && r->spec.nretry;
+		bool oom_to_retry = row->status == TRIAL_OOM && (r->spec.nretry || r->spec.on_oom_resize);
 		if (!was_running && !interrupted && !oom_to_retry)
 			continue;
 		char **v = values_from_row(r, row->vals);
@@ -65,6 +65,7 @@ static void requeue_interrupted(struct runner *r)
 			struct trial from = t;
 			snprintf(from.note, sizeof(from.note), "%s", row->note);
 			from.attempt = row->attempt;
+			from.alloc_bytes = row->limit_bytes;   /* what it ran out of */
 			bool ok = make_retry(r, &from, row->cause, &t);
 			for (size_t d = 0; v[d]; d++)
 				free(v[d]);

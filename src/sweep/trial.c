@@ -263,11 +263,16 @@ static void add_arg(char ***v, size_t *n, size_t *cap, const char *s)
 static void finish_trial(struct runner *r, struct trial *t, int wstatus);
 static void report_values(struct runner *r, struct trial *t);
 
-/* The `leakproof run` options a trial gets from the sweep file: memory,
- * result regex, then the file's run_options (last). */
-static void add_run_options(struct runner *r, char ***v, size_t *n, size_t *cap)
+/* The `leakproof run` options trial t gets from the sweep file (t NULL:
+ * those every trial gets): memory (t's own allocation when it was
+ * resized), result regex, then the file's run_options (last). */
+static void add_run_options(struct runner *r, struct trial *t, char ***v, size_t *n, size_t *cap)
 {
-	if (r->spec.memory_max) {
+	if (t && t->alloc_bytes && t->alloc_bytes != r->memory_max) {
+		snprintf(t->alloc_arg, sizeof(t->alloc_arg), "%llu", (unsigned long long)t->alloc_bytes);
+		add_arg(v, n, cap, "--max-mem");
+		add_arg(v, n, cap, t->alloc_arg);
+	} else if (r->spec.memory_max) {
 		add_arg(v, n, cap, "--max-mem");
 		add_arg(v, n, cap, r->spec.memory_max);
 	}
@@ -295,7 +300,7 @@ int check_run_options(struct runner *r)
 		return 0;
 	char **argv = NULL;
 	size_t n = 0, cap = 0;
-	add_run_options(r, &argv, &n, &cap);
+	add_run_options(r, NULL, &argv, &n, &cap);
 	size_t first = n - r->spec.nrun_options, bad = 0;
 	char why[256];
 	int rc = r->o->check_run_options(argv, n, first, &bad, why, sizeof(why));
@@ -333,7 +338,7 @@ int launch(struct runner *r, struct trial *t)
 	 * say nothing */
 	if (r->step_prefix)
 		add_arg(&argv, &n, &cap, "--no-cgroup");
-	add_run_options(r, &argv, &n, &cap);
+	add_run_options(r, t, &argv, &n, &cap);
 	add_arg(&argv, &n, &cap, "--");
 	t->warm = r->prefork != NULL;
 	char **job = r->prefork ? prefork_argv(r->prefork, t->argv) : t->argv;
@@ -431,13 +436,43 @@ void queue_push(struct runner *r, struct trial *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* The retry of an OOM'd trial (cause: why it ended) with the retry_with
- * parameters halved, or for rule fit, set to the largest value the memory
- * model predicts to fit (halved when it cannot tell); false when there is
- * nothing left to change. */
+/* on_oom resize: the retry of t, which ran out of host memory, with the
+ * same values and a larger allocation (trial_allocation()); false when it
+ * had memory.max_mem already. */
+static bool make_resized(struct runner *r, const struct trial *t, struct trial *out)
+{
+	struct trial probe = *t;     /* predict_trial() fills its pred */
+	uint64_t ran_out = t->alloc_bytes ? t->alloc_bytes : r->memory_max;
+	char why[sizeof(out->note) - 32];
+	uint64_t alloc = trial_allocation(r, &probe, ran_out, why, sizeof(why));
+	if (!alloc)
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->idx = t->idx;
+	out->attempt = t->attempt + 1;
+	out->optuna_number = t->optuna_number;   /* the same configuration: told when it ends */
+	out->values = xcalloc(r->spec.ndims + 1, sizeof(char *));
+	for (size_t d = 0; d < r->spec.ndims; d++)
+		out->values[d] = xstrdup(t->values[d]);
+	out->alloc_bytes = alloc;
+	out->sized = true;
+	snprintf(out->note, sizeof(out->note), "run again after an OOM: %s", why);
+	trial_derive(r, out);
+	return true;
+}
+
+/* The retry of an OOM'd trial (cause: why it ended): with on_oom resize
+ * and host memory, the same values with a larger allocation; else (or at
+ * memory.max_mem) with the retry_with parameters halved, or for rule fit,
+ * set to the largest value the memory model predicts to fit (halved when
+ * it cannot tell); false when there is nothing left to change. */
 bool make_retry(struct runner *r, const struct trial *t, enum end_cause cause, struct trial *out)
 {
-	if (!r->spec.nretry || t->attempt >= RETRIES_MAX)
+	if (t->attempt >= RETRIES_MAX)
+		return false;
+	if (r->spec.on_oom_resize && cause != CAUSE_CUDA_OOM && make_resized(r, t, out))
+		return true;
+	if (!r->spec.nretry)
 		return false;
 	char **v = xcalloc(r->spec.ndims + 1, sizeof(char *));
 	struct strbuf what = STRBUF_INIT;
@@ -698,10 +733,20 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 	double late_value;
 	if (r->oproc && t->optuna_number >= 0)   /* too late: it ended */
 		optuna_proc_take_prune(r->oproc, t->optuna_number, &late_step, &late_value);
-	if (r->optuna_on && t->optuna_number >= 0 && !r->stop_signal && !template_died)   /* a rerun tells */
-		optuna_proc_tell_state(r->oproc, t->optuna_number, t->pruned ? OPTUNA_PRUNED :
-		                       row.status == TRIAL_OK && row.has_metric ? OPTUNA_COMPLETE : OPTUNA_FAIL,
-		                       row.metric);
+	/* an OOM's retry (made now: the model has this end), before Optuna
+	 * is told: one that runs the same configuration again tells */
+	struct trial oom_retry;
+	bool retried = row.status == TRIAL_OOM && !r->stop_signal && make_retry(r, t, cause, &oom_retry);
+	bool same_again = retried && oom_retry.optuna_number == t->optuna_number;
+	if (r->optuna_on && t->optuna_number >= 0 && !r->stop_signal && !template_died && !same_again) {
+		if (row.status == TRIAL_OOM)   /* what does not fit: the sampler learns it (optuna.md) */
+			optuna_proc_tell_memory(r->oproc, t->optuna_number, false, t->pred.peak[0],
+			                        (double)(t->alloc_bytes ? t->alloc_bytes : r->memory_max));
+		else   /* a rerun tells */
+			optuna_proc_tell_state(r->oproc, t->optuna_number, t->pruned ? OPTUNA_PRUNED :
+			                       row.status == TRIAL_OK && row.has_metric ? OPTUNA_COMPLETE : OPTUNA_FAIL,
+			                       row.metric);
+	}
 	if (!r->stop_signal)
 		r->done_count++;
 
@@ -745,14 +790,14 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 			queue_push(r, &retry);
 		}
 	}
-	if (row.status == TRIAL_OOM && !r->stop_signal && make_retry(r, t, cause, &retry)) {
+	if (retried) {
 		if (!r->o->quiet)
-			fprintf(stderr, "leakproof: trial %lld will run again: %s\n", (long long)t->idx + 1, retry.note);
+			fprintf(stderr, "leakproof: trial %lld will run again: %s\n", (long long)t->idx + 1, oom_retry.note);
 		if (r->worker) {   /* for whichever worker claims it */
-			put_pending(r, &retry);
-			trial_free(&retry);
+			put_pending(r, &oom_retry);
+			trial_free(&oom_retry);
 		} else {
-			queue_push(r, &retry);
+			queue_push(r, &oom_retry);
 		}
 	}
 }

@@ -137,7 +137,9 @@ memory: {{max: 400M}}
         assert (t["metric"] is None) == too_big
         assert 0.01 <= t["params"]["lr"] <= 0.1
     assert any(t["status"] == "ok" for t in trials)
-    # Optuna's own storage: every trial, failed ones as FAIL, never with a value
+    # Optuna's own storage: every trial; those that did not fit (oom,
+    # skipped) PRUNED with what leakproof knows of their memory, so that
+    # TPE steers away from them (optuna.md); none with a value
     db = lp.dir / ".leakproof" / "optuna.db"
     assert rep["sweep"]["optuna_storage"].endswith("optuna.db")
     out = subprocess.run(["optuna", "trials", "--storage", rep["sweep"]["optuna_storage"],
@@ -151,6 +153,9 @@ memory: {{max: 400M}}
         o = told[t["optuna_number"]]
         if t["status"] == "ok":
             assert o["state"] == "COMPLETE" and abs(o["value"] - t["metric"]) < 1e-9, o
+        elif t["status"] in ("oom", "skipped"):
+            assert o["state"] == "PRUNED" and o.get("value") is None, o
+            assert o["user_attrs"]["leakproof_memory"]["outcome"] == t["status"], o
         else:
             assert o["state"] == "FAIL" and o.get("value") is None, o
     assert db.exists() or rep["sweep"]["optuna_storage"]

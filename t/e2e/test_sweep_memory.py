@@ -137,6 +137,94 @@ on_oom: {{retry_with: {{batch_size: fit}}}}
     assert retry["predicted"]["peak_bytes"] < 160e6
 
 
+GROW = """\
+import sys, time
+import leakproof
+mib = int(sys.argv[1])
+kept = []
+for _ in range(20):          # MIB MiB, every page touched, over 20 steps
+    kept.append(bytearray(b"\\x01" * ((mib << 20) // 20)))
+    time.sleep(0.02)
+    leakproof.step()
+time.sleep(0.3)              # held, so that the peak is seen whole
+leakproof.result(loss=1.0 / mib)
+"""
+
+
+def test_on_oom_resize_gives_each_trial_the_memory_it_needs(lp):
+    # the peak is set by one parameter; trials start with memory.max (150M)
+    # and get what the model predicts, up to max_mem (600M): the one that
+    # runs out before the model knows (5 finished trials) runs again with
+    # more, the next ones start at their size, one over max_mem never runs
+    job = write(lp, "grow.py", GROW)
+    f = write(lp, "resize.yaml", f"""
+command: [{lp.py}, {job}, "{{mib}}"]
+method: grid
+metric: {{name: loss}}
+parameters:
+  mib: {{values: [40, 60, 80, 120, 200, 300, 450, 900]}}
+memory: {{max: 150M, max_mem: 600M}}
+""")
+    r = sweep(lp, f, lp.store, timeout=300)
+    assert r.rc == 0, r
+    trials = report_json(lp, lp.store)["trials"]
+    by = [(t["params"]["mib"], t["attempt"], t["status"], t["allocation_bytes"], t["note"]) for t in trials]
+    final = {}
+    for t in trials:
+        final[t["params"]["mib"]] = t
+    # every configuration that fits in max_mem ends ok; at most one OOM kill
+    assert all(final[m]["status"] == "ok" for m in (40, 60, 80, 120, 200, 300, 450)), by
+    assert sum(t["status"] == "oom" for t in trials) <= 1, by
+    # the one over max_mem never runs twice, and never ends ok
+    big = [t for t in trials if t["params"]["mib"] == 900]
+    assert len(big) <= 2 and big[-1]["status"] in ("skipped", "oom"), by
+    assert sum(t["status"] == "oom" for t in big) <= 1, by
+    # the larger ones ran with more than memory.max, each allocation said
+    mib = 1 << 20
+    for m in (300, 450):
+        t = final[m]
+        assert 150 * mib < t["allocation_bytes"] <= 600 * mib, by
+        assert t["allocation_bytes"] >= t["peak_bytes"], by
+        assert "allocation " in t["note"] and "predicted peak" in t["note"], by
+    retried = [t for t in trials if t["attempt"] > 0]
+    assert all(t["note"].startswith("run again after an OOM: allocation ") for t in retried), by
+    text = lp.cmd(["report", "--store", lp.store]).out
+    header = next(line for line in text.splitlines() if line.startswith("trial "))
+    assert " alloc " in header, text
+
+
+def test_a_trial_that_does_not_fit_is_told_to_optuna_so(lp):
+    # method optuna: an OOM'd trial (no retry) is PRUNED in Optuna's study
+    # with what leakproof knows of its memory, not FAIL (which TPE ignores)
+    optuna = pytest.importorskip("optuna")
+    job = write(lp, "grow.py", GROW)
+    f = write(lp, "tpe.yaml", f"""
+command: [{lp.py}, {job}, "{{mib}}"]
+method: optuna
+run_cap: 6
+metric: {{name: loss}}
+parameters:
+  mib: {{min: 20, max: 400}}
+memory: {{max: 250M}}
+optuna: {{sampler: RandomSampler}}
+max_consecutive_failures: 0
+seed: 3
+""")
+    r = sweep(lp, f, lp.store, "--no-skip", timeout=300)
+    assert r.rc == 0, r
+    rep = report_json(lp, lp.store)
+    oom = [t for t in rep["trials"] if t["status"] == "oom"]
+    if not oom:
+        pytest.skip(f"no trial of this seed ran out of memory: {[t['params'] for t in rep['trials']]}")
+    study = optuna.load_study(study_name=rep["sweep"]["optuna_study"], storage=rep["sweep"]["optuna_storage"])
+    told = {t.number: t for t in study.trials}
+    for t in oom:
+        ot = told[t["optuna_number"]]
+        assert ot.state == optuna.trial.TrialState.PRUNED, ot
+        assert ot.user_attrs["leakproof_memory"]["outcome"] == "oom", ot.user_attrs
+        assert ot.user_attrs["leakproof_memory"]["budget_bytes"] == 250 << 20, ot.user_attrs
+
+
 def test_max_consecutive_failures_stops_handing_out_trials(lp):
     f = write(lp, "fail.yaml", f"""
 command: [{lp.py}, -c, "import sys; sys.exit({{i}} < 100)"]
