@@ -213,7 +213,7 @@ static void worker_stopping(struct runner *r)
 		r->stop_cause = slurm_end_cause(r->slurm_job_id);
 	for (size_t i = 0; i < r->nrunning; i++) {
 		struct trial *t = &r->running[i];
-		if (t->lost)
+		if (t->lease_taken)
 			continue;
 		size_t len = strlen(t->note);
 		if (r->slurm_job_id > 0)
@@ -248,13 +248,13 @@ static void renew_leases(struct runner *r)
 	double until = wall_seconds() + r->lease_s;
 	for (size_t i = 0; i < r->nrunning; i++) {
 		struct trial *t = &r->running[i];
-		if (t->lost)
+		if (t->lease_taken)
 			continue;
 		int rc = store_trial_renew(r->st, r->sweep_id, t->idx, t->attempt, r->worker_name, until);
 		if (rc == 0) {
 			t->lease_until = until;
 		} else if (rc > 0) {
-			t->lost = true;
+			t->lease_taken = true;
 			warning("trial %lld.%lld: its lease ran out and another worker took it over: ending it here",
 			        (long long)t->idx + 1, (long long)t->attempt);
 			kill(t->pid, SIGTERM);

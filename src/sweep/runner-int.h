@@ -47,7 +47,7 @@ struct trial {
 	int gpu;                       /* the device given to it; -1 none */
 	double expected_gpu;           /* GPU bytes it is expected to need; < 0 unknown */
 	double lease_until;            /* worker: its lease (wall seconds) */
-	bool lost;                     /* worker: its lease was taken over; not ours to record */
+	bool lease_taken;              /* worker: its lease was taken over; not ours to record */
 	struct trial_prediction pred;  /* what the memory model predicted (NAN unknown) */
 	bool noted_no_skip;            /* its note says it runs despite the model (--no-skip) */
 	uint64_t alloc_bytes;          /* on_oom resize: the memory.max (--max-mem) it runs

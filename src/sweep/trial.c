@@ -600,7 +600,7 @@ static bool put_back_unstarted(struct runner *r, struct trial *t, int64_t run_id
 
 static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 {
-	if (t->lost) {   /* another worker runs it again: its row is not ours */
+	if (t->lease_taken) {   /* another worker runs it again: its row is not ours */
 		if (!r->o->quiet)
 			fprintf(stderr, "leakproof: trial %lld.%lld: its lease was lost; not recorded here\n",
 			        (long long)t->idx + 1, (long long)t->attempt);
@@ -843,7 +843,7 @@ void reap_trials(struct runner *r)
 static void report_values(struct runner *r, struct trial *t)
 {
 	const char *name = r->spec.metric_name;
-	if (t->optuna_number < 0 || t->pruned || t->lost)
+	if (t->optuna_number < 0 || t->pruned || t->lease_taken)
 		return;
 	if (t->run_id <= 0)
 		t->run_id = store_trial_run(r->st, r->sweep_id, t->idx, t->attempt);
