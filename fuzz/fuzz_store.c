@@ -89,7 +89,7 @@ static int64_t begin(struct store *st, const char *cmd)
 static void end(struct store *st, int64_t id, double duration, int64_t steps)
 {
 	struct run_end re = {
-		.ended_at = 1700000000.0 + duration, .exit_code = 0, .status = "done",
+		.ended_at = 1700000000.0 + duration, .exit_code = 0, .status = RUN_DONE,
 		.step_source = STEP_SOURCE_CHANNEL, .steps = steps, .bad_lines = 1, .peak_bytes = 400 << 20,
 		.verdict = "leak", .growth_bytes_per_step = 1 << 20,
 	};
@@ -116,7 +116,7 @@ static void build_template(void)
 	store_add_event(st, leak, 2.0, "mark", "eval");
 	store_add_event(st, leak, 3.0, "warning", "bad line");
 	int64_t seg = store_segment_begin(st, leak, 1700000003.0, 1240);
-	struct segment_end se = { .ended_at = 1700000005.0, .exit_code = -1, .exit_signal = 9, .cause = "restart" };
+	struct segment_end se = { .ended_at = 1700000005.0, .exit_code = -1, .exit_signal = 9, .cause = CAUSE_SIGNAL };
 	store_segment_end(st, leak, seg, &se);
 	end(st, leak, 6.0, 60);
 
@@ -160,7 +160,7 @@ static void build_template(void)
 		struct trial_row t = { .sweep_id = sweep, .idx = k, .attempt = 0,
 			.params = k ? "{\"lr\": 0.01}" : "{\"lr\": 0.1}", .env = "{}",
 			.argv = "[\"python3\", \"t.py\"]", .vals = k ? "0.01" : "0.1",
-			.status = k ? "running" : "done", .run_id = run, .has_metric = !k, .metric = 0.5,
+			.status = k ? TRIAL_RUNNING : TRIAL_OK, .run_id = run, .has_metric = !k, .metric = 0.5,
 			.optuna_number = -1, .started_at = 1700000100.0, .ended_at = k ? 0 : 1700000110.0 };
 		store_trial_put(st, &t);
 		store_run_set_trial(st, run, sweep, k, 0);
@@ -169,7 +169,7 @@ static void build_template(void)
 		if (!k)
 			end(st, run, 2.0, 20);
 	}
-	store_sweep_set_status(st, sweep, "done", 1700000120.0, 0);
+	store_sweep_set_status(st, sweep, SWEEP_DONE, 1700000120.0, 0);
 
 	/* 5: still running, nothing measured */
 	begin(st, "not json");
