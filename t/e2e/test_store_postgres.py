@@ -202,8 +202,12 @@ def test_run_report_ls_in_every_format_as_on_sqlite(pg, tmp_path):
     assert set(on_pg) == set(on_lite) and set(on_pg["run"]) == set(on_lite["run"]), (on_pg, on_lite)
     for key in ("status", "exit_code", "step_source", "cwd", "command"):
         assert on_pg["run"][key] == on_lite["run"][key], (key, on_pg["run"], on_lite["run"])
-    for key in ("verdict", "steps", "x_unit", "measure", "points", "restarts", "results", "limit_source"):
+    for key in ("verdict", "steps", "x_unit", "measure", "restarts", "results", "limit_source"):
         assert on_pg[key] == on_lite[key], (key, pg.describe(on_pg), pg.describe(on_lite))
+    # the points judged: the steps, but for last marks read after the job
+    # freed its memory as it ended (when they were: the machine's timing)
+    assert on_pg["steps"] - 6 <= on_pg["points"] <= on_pg["steps"], pg.describe(on_pg)
+    assert on_lite["steps"] - 6 <= on_lite["points"] <= on_lite["steps"], pg.describe(on_lite)
     assert shape(on_pg["segments"]) == shape(on_lite["segments"])
     assert shape(on_pg["top_process"]) == shape(on_lite["top_process"])
     assert on_pg["steps"] == 60 and on_pg["verdict"] == "leak", pg.describe(on_pg)
