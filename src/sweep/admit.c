@@ -317,6 +317,11 @@ uint64_t trial_allocation(struct runner *r, struct trial *t, uint64_t after_oom,
 	return (uint64_t)want;
 }
 
+uint64_t host_budget(const struct runner *r)
+{
+	return r->spec.on_oom_resize && r->memory_max_mem ? r->memory_max_mem : r->memory_max;
+}
+
 bool too_large(struct runner *r, struct trial *t, char *why, size_t whysz)
 {
 	char a[32], b[32], c[32];
@@ -324,7 +329,7 @@ bool too_large(struct runner *r, struct trial *t, char *why, size_t whysz)
 	predict_trial(r, t);
 	struct mem_pred p;
 	/* resized trials: what does not fit is what max_mem does not hold */
-	double budget = (double)(r->spec.on_oom_resize && r->memory_max_mem ? r->memory_max_mem : r->memory_max);
+	double budget = (double)host_budget(r);
 	if (budget > 0 && memmodel_predict(&r->model, MEM_HOST, t->values, &p) && p.lower_sound && p.lo > budget)
 		snprintf(why, whysz, "predicted peak %s (at least %s) is over the budget of %s",
 		         fmt_bytes(a, sizeof(a), p.point), fmt_bytes(b, sizeof(b), p.lo), fmt_bytes(c, sizeof(c), budget));

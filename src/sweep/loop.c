@@ -186,8 +186,7 @@ static bool skip_next(struct runner *r)
 	refresh_row(r, t->idx, t->attempt);
 	if (r->optuna_on && t->optuna_number >= 0)   /* what does not fit: the sampler learns it */
 		optuna_proc_tell_memory(r->oproc, t->optuna_number, true, t->pred.peak[0],
-		                        (double)(r->spec.on_oom_resize && r->memory_max_mem ? r->memory_max_mem
-		                                                                            : r->memory_max));
+		                        (double)host_budget(r));
 	r->done_count++;
 	if (!r->o->quiet) {
 		struct strbuf sb = STRBUF_INIT;

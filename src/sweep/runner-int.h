@@ -147,6 +147,9 @@ void predict_trial(struct runner *r, struct trial *t);
  * foreseen it), at most max_mem; 0 when after_oom was max_mem already.
  * why says how when the allocation is not memory.max ("" else). */
 uint64_t trial_allocation(struct runner *r, struct trial *t, uint64_t after_oom, char *why, size_t whysz);
+/* The most host memory a trial may get: memory.max_mem when trials are
+ * resized, else memory.max (0: none). */
+uint64_t host_budget(const struct runner *r);
 /* Whether t is clearly too large for the budget (host memory.max, or
  * memory.max_mem when trials are resized; or the largest GPU): its
  * predicted peak's lower bound is above it, or it is at least as large as
