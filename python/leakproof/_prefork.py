@@ -172,7 +172,6 @@ def run_trial(req, fds, files):
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD, signal.SIGUSR1, signal.SIGUSR2):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        gc.unfreeze()
         reseed()
         import io
         unbuf = bool(os.environ.get('PYTHONUNBUFFERED'))
