@@ -22,6 +22,7 @@
 #include "sweep/spec.h"
 #include "sweep/spec-int.h"
 #include "util/json.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 #define GOLDEN 0x9e3779b97f4a7c15ULL
@@ -202,30 +203,29 @@ static bool value_is_number(const struct sweep_dim *d, const char *t)
 static char *assign_json(const struct sweep_spec *s, const struct sweep_assign *a, bool env)
 {
 	struct strbuf sb = STRBUF_INIT;
-	bool first = true;
-	strbuf_addch(&sb, '{');
+	struct json_writer jw;
+	jw_init(&jw, &sb);
+	jw_object_begin(&jw, false);
 	for (size_t i = 0; i < s->ndims; i++) {
 		const struct sweep_dim *d = &s->dims[i];
 		const char *v = a->values[i];
 		if (d->is_env != env)
 			continue;
-		strbuf_addstr(&sb, first ? "" : ", ");
-		first = false;
-		strbuf_add_json_str(&sb, d->name);
-		strbuf_addstr(&sb, ": ");
 		double num;
 		const char *end;
 		if (env || !value_is_number(d, v) || !sweep_parse_number(v, &num, NULL)) {
-			strbuf_add_json_str(&sb, v);
+			jw_object_string(&jw, d->name, v);
 		} else if ((end = json_number_end(v, NULL)) && !*end) {
+			jw_object_key(&jw, d->name);
 			strbuf_addstr(&sb, v);
 		} else {        /* "+1", "007", ".5": the same number in JSON's syntax */
 			char buf[64];
 			sweep_format_double(buf, sizeof(buf), num);
+			jw_object_key(&jw, d->name);
 			strbuf_addstr(&sb, buf);
 		}
 	}
-	strbuf_addch(&sb, '}');
+	jw_end(&jw);
 	return strbuf_detach(&sb, NULL);
 }
 

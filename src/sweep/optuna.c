@@ -29,6 +29,7 @@
 
 #include "platform/spawn.h"
 #include "util/json.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 #define OPTUNA_TIMEOUT_MS 120000
@@ -142,7 +143,9 @@ static bool exact_int(double v)
 char *optuna_search_space_json(const struct sweep_spec *spec)
 {
 	struct strbuf sb = STRBUF_INIT, msg = STRBUF_INIT;
-	strbuf_addch(&sb, '{');
+	struct json_writer jw;
+	jw_init(&jw, &sb);
+	jw_object_begin(&jw, false);
 	for (size_t i = 0; i < spec->ndims; i++) {
 		const struct sweep_dim *d = &spec->dims[i];
 		char *name = dim_optuna_name(d);
@@ -156,10 +159,7 @@ char *optuna_search_space_json(const struct sweep_spec *spec)
 				goto fail;
 			}
 		}
-		if (i)
-			strbuf_addstr(&sb, ", ");
-		strbuf_add_json_str(&sb, name);
-		strbuf_addstr(&sb, ": ");
+		jw_object_object(&jw, name, false);
 		if (d->kind == DIM_RANGE && d->integer) {
 			if (!exact_int(d->min) || !exact_int(d->max)) {
 				where(spec, d, &msg);
@@ -171,9 +171,12 @@ char *optuna_search_space_json(const struct sweep_spec *spec)
 				strbuf_addf(&msg, "'%s': a log_uniform integer range needs min >= 1 (optuna)", name);
 				goto fail;
 			}
-			strbuf_addf(&sb, "{\"name\": \"IntDistribution\", \"attributes\": "
-				    "{\"log\": %s, \"step\": 1, \"low\": %.0f, \"high\": %.0f}}",
-				    d->log ? "true" : "false", d->min, d->max);
+			jw_object_string(&jw, "name", "IntDistribution");
+			jw_object_object(&jw, "attributes", false);
+			jw_object_bool(&jw, "log", d->log);
+			jw_object_intmax(&jw, "step", 1);
+			jw_object_intmax(&jw, "low", (intmax_t)d->min);
+			jw_object_intmax(&jw, "high", (intmax_t)d->max);
 		} else if (d->kind == DIM_RANGE) {
 			if (!isfinite(d->min) || !isfinite(d->max) || d->min > d->max) {
 				where(spec, d, &msg);
@@ -185,12 +188,14 @@ char *optuna_search_space_json(const struct sweep_spec *spec)
 				strbuf_addf(&msg, "'%s': a log_uniform range needs min > 0", name);
 				goto fail;
 			}
-			strbuf_addstr(&sb, "{\"name\": \"FloatDistribution\", \"attributes\": "
-				      "{\"step\": null, \"low\": ");
+			jw_object_string(&jw, "name", "FloatDistribution");
+			jw_object_object(&jw, "attributes", false);
+			jw_object_null(&jw, "step");
+			jw_object_key(&jw, "low");
 			add_json_number(&sb, d->min, true);
-			strbuf_addstr(&sb, ", \"high\": ");
+			jw_object_key(&jw, "high");
 			add_json_number(&sb, d->max, true);
-			strbuf_addf(&sb, ", \"log\": %s}}", d->log ? "true" : "false");
+			jw_object_bool(&jw, "log", d->log);
 		} else {
 			bool numbers = choices_are_numbers(d);
 			if (d->nvalues == 0) {
@@ -198,18 +203,21 @@ char *optuna_search_space_json(const struct sweep_spec *spec)
 				strbuf_addf(&msg, "'%s': no values", name);
 				goto fail;
 			}
-			strbuf_addstr(&sb, "{\"name\": \"CategoricalDistribution\", "
-				      "\"attributes\": {\"choices\": [");
+			jw_object_string(&jw, "name", "CategoricalDistribution");
+			jw_object_object(&jw, "attributes", false);
+			jw_object_array(&jw, "choices", false);
 			for (size_t k = 0; k < d->nvalues; k++) {
-				if (k)
-					strbuf_addstr(&sb, ", ");
-				if (numbers)
+				if (numbers) {
+					jw_array_item(&jw);
 					add_json_number(&sb, d->values[k].num, !d->values[k].is_int);
-				else
-					strbuf_add_json_str(&sb, d->values[k].text);
+				} else {
+					jw_array_string(&jw, d->values[k].text);
+				}
 			}
-			strbuf_addstr(&sb, "]}}");
+			jw_end(&jw);
 		}
+		jw_end(&jw);   /* attributes */
+		jw_end(&jw);   /* the distribution */
 		free(name);
 		continue;
 fail:
@@ -219,7 +227,7 @@ fail:
 		strbuf_release(&sb);
 		return NULL;
 	}
-	strbuf_addch(&sb, '}');
+	jw_end(&jw);
 	return strbuf_detach(&sb, NULL);
 }
 
@@ -588,6 +596,41 @@ static void add_json_value(struct strbuf *sb, double v)
 	strbuf_addstr(sb, buf);
 }
 
+/* Member key holding json, a JSON text already (null when NULL). */
+static void object_raw(struct json_writer *jw, const char *key, const char *json)
+{
+	jw_object_key(jw, key);
+	strbuf_addstr(jw->sb, json ? json : "null");
+}
+
+/* A request line to the co-process: {"op": OP, "number": N, ...}\n,
+ * its members between the two. */
+static void request_begin(struct json_writer *jw, struct strbuf *sb, const char *op, int64_t number)
+{
+	jw_init(jw, sb);
+	jw_object_begin(jw, false);
+	jw_object_string(jw, "op", op);
+	jw_object_intmax(jw, "number", number);
+}
+
+static void request_end(struct json_writer *jw)
+{
+	jw_end(jw);
+	strbuf_addch(jw->sb, '\n');
+}
+
+/* {"op": "ask"}: the next trial's values, please. */
+static char *ask_request(void)
+{
+	struct strbuf req = STRBUF_INIT;
+	struct json_writer jw;
+	jw_init(&jw, &req);
+	jw_object_begin(&jw, false);
+	jw_object_string(&jw, "op", "ask");
+	request_end(&jw);
+	return strbuf_detach(&req, NULL);
+}
+
 static void proc_kill(struct optuna_proc *p, int *status)
 {
 	if (p->fd >= 0)
@@ -743,26 +786,24 @@ static int proc_start(struct optuna_proc *p)
 	/* open: the first start seeds the sampler with the sweep's seed at
 	 * seq; each restart with the next one, so it does not repeat itself */
 	struct strbuf req = STRBUF_INIT, line = STRBUF_INIT;
-	strbuf_addstr(&req, "{\"op\": \"open\", \"storage\": ");
-	strbuf_add_json_str(&req, p->st.storage);
-	strbuf_addstr(&req, ", \"study\": ");
-	strbuf_add_json_str(&req, p->st.name);
-	strbuf_addf(&req, ", \"direction\": \"%s\", \"sampler\": ", p->st.maximize ? "maximize" : "minimize");
-	strbuf_add_json_str(&req, p->st.sampler && *p->st.sampler ? p->st.sampler : "TPESampler");
-	strbuf_addf(&req, ", \"sampler_kwargs\": %s, \"pruner\": ",
-	            p->st.sampler_kwargs ? p->st.sampler_kwargs : "null");
-	if (p->st.pruner)
-		strbuf_add_json_str(&req, p->st.pruner);
-	else
-		strbuf_addstr(&req, "null");
-	if (p->st.password) {
-		strbuf_addstr(&req, ", \"password\": ");
-		strbuf_add_json_str(&req, p->st.password);
-	}
-	strbuf_addf(&req, ", \"pruner_kwargs\": %s, \"seed\": %u, \"space\": %s}\n",
-	            p->st.pruner_kwargs ? p->st.pruner_kwargs : "null",
-	            (unsigned)optuna_ask_seed(p->st.seed, p->seq + (uint64_t)(p->starts - 1) * 1000003),
-	            p->space);
+	struct json_writer jw;
+	jw_init(&jw, &req);
+	jw_object_begin(&jw, false);
+	jw_object_string(&jw, "op", "open");
+	jw_object_string(&jw, "storage", p->st.storage);
+	jw_object_string(&jw, "study", p->st.name);
+	jw_object_string(&jw, "direction", p->st.maximize ? "maximize" : "minimize");
+	jw_object_string(&jw, "sampler", p->st.sampler && *p->st.sampler ? p->st.sampler : "TPESampler");
+	object_raw(&jw, "sampler_kwargs", p->st.sampler_kwargs);   /* JSON already: the sweep file's mapping */
+	jw_object_string(&jw, "pruner", p->st.pruner);
+	if (p->st.password)
+		jw_object_string(&jw, "password", p->st.password);
+	object_raw(&jw, "pruner_kwargs", p->st.pruner_kwargs);
+	jw_object_intmax(&jw, "seed",
+	                 optuna_ask_seed(p->st.seed, p->seq + (uint64_t)(p->starts - 1) * 1000003));
+	object_raw(&jw, "space", p->space);
+	jw_end(&jw);
+	strbuf_addch(&req, '\n');
 	const char *why = "it ended";
 	int got = send_line(p, strbuf_str(&req)) ? read_line(p, &line, &why) : 1;
 	strbuf_release(&req);
@@ -977,7 +1018,7 @@ int optuna_proc_ask(struct optuna_proc *p, const struct sweep_spec *spec, int64_
 {
 	out->values = NULL;
 	if (!ask_pending(p))
-		proc_send(p, xstrdup("{\"op\": \"ask\"}\n"), PEND_ASK, -1);
+		proc_send(p, ask_request(), PEND_ASK, -1);
 	struct strbuf reply = STRBUF_INIT;
 	int rc = settle(p, SETTLE_ASK, &reply);
 	if (rc == 0) {
@@ -995,7 +1036,7 @@ int optuna_proc_ask(struct optuna_proc *p, const struct sweep_spec *spec, int64_
 void optuna_proc_ask_ahead(struct optuna_proc *p)
 {
 	if (p && !ask_pending(p))
-		proc_send(p, xstrdup("{\"op\": \"ask\"}\n"), PEND_ASK, -1);
+		proc_send(p, ask_request(), PEND_ASK, -1);
 }
 
 int optuna_proc_tell(struct optuna_proc *p, int64_t number, bool ok, double value)
@@ -1008,16 +1049,18 @@ int optuna_proc_tell_state(struct optuna_proc *p, int64_t number, enum optuna_st
 	if (number < 0)
 		return error("optuna tell: bad trial number %lld", (long long)number);
 	struct strbuf req = STRBUF_INIT;
-	strbuf_addf(&req, "{\"op\": \"tell\", \"number\": %lld, ", (long long)number);
+	struct json_writer jw;
+	request_begin(&jw, &req, "tell", number);
 	if (state == OPTUNA_PRUNED) {
-		strbuf_addstr(&req, "\"state\": \"pruned\"}\n");
+		jw_object_string(&jw, "state", "pruned");
 	} else if (state == OPTUNA_COMPLETE && !isnan(value)) {
-		strbuf_addstr(&req, "\"state\": \"complete\", \"value\": ");
+		jw_object_string(&jw, "state", "complete");
+		jw_object_key(&jw, "value");
 		add_json_value(&req, value);
-		strbuf_addstr(&req, "}\n");
 	} else {
-		strbuf_addstr(&req, "\"state\": \"fail\"}\n");
+		jw_object_string(&jw, "state", "fail");
 	}
+	request_end(&jw);
 	proc_send(p, strbuf_detach(&req, NULL), PEND_TELL, number);
 	return 0;
 }
@@ -1028,13 +1071,15 @@ int optuna_proc_tell_memory(struct optuna_proc *p, int64_t number, bool skipped,
 	if (number < 0)
 		return error("optuna tell: bad trial number %lld", (long long)number);
 	struct strbuf req = STRBUF_INIT;
-	strbuf_addf(&req, "{\"op\": \"tell\", \"number\": %lld, \"state\": \"memory\", \"outcome\": \"%s\"",
-	            (long long)number, skipped ? "skipped" : "oom");
+	struct json_writer jw;
+	request_begin(&jw, &req, "tell", number);
+	jw_object_string(&jw, "state", "memory");
+	jw_object_string(&jw, "outcome", skipped ? "skipped" : "oom");
 	if (predicted_peak_bytes > 0 && isfinite(predicted_peak_bytes))
-		strbuf_addf(&req, ", \"predicted_peak_bytes\": %.0f", predicted_peak_bytes);
+		jw_object_double(&jw, "predicted_peak_bytes", round(predicted_peak_bytes));
 	if (budget_bytes > 0 && isfinite(budget_bytes))
-		strbuf_addf(&req, ", \"budget_bytes\": %.0f", budget_bytes);
-	strbuf_addstr(&req, "}\n");
+		jw_object_double(&jw, "budget_bytes", round(budget_bytes));
+	request_end(&jw);
 	proc_send(p, strbuf_detach(&req, NULL), PEND_TELL, number);
 	return 0;
 }
@@ -1045,16 +1090,20 @@ int optuna_proc_report(struct optuna_proc *p, int64_t number, const int64_t *ste
 	if (number < 0)
 		return error("optuna report: bad trial number %lld", (long long)number);
 	struct strbuf req = STRBUF_INIT;
-	strbuf_addf(&req, "{\"op\": \"report\", \"number\": %lld, \"values\": [", (long long)number);
-	size_t k = 0;
+	struct json_writer jw;
+	request_begin(&jw, &req, "report", number);
+	jw_object_array(&jw, "values", false);
 	for (size_t i = 0; i < n; i++) {
 		if (!isfinite(values[i]))
 			continue;       /* Optuna's report refuses NaN; an infinity is no help to a median */
-		strbuf_addf(&req, "%s[%lld, ", k++ ? ", " : "", (long long)steps[i]);
+		jw_array_array(&jw, false);
+		jw_array_intmax(&jw, steps[i]);
+		jw_array_item(&jw);
 		add_json_value(&req, values[i]);
-		strbuf_addch(&req, ']');
+		jw_end(&jw);
 	}
-	strbuf_addstr(&req, "]}\n");
+	jw_end(&jw);
+	request_end(&jw);
 	proc_send(p, strbuf_detach(&req, NULL), PEND_REPORT, number);
 	return 0;
 }

@@ -40,6 +40,7 @@
 
 #include "core/scan.h"
 #include "util/json.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 #define SPEC_MAX_BYTES (1024 * 1024)    /* a sweep file is a page of YAML */
@@ -902,11 +903,12 @@ static int parse_on_oom(struct ctx *c, const yaml_node_t *v)
 	return 0;
 }
 
-/* A YAML value as JSON text into sb: plain scalars that read as numbers,
- * true/false or null as those, other scalars as strings, mappings as
- * objects (string keys), sequences as arrays. For Optuna's keyword
- * arguments. -1 after a message. */
-static int yaml_json(struct ctx *c, const yaml_node_t *v, struct strbuf *sb, int depth)
+/* A YAML value as JSON, written with jw as the member key of the object
+ * open now, or (key NULL) as the next item of the array open now or the
+ * whole document: plain scalars that read as numbers, true/false or null
+ * as those, other scalars as strings, mappings as objects (string keys),
+ * sequences as arrays. For Optuna's keyword arguments. -1 after a message. */
+static int yaml_json(struct ctx *c, const yaml_node_t *v, struct json_writer *jw, const char *key, int depth)
 {
 	char shown_buf[100];
 	if (depth > 16)
@@ -915,40 +917,41 @@ static int yaml_json(struct ctx *c, const yaml_node_t *v, struct strbuf *sb, int
 		const char *t = text(v);
 		bool integer;
 		bool plain = v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-		if (plain && is_null(v))
-			strbuf_addstr(sb, "null");
-		else if (plain && (!strcmp(t, "true") || !strcmp(t, "false")))
-			strbuf_addstr(sb, t);
-		else if (plain && number_syntax(t, &integer) && t[0] != '+')
-			strbuf_addstr(sb, t);
+		bool as_is = plain && (is_null(v) || !strcmp(t, "true") || !strcmp(t, "false") ||
+		                       (number_syntax(t, &integer) && t[0] != '+'));
+		if (key)
+			jw_object_key(jw, key);
 		else
-			strbuf_add_json_str(sb, t);
+			jw_array_item(jw);
+		if (!as_is)
+			strbuf_add_json_str(jw->sb, t);
+		else
+			strbuf_addstr(jw->sb, is_null(v) ? "null" : t);
 		return 0;
 	}
 	if (v->type == YAML_SEQUENCE_NODE) {
-		strbuf_addch(sb, '[');
-		for_each_item(v, it) {
-			if (it != v->data.sequence.items.start)
-				strbuf_addstr(sb, ", ");
-			if (yaml_json(c, node(c, *it), sb, depth + 1))
+		if (key)
+			jw_object_array(jw, key, false);
+		else
+			jw_array_begin(jw, false);
+		for_each_item(v, it)
+			if (yaml_json(c, node(c, *it), jw, NULL, depth + 1))
 				return -1;
-		}
-		strbuf_addch(sb, ']');
+		jw_end(jw);
 		return 0;
 	}
-	strbuf_addch(sb, '{');
+	if (key)
+		jw_object_object(jw, key, false);
+	else
+		jw_object_begin(jw, false);
 	for_each_pair(v, p) {
 		const yaml_node_t *k = node(c, p->key);
 		if (k->type != YAML_SCALAR_NODE)
 			return fail(c, k, "keys must be strings, not %s", SHOWN(k));
-		if (p != v->data.mapping.pairs.start)
-			strbuf_addstr(sb, ", ");
-		strbuf_add_json_str(sb, text(k));
-		strbuf_addstr(sb, ": ");
-		if (yaml_json(c, node(c, p->value), sb, depth + 1))
+		if (yaml_json(c, node(c, p->value), jw, text(k), depth + 1))
 			return -1;
 	}
-	strbuf_addch(sb, '}');
+	jw_end(jw);
 	return 0;
 }
 
@@ -986,7 +989,9 @@ static int parse_optuna(struct ctx *c, const yaml_node_t *v)
 				return fail(c, val, "optuna.%s must be a mapping of keyword arguments, not %s", keys[i],
 				            SHOWN(val));
 			struct strbuf sb = STRBUF_INIT;
-			if (yaml_json(c, val, &sb, 0)) {
+			struct json_writer jw;
+			jw_init(&jw, &sb);
+			if (yaml_json(c, val, &jw, NULL, 0)) {
 				strbuf_release(&sb);
 				return -1;
 			}

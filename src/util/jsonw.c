@@ -160,6 +160,11 @@ void jw_object_key(struct json_writer *jw, const char *key)
 	member(jw, key);
 }
 
+void jw_array_item(struct json_writer *jw)
+{
+	item(jw, false);
+}
+
 void jw_array_string(struct json_writer *jw, const char *v)
 {
 	item(jw, false);

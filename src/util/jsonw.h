@@ -69,6 +69,9 @@ void jw_object_array(struct json_writer *jw, const char *key, bool lines);
 void jw_object_key(struct json_writer *jw, const char *key);
 
 /* Items of the array open now. */
+/* Start an item and leave the value to the caller, who appends exactly
+ * one JSON value to jw->sb (as jw_object_key() does for a member). */
+void jw_array_item(struct json_writer *jw);
 void jw_array_string(struct json_writer *jw, const char *v);
 void jw_array_intmax(struct json_writer *jw, intmax_t v);
 void jw_array_double(struct json_writer *jw, double v);
