@@ -375,7 +375,14 @@ def main(modules):
             return 0
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            srv.bind(path)     # a socket's path holds 107 bytes at most: a long $TMPDIR
+            # a socket's path holds 107 bytes at most, less than a long
+            # $TMPDIR (pytest's, for one): bound through a descriptor of
+            # its directory, as the stub connects
+            d = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                srv.bind('/proc/self/fd/%d/sock' % d)
+            finally:
+                os.close(d)
             srv.listen(64)
         except OSError as e:
             say('refuse: cannot listen on %s: %s' % (path, e.strerror or e))

@@ -96,8 +96,14 @@ def open_fds(but):
 def main(path, argv):
     """Run argv through the template at the socket path; never returns."""
     try:
-        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        s.connect(path)
+        # through a descriptor of the socket's directory: its path may be
+        # longer than the 107 bytes a socket's address holds
+        d = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            s.connect('/proc/self/fd/%d/%s' % (d, os.path.basename(path)))
+        finally:
+            os.close(d)
     except OSError as e:
         cold('no template at %s (%s)' % (path, e.strerror), argv)
     fds = open_fds(s.fileno())

@@ -16,12 +16,6 @@ import time
 import pytest
 from conftest import WRAPPER
 
-# Run alone: beside another test in pytest-xdist, the sweep of
-# test_a_trial_ended_with_its_template_... started its trials cold, without
-# a template (seen in 3 of 3 parallel runs, never alone): not understood
-# yet, see the closing note of the change that marked it.
-pytestmark = pytest.mark.serial
-
 DRAW = r"""
 import os, random, sys
 import numpy as np
