@@ -971,14 +971,10 @@ void store_read_sample(struct db_stmt *s, void *row)
 
 int store_load_samples(struct store *st, int64_t run_id, struct mem_sample **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT t, nprocs, rss, pss, uss, swap, cgroup, gpu, pss_exact FROM samples"
-	                       " WHERE run_id = ?1 ORDER BY t, rowid", run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), store_read_sample, NULL, n, &rc);
+	*out = store_select_rows(st, "SELECT t, nprocs, rss, pss, uss, swap, cgroup, gpu, pss_exact FROM samples"
+	                         " WHERE run_id = ?1 ORDER BY t, rowid",
+	                         run_id, sizeof(**out), store_read_sample, NULL, n, &rc);
 	return rc;
 }
 
@@ -993,14 +989,10 @@ static void read_step(struct db_stmt *s, void *row)
 
 int store_load_steps(struct store *st, int64_t run_id, struct step_rec **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT step, coalesce(epoch, -1), t, nprocs, rss, pss, uss, swap, cgroup, gpu,"
-	                       " pss_exact FROM steps WHERE run_id = ?1 ORDER BY t, rowid", run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_step, NULL, n, &rc);
+	*out = store_select_rows(st, "SELECT step, coalesce(epoch, -1), t, nprocs, rss, pss, uss, swap, cgroup, gpu,"
+	                         " pss_exact FROM steps WHERE run_id = ?1 ORDER BY t, rowid",
+	                         run_id, sizeof(**out), read_step, NULL, n, &rc);
 	return rc;
 }
 
@@ -1015,14 +1007,9 @@ static void read_metric(struct db_stmt *s, void *row)
 
 int store_load_metrics(struct store *st, int64_t run_id, struct metric_row **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT step, t, name, value FROM metrics WHERE run_id = ?1 ORDER BY t, rowid",
-	                       run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_metric, NULL, n, &rc);
+	*out = store_select_rows(st, "SELECT step, t, name, value FROM metrics WHERE run_id = ?1 ORDER BY t, rowid",
+	                         run_id, sizeof(**out), read_metric, NULL, n, &rc);
 	return rc;
 }
 
@@ -1041,14 +1028,9 @@ static void drop_events(void *rows, size_t n)
 
 int store_load_events(struct store *st, int64_t run_id, struct event_row **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT t, kind, detail FROM events WHERE run_id = ?1 ORDER BY t, rowid",
-	                       run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_event, drop_events, n, &rc);
+	*out = store_select_rows(st, "SELECT t, kind, detail FROM events WHERE run_id = ?1 ORDER BY t, rowid",
+	                         run_id, sizeof(**out), read_event, drop_events, n, &rc);
 	return rc;
 }
 
@@ -1079,14 +1061,10 @@ static void drop_census(void *rows, size_t n)
 
 int store_load_census(struct store *st, int64_t run_id, struct census_row **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT t, step, seq, type, count, bytes, holder, cost_us FROM census"
-	                       " WHERE run_id = ?1 ORDER BY t, rowid", run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_census, drop_census, n, &rc);
+	*out = store_select_rows(st, "SELECT t, step, seq, type, count, bytes, holder, cost_us FROM census"
+	                         " WHERE run_id = ?1 ORDER BY t, rowid",
+	                         run_id, sizeof(**out), read_census, drop_census, n, &rc);
 	return rc;
 }
 
@@ -1106,17 +1084,13 @@ static void read_result(struct db_stmt *s, void *row)
 
 int store_load_results(struct store *st, int64_t run_id, struct result_row **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT name, value FROM results WHERE run_id = ?1 ORDER BY name", run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_result, NULL, n, &rc);
+	*out = store_select_rows(st, "SELECT name, value FROM results WHERE run_id = ?1 ORDER BY name",
+	                         run_id, sizeof(**out), read_result, NULL, n, &rc);
 	return rc;
 }
 
-static void read_proc(struct db_stmt *s, void *row)
+void store_read_proc(struct db_stmt *s, void *row)
 {
 	struct proc_row *p = row;
 	p->pid = db_column_int(s, 0);
@@ -1144,7 +1118,7 @@ int store_top_procs(struct store *st, int64_t run_id, struct proc_row **out, siz
 		return -1;
 	db_bind_int64(s, 2, max > (size_t)INT64_MAX ? INT64_MAX : (int64_t)max);
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_proc, NULL, n, &rc);
+	*out = store_load_rows(st, s, sizeof(**out), store_read_proc, NULL, n, &rc);
 	return rc;
 }
 
@@ -1166,16 +1140,14 @@ static void read_kind(struct db_stmt *s, void *row)
 
 int store_load_kind_samples(struct store *st, int64_t run_id, struct kind_row **out, size_t *n)
 {
-	struct db_stmt *s;
+	int rc;
 	*out = NULL;
 	*n = 0;
 	if (st->version < KINDS_VERSION)
 		return 0;               /* an older store, read as it is: no kinds */
-	if (store_prepare_read(st, "SELECT t, pid, ppid, name, anon, cow, cow_base, file, shmem, gpu"
-	                       " FROM kind_samples WHERE run_id = ?1 ORDER BY t, pid", run_id, &s) < 0)
-		return -1;
-	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_kind, NULL, n, &rc);
+	*out = store_select_rows(st, "SELECT t, pid, ppid, name, anon, cow, cow_base, file, shmem, gpu"
+	                         " FROM kind_samples WHERE run_id = ?1 ORDER BY t, pid",
+	                         run_id, sizeof(**out), read_kind, NULL, n, &rc);
 	return rc;
 }
 
@@ -1203,16 +1175,12 @@ static void drop_segments(void *rows, size_t n)
 
 int store_load_segments(struct store *st, int64_t run_id, struct segment_row **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT seq, coalesce(pid, 0), started_at, coalesce(ended_at, 0),"
-	                       " coalesce(exit_code, -1), coalesce(exit_signal, 0), cause, evidence,"
-	                       " end_step, coalesce(memory_bytes, 0), restart"
-	                       " FROM segments WHERE run_id = ?1 ORDER BY seq", run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_segment, drop_segments, n, &rc);
+	*out = store_select_rows(st, "SELECT seq, coalesce(pid, 0), started_at, coalesce(ended_at, 0),"
+	                         " coalesce(exit_code, -1), coalesce(exit_signal, 0), cause, evidence,"
+	                         " end_step, coalesce(memory_bytes, 0), restart"
+	                         " FROM segments WHERE run_id = ?1 ORDER BY seq",
+	                         run_id, sizeof(**out), read_segment, drop_segments, n, &rc);
 	return rc;
 }
 
