@@ -105,9 +105,11 @@ static void bind_run_begin(struct db_stmt *s, const void *arg)
 	}
 }
 
-/* Where the supervisor's pid means it (schema 13): ?14, ?15. */
-static void bind_run_begin_where(struct db_stmt *s, const struct run_begin *rb)
+/* The same, and where the supervisor's pid means it (schema 13): ?14, ?15. */
+static void bind_run_begin_where(struct db_stmt *s, const void *arg)
 {
+	const struct run_begin *rb = arg;
+	bind_run_begin(s, rb);
 	bind_int_or_null(s, 14, u64_to_db(rb->supervisor_pidns), 0);
 	bind_text_or_null(s, 15, rb->boot_id);
 }
@@ -143,9 +145,13 @@ static void bind_int_or_null(struct db_stmt *s, int i, int64_t v, int64_t none)
 		db_bind_null(s, i);
 }
 
-static void bind_placement(struct db_stmt *s, int64_t run_id, const struct placement *p)
+struct placement_args { int64_t run_id; const struct placement *p; };
+
+static void bind_placement(struct db_stmt *s, const void *arg)
 {
-	db_bind_int64(s, 1, run_id);
+	const struct placement_args *a = arg;
+	const struct placement *p = a->p;
+	db_bind_int64(s, 1, a->run_id);
 	bind_text_or_null(s, 2, p->slurm_job_id);
 	bind_text_or_null(s, 3, p->slurm_array_job_id);
 	bind_text_or_null(s, 4, p->slurm_array_task_id);
@@ -178,44 +184,44 @@ static int64_t begin_failed(struct store *st, struct db_stmt *s, char *why, size
 	return -1;
 }
 
+/* One insert of try_run_begin(): prepare, bind with fn, step, finalize.
+ * 0, or -1 as begin_failed(). */
+static int begin_insert(struct store *st, const char *sql, void (*bind)(struct db_stmt *, const void *),
+                        const void *arg, char *why, size_t whysz)
+{
+	struct db_stmt *s;
+	if (db_prepare(st->db, sql, false, &s) != DB_OK)
+		return begin_failed(st, NULL, why, whysz);
+	bind(s, arg);
+	if (db_step(s) != DB_DONE)
+		return begin_failed(st, s, why, whysz);
+	db_finalize(s);
+	return 0;
+}
+
 /* The run, its segment 0 and its placement in one transaction: a run
  * begins whole or not at all. */
 static int64_t try_run_begin(struct store *st, const struct run_begin *rb, char *why, size_t whysz)
 {
-	struct db_stmt *s;
 	if (db_begin(st->db, true) != DB_OK)
 		return begin_failed(st, NULL, why, whysz);
 	bool where = st->version >= PIDNS_VERSION;
-	if (db_prepare(st->db, where ? "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
-	               " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex, supervisor_pid,"
-	               " supervisor_start, supervisor_pidns, boot_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
-	               " ?10, ?11, ?12, ?13, ?14, ?15)"
-	               : "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
-	               " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex, supervisor_pid,"
-	               " supervisor_start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)", false, &s) != DB_OK)
-		return begin_failed(st, NULL, why, whysz);
-	bind_run_begin(s, rb);
-	if (where)
-		bind_run_begin_where(s, rb);
-	if (db_step(s) != DB_DONE)
-		return begin_failed(st, s, why, whysz);
-	db_finalize(s);
+	if (begin_insert(st, where ? "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
+	                 " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex, supervisor_pid,"
+	                 " supervisor_start, supervisor_pidns, boot_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
+	                 " ?10, ?11, ?12, ?13, ?14, ?15)"
+	                 : "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
+	                 " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex, supervisor_pid,"
+	                 " supervisor_start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+	                 where ? bind_run_begin_where : bind_run_begin, rb, why, whysz) < 0)
+		return -1;
 	int64_t id = db_last_insert_id(st->db);
 	struct segment_begin_args sa = { id, 0, rb->started_at, rb->pid };
-	if (db_prepare(st->db, SEGMENT_INSERT_SQL, false, &s) != DB_OK)
-		return begin_failed(st, NULL, why, whysz);
-	bind_segment_begin(s, &sa);
-	if (db_step(s) != DB_DONE)
-		return begin_failed(st, s, why, whysz);
-	db_finalize(s);
-	if (rb->placement) {
-		if (db_prepare(st->db, PLACEMENT_INSERT_SQL, false, &s) != DB_OK)
-			return begin_failed(st, NULL, why, whysz);
-		bind_placement(s, id, rb->placement);
-		if (db_step(s) != DB_DONE)
-			return begin_failed(st, s, why, whysz);
-		db_finalize(s);
-	}
+	if (begin_insert(st, SEGMENT_INSERT_SQL, bind_segment_begin, &sa, why, whysz) < 0)
+		return -1;
+	struct placement_args pa = { id, rb->placement };
+	if (rb->placement && begin_insert(st, PLACEMENT_INSERT_SQL, bind_placement, &pa, why, whysz) < 0)
+		return -1;
 	if (db_commit(st->db) != DB_OK)
 		return begin_failed(st, NULL, why, whysz);
 	return id;
