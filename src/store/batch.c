@@ -38,7 +38,8 @@
 #define PUT_ROWS 50              /* samples per INSERT in a flush (500 variables, under 999) */
 #define PROC_BUF_ROWS 1024       /* per-process samples (96 bytes each) */
 
-/* The hot inserts, prepared once and reused; they stage rows (see below). */
+/* The hot inserts, prepared once and reused: those that stage rows (see
+ * below), then those a flush puts the held rows into the store with. */
 enum stmt_id {
 	STMT_SAMPLE,
 	STMT_PROC_SAMPLE,
@@ -48,6 +49,9 @@ enum stmt_id {
 	STMT_RESULT,
 	STMT_CENSUS,
 	STMT_KIND_SAMPLE,
+	STMT_PUT_SAMPLE,    /* INSERT INTO main.samples, one row; */
+	STMT_PUT_SAMPLES,   /* PUT_ROWS rows */
+	STMT_PUT_PROC,      /* INSERT INTO main.proc_samples */
 	STMT_COUNT
 };
 
@@ -68,6 +72,9 @@ static const char *const stmt_sql[STMT_COUNT] = {
 	                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	[STMT_KIND_SAMPLE] = "INSERT INTO temp.stage_kind_samples (run_id, t, pid, ppid, name, anon, cow, cow_base, file, shmem, gpu)"
 	                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	[STMT_PUT_SAMPLE] = "INSERT INTO main.samples " SAMPLE_COLUMNS,
+	/* STMT_PUT_SAMPLES: made by store_batch_open() */
+	[STMT_PUT_PROC] = "INSERT INTO main.proc_samples " PROC_SAMPLE_COLUMNS,
 };
 
 /*
@@ -108,11 +115,8 @@ struct batch {
 	struct db_stmt *copy[NSTAGED], *clear[NSTAGED];
 	struct held_sample *held;   /* samples since the last flush, oldest first; */
 	size_t nheld;               /* SAMPLE_BUF_ROWS of room, allocated at the first */
-	struct db_stmt *put_sample;   /* INSERT INTO main.samples, inside a flush: */
-	struct db_stmt *put_samples;  /* one row; PUT_ROWS rows */
 	struct held_proc *held_procs;  /* likewise for per-process samples, */
 	size_t nheld_procs;            /* PROC_BUF_ROWS of room */
-	struct db_stmt *put_proc;      /* INSERT INTO main.proc_samples */
 };
 
 static struct db_stmt *cached_stmt(struct store *st, enum stmt_id id)
@@ -183,7 +187,7 @@ int store_batch_open(struct store *st, char *why, size_t whysz)
 		if (staged[i].stmt != STMT_SAMPLE && staged[i].stmt != STMT_PROC_SAMPLE &&
 		    make_stage_table(st, i) < 0)
 			goto fail;
-	if (db_prepare(st->db, "INSERT INTO main.samples " SAMPLE_COLUMNS, true, &b->put_sample) != DB_OK)
+	if (db_prepare(st->db, stmt_sql[STMT_PUT_SAMPLE], true, &b->stmt[STMT_PUT_SAMPLE]) != DB_OK)
 		goto fail;
 	/* the same for PUT_ROWS rows at once: one statement step instead of
 	 * PUT_ROWS (a flush runs on cold caches, each step costs) */
@@ -193,8 +197,8 @@ int store_batch_open(struct store *st, char *why, size_t whysz)
 	for (int r = 0; r < PUT_ROWS; r++)
 		len += (size_t)snprintf(many + len, sizeof(many) - len, "%s(?,?,?,?,?,?,?,?,?,?)",
 		                        r ? "," : "VALUES ");
-	if (db_prepare(st->db, many, true, &b->put_samples) != DB_OK ||
-	    db_prepare(st->db, "INSERT INTO main.proc_samples " PROC_SAMPLE_COLUMNS, true, &b->put_proc) != DB_OK)
+	if (db_prepare(st->db, many, true, &b->stmt[STMT_PUT_SAMPLES]) != DB_OK ||
+	    db_prepare(st->db, stmt_sql[STMT_PUT_PROC], true, &b->stmt[STMT_PUT_PROC]) != DB_OK)
 		goto fail;
 	return 0;
 fail:
@@ -213,9 +217,6 @@ void store_batch_close(struct store *st)
 		db_finalize(b->copy[i]);
 		db_finalize(b->clear[i]);
 	}
-	db_finalize(b->put_sample);
-	db_finalize(b->put_samples);
-	db_finalize(b->put_proc);
 	free(b->held);
 	free(b->held_procs);
 	free(b);
@@ -268,71 +269,84 @@ static void bind_proc(struct db_stmt *s, const struct held_proc *h, const char *
 
 /* ---- held samples ------------------------------------------------------ */
 
-/* The held samples into main.samples, inside the flush's transaction.
- * 0, or the failing step's code (the array is kept). */
+/* The binders of a held row (samples, per-process samples), from ?1. */
+static void bind_held_sample(struct db_stmt *s, const void *row)
+{
+	bind_sample(s, 1, row);
+}
+
+static void bind_held_proc(struct db_stmt *s, const void *row)
+{
+	const struct held_proc *h = row;
+	bind_proc(s, h, h->name);
+}
+
+/* n held rows of size bytes into the store with s, one step each, inside
+ * the flush's transaction. 0, or the failing step's code. */
+static enum db_rc put_held(struct db_stmt *s, const void *rows, size_t size, size_t n,
+                           void (*bind)(struct db_stmt *, const void *))
+{
+	for (size_t i = 0; i < n; i++) {
+		bind(s, (const char *)rows + i * size);
+		enum db_rc rc = db_step_done(s);
+		if (rc != DB_OK)
+			return rc;
+	}
+	return DB_OK;
+}
+
+/* The held samples into main.samples, PUT_ROWS to a step, the rest one by
+ * one. 0, or the failing step's code (the array is kept). */
 static enum db_rc put_held_samples(struct batch *b)
 {
 	size_t i = 0;
 	for (; i + PUT_ROWS <= b->nheld; i += PUT_ROWS) {
 		for (int r = 0; r < PUT_ROWS; r++)
-			bind_sample(b->put_samples, 1 + 10 * r, &b->held[i + (size_t)r]);
-		enum db_rc rc = db_step_done(b->put_samples);
+			bind_sample(b->stmt[STMT_PUT_SAMPLES], 1 + 10 * r, &b->held[i + (size_t)r]);
+		enum db_rc rc = db_step_done(b->stmt[STMT_PUT_SAMPLES]);
 		if (rc != DB_OK)
 			return rc;
 	}
-	for (; i < b->nheld; i++) {
-		bind_sample(b->put_sample, 1, &b->held[i]);
-		enum db_rc rc = db_step_done(b->put_sample);
-		if (rc != DB_OK)
-			return rc;
-	}
-	return DB_OK;
+	return put_held(b->stmt[STMT_PUT_SAMPLE], b->held + i, sizeof(*b->held), b->nheld - i, bind_held_sample);
 }
 
-/* The held samples into temp.stage_samples, in one transaction of the temp
- * database alone (no lock on the store), after those staged before them;
- * the array is emptied whatever happens. 0, or -1 after the message. */
+/* The held per-process samples into main.proc_samples, the same way. */
+static enum db_rc put_held_procs(struct batch *b)
+{
+	return put_held(b->stmt[STMT_PUT_PROC], b->held_procs, sizeof(*b->held_procs), b->nheld_procs,
+	                bind_held_proc);
+}
+
+/* *n held rows of size bytes into their stage (the staging insert id), in
+ * one transaction of the temp database alone (no lock on the store), after
+ * the rows staged before them; *n is 0 after, whatever happens. 0, or -1
+ * after the message, which says what. */
+static int stage_held(struct store *st, enum stmt_id id, const char *what, const void *rows, size_t size,
+                      size_t *n, void (*bind)(struct db_stmt *, const void *))
+{
+	struct db_stmt *s = held_stage_stmt(st, id, what);
+	int r = s && db_exec(st->db, "SAVEPOINT stage_held") == DB_OK ? 0 : store_write_error(st, what);
+	for (size_t i = 0; r == 0 && i < *n; i++) {
+		bind(s, (const char *)rows + i * size);
+		r = step_insert(st, s, what);
+	}
+	if (s)
+		db_exec(st->db, "RELEASE stage_held");   /* what went in stays */
+	*n = 0;
+	return r;
+}
+
 static int stage_held_samples(struct store *st)
 {
 	struct batch *b = st->batch;
-	struct db_stmt *s = held_stage_stmt(st, STMT_SAMPLE, "a sample");
-	int r = s && db_exec(st->db, "SAVEPOINT stage_samples") == DB_OK ? 0 : store_write_error(st, "a sample");
-	for (size_t i = 0; r == 0 && i < b->nheld; i++) {
-		bind_sample(s, 1, &b->held[i]);
-		r = step_insert(st, s, "a sample");
-	}
-	if (s)
-		db_exec(st->db, "RELEASE stage_samples");   /* what went in stays */
-	b->nheld = 0;
-	return r;
+	return stage_held(st, STMT_SAMPLE, "a sample", b->held, sizeof(*b->held), &b->nheld, bind_held_sample);
 }
 
-/* As put_held_samples(), for the held per-process samples. */
-static enum db_rc put_held_procs(struct batch *b)
-{
-	for (size_t i = 0; i < b->nheld_procs; i++) {
-		bind_proc(b->put_proc, &b->held_procs[i], b->held_procs[i].name);
-		enum db_rc rc = db_step_done(b->put_proc);
-		if (rc != DB_OK)
-			return rc;
-	}
-	return DB_OK;
-}
-
-/* As stage_held_samples(), for the held per-process samples. */
 static int stage_held_procs(struct store *st)
 {
 	struct batch *b = st->batch;
-	struct db_stmt *s = held_stage_stmt(st, STMT_PROC_SAMPLE, "a process sample");
-	int r = s && db_exec(st->db, "SAVEPOINT stage_procs") == DB_OK ? 0 : store_write_error(st, "a process sample");
-	for (size_t i = 0; r == 0 && i < b->nheld_procs; i++) {
-		bind_proc(s, &b->held_procs[i], b->held_procs[i].name);
-		r = step_insert(st, s, "a process sample");
-	}
-	if (s)
-		db_exec(st->db, "RELEASE stage_procs");
-	b->nheld_procs = 0;
-	return r;
+	return stage_held(st, STMT_PROC_SAMPLE, "a process sample", b->held_procs, sizeof(*b->held_procs),
+	                  &b->nheld_procs, bind_held_proc);
 }
 
 /* ---- flush ------------------------------------------------------------- */
@@ -410,6 +424,17 @@ int batch_flush(struct store *st)
 
 /* ---- adding rows ------------------------------------------------------- */
 
+/* The staging insert id with run_id bound to ?1, for a row of run_id: NULL
+ * after the message (a read-only store, a statement that cannot be made). */
+static struct db_stmt *stage_row(struct store *st, enum stmt_id id, int64_t run_id)
+{
+	struct db_stmt *s;
+	if (store_check_writable(st) < 0 || !(s = cached_stmt(st, id)))
+		return NULL;
+	db_bind_int64(s, 1, run_id);
+	return s;
+}
+
 int store_add_sample(struct store *st, int64_t run_id, const struct mem_sample *m)
 {
 	if (store_check_writable(st) < 0)
@@ -455,10 +480,9 @@ int store_add_proc_sample(struct store *st, int64_t run_id, double t, int pid, i
 
 int store_add_kind_sample(struct store *st, int64_t run_id, const struct kind_row *k)
 {
-	struct db_stmt *s;
-	if (store_check_writable(st) < 0 || !(s = cached_stmt(st, STMT_KIND_SAMPLE)))
+	struct db_stmt *s = stage_row(st, STMT_KIND_SAMPLE, run_id);
+	if (!s)
 		return -1;
-	db_bind_int64(s, 1, run_id);
 	db_bind_double(s, 2, k->t);
 	db_bind_int64(s, 3, k->pid);
 	db_bind_int64(s, 4, k->ppid);
@@ -474,10 +498,9 @@ int store_add_kind_sample(struct store *st, int64_t run_id, const struct kind_ro
 
 int store_add_step(struct store *st, int64_t run_id, const struct step_rec *r)
 {
-	struct db_stmt *s;
-	if (store_check_writable(st) < 0 || !(s = cached_stmt(st, STMT_STEP)))
+	struct db_stmt *s = stage_row(st, STMT_STEP, run_id);
+	if (!s)
 		return -1;
-	db_bind_int64(s, 1, run_id);
 	db_bind_int64(s, 2, r->step);
 	if (r->epoch >= 0)
 		db_bind_int64(s, 3, r->epoch);
@@ -491,10 +514,9 @@ int store_add_step(struct store *st, int64_t run_id, const struct step_rec *r)
 int store_add_metric(struct store *st, int64_t run_id, int64_t step, double t,
                      const char *name, double value)
 {
-	struct db_stmt *s;
-	if (store_check_writable(st) < 0 || !(s = cached_stmt(st, STMT_METRIC)))
+	struct db_stmt *s = stage_row(st, STMT_METRIC, run_id);
+	if (!s)
 		return -1;
-	db_bind_int64(s, 1, run_id);
 	db_bind_int64(s, 2, step);
 	db_bind_double(s, 3, t);
 	db_bind_text(s, 4, name ? name : "");
@@ -505,10 +527,9 @@ int store_add_metric(struct store *st, int64_t run_id, int64_t step, double t,
 int store_add_event(struct store *st, int64_t run_id, double t, const char *kind,
                     const char *detail)
 {
-	struct db_stmt *s;
-	if (store_check_writable(st) < 0 || !(s = cached_stmt(st, STMT_EVENT)))
+	struct db_stmt *s = stage_row(st, STMT_EVENT, run_id);
+	if (!s)
 		return -1;
-	db_bind_int64(s, 1, run_id);
 	db_bind_double(s, 2, t);
 	db_bind_text(s, 3, kind ? kind : "");
 	db_bind_text(s, 4, detail);
@@ -517,10 +538,9 @@ int store_add_event(struct store *st, int64_t run_id, double t, const char *kind
 
 int store_add_result(struct store *st, int64_t run_id, const char *name, double value)
 {
-	struct db_stmt *s;
-	if (store_check_writable(st) < 0 || !(s = cached_stmt(st, STMT_RESULT)))
+	struct db_stmt *s = stage_row(st, STMT_RESULT, run_id);
+	if (!s)
 		return -1;
-	db_bind_int64(s, 1, run_id);
 	db_bind_text(s, 2, name ? name : "");
 	db_bind_double(s, 3, value);
 	return step_insert(st, s, "a result");
@@ -528,10 +548,9 @@ int store_add_result(struct store *st, int64_t run_id, const char *name, double 
 
 int store_add_census(struct store *st, int64_t run_id, const struct census_row *r)
 {
-	struct db_stmt *s;
-	if (store_check_writable(st) < 0 || !(s = cached_stmt(st, STMT_CENSUS)))
+	struct db_stmt *s = stage_row(st, STMT_CENSUS, run_id);
+	if (!s)
 		return -1;
-	db_bind_int64(s, 1, run_id);
 	db_bind_double(s, 2, r->t);
 	if (r->step >= 0)
 		db_bind_int64(s, 3, r->step);

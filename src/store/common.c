@@ -142,3 +142,13 @@ void *store_load_rows(struct store *st, struct db_stmt *s, size_t size,
 	*rc = 0;
 	return v;
 }
+
+void *store_select_rows(struct store *st, const char *sql, int64_t run_id, size_t size,
+                        void (*read)(struct db_stmt *, void *), void (*drop)(void *, size_t),
+                        size_t *n, int *rc)
+{
+	struct db_stmt *s;
+	*n = 0;
+	*rc = store_prepare_read(st, sql, run_id, &s);
+	return *rc < 0 ? NULL : store_load_rows(st, s, size, read, drop, n, rc);
+}

@@ -122,10 +122,19 @@ int store_prepare_read(struct store *st, const char *sql, int64_t run_id, struct
 void *store_load_rows(struct store *st, struct db_stmt *s, size_t size,
                       void (*read)(struct db_stmt *, void *), void (*drop)(void *, size_t),
                       size_t *n, int *rc);
+/* store_prepare_read() and store_load_rows() in one: the rows of sql with
+ * run_id bound to ?1 (NULL, *n 0 and *rc -1 after a message when it cannot
+ * be prepared). */
+void *store_select_rows(struct store *st, const char *sql, int64_t run_id, size_t size,
+                        void (*read)(struct db_stmt *, void *), void (*drop)(void *, size_t),
+                        size_t *n, int *rc);
 
 /* store_load_rows' reader of a struct mem_sample from
  * "SELECT t, nprocs, rss, pss, uss, swap, cgroup, gpu, pss_exact" (runs.c). */
 void store_read_sample(struct db_stmt *s, void *row);
+/* Its reader of a struct proc_row from
+ * "SELECT pid, ppid, name, rss, pss, uss, swap, gpu, t" (runs.c). */
+void store_read_proc(struct db_stmt *s, void *row);
 
 /* ---- runs.c -------------------------------------------------------------- */
 

@@ -15,12 +15,6 @@
 #include "store/internal.h"
 #include "util/util.h"
 
-static uint64_t col_u64(struct db_stmt *s, int i)
-{
-	int64_t v = db_column_int64(s, i);
-	return v > 0 ? (uint64_t)v : 0;
-}
-
 static void read_live_run(struct db_stmt *s, void *row)
 {
 	struct live_run *r = row;
@@ -65,30 +59,12 @@ int store_live_tail(struct store *st, int64_t run_id, double after_t, size_t max
 	return 0;
 }
 
-static void read_proc(struct db_stmt *s, void *row)
-{
-	struct proc_row *p = row;
-	p->pid = db_column_int(s, 0);
-	p->ppid = db_column_int(s, 1);
-	col_strcpy(s, 2, p->name, sizeof(p->name));
-	p->rss = col_u64(s, 3);
-	p->pss = col_u64(s, 4);
-	p->uss = col_u64(s, 5);
-	p->swap = col_u64(s, 6);
-	p->gpu = col_u64(s, 7);
-	p->t = db_column_double(s, 8);
-}
-
 int store_live_procs(struct store *st, int64_t run_id, struct proc_row **out, size_t *n)
 {
-	struct db_stmt *s;
 	int rc;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT pid, ppid, name, rss, pss, uss, swap, gpu, t FROM proc_samples"
-	                           " WHERE run_id = ?1 AND t = (SELECT max(t) FROM proc_samples WHERE run_id = ?1)"
-	                           " ORDER BY pss DESC, pid", run_id, &s) < 0)
-		return -1;
-	*out = store_load_rows(st, s, sizeof(**out), read_proc, NULL, n, &rc);
+	*out = store_select_rows(st, "SELECT pid, ppid, name, rss, pss, uss, swap, gpu, t FROM proc_samples"
+	                         " WHERE run_id = ?1 AND t = (SELECT max(t) FROM proc_samples WHERE run_id = ?1)"
+	                         " ORDER BY pss DESC, pid",
+	                         run_id, sizeof(**out), store_read_proc, NULL, n, &rc);
 	return rc;
 }

@@ -105,9 +105,11 @@ static void bind_run_begin(struct db_stmt *s, const void *arg)
 	}
 }
 
-/* Where the supervisor's pid means it (schema 13): ?14, ?15. */
-static void bind_run_begin_where(struct db_stmt *s, const struct run_begin *rb)
+/* The same, and where the supervisor's pid means it (schema 13): ?14, ?15. */
+static void bind_run_begin_where(struct db_stmt *s, const void *arg)
 {
+	const struct run_begin *rb = arg;
+	bind_run_begin(s, rb);
 	bind_int_or_null(s, 14, u64_to_db(rb->supervisor_pidns), 0);
 	bind_text_or_null(s, 15, rb->boot_id);
 }
@@ -143,9 +145,13 @@ static void bind_int_or_null(struct db_stmt *s, int i, int64_t v, int64_t none)
 		db_bind_null(s, i);
 }
 
-static void bind_placement(struct db_stmt *s, int64_t run_id, const struct placement *p)
+struct placement_args { int64_t run_id; const struct placement *p; };
+
+static void bind_placement(struct db_stmt *s, const void *arg)
 {
-	db_bind_int64(s, 1, run_id);
+	const struct placement_args *a = arg;
+	const struct placement *p = a->p;
+	db_bind_int64(s, 1, a->run_id);
 	bind_text_or_null(s, 2, p->slurm_job_id);
 	bind_text_or_null(s, 3, p->slurm_array_job_id);
 	bind_text_or_null(s, 4, p->slurm_array_task_id);
@@ -178,44 +184,44 @@ static int64_t begin_failed(struct store *st, struct db_stmt *s, char *why, size
 	return -1;
 }
 
+/* One insert of try_run_begin(): prepare, bind with fn, step, finalize.
+ * 0, or -1 as begin_failed(). */
+static int begin_insert(struct store *st, const char *sql, void (*bind)(struct db_stmt *, const void *),
+                        const void *arg, char *why, size_t whysz)
+{
+	struct db_stmt *s;
+	if (db_prepare(st->db, sql, false, &s) != DB_OK)
+		return begin_failed(st, NULL, why, whysz);
+	bind(s, arg);
+	if (db_step(s) != DB_DONE)
+		return begin_failed(st, s, why, whysz);
+	db_finalize(s);
+	return 0;
+}
+
 /* The run, its segment 0 and its placement in one transaction: a run
  * begins whole or not at all. */
 static int64_t try_run_begin(struct store *st, const struct run_begin *rb, char *why, size_t whysz)
 {
-	struct db_stmt *s;
 	if (db_begin(st->db, true) != DB_OK)
 		return begin_failed(st, NULL, why, whysz);
 	bool where = st->version >= PIDNS_VERSION;
-	if (db_prepare(st->db, where ? "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
-	               " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex, supervisor_pid,"
-	               " supervisor_start, supervisor_pidns, boot_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
-	               " ?10, ?11, ?12, ?13, ?14, ?15)"
-	               : "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
-	               " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex, supervisor_pid,"
-	               " supervisor_start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)", false, &s) != DB_OK)
-		return begin_failed(st, NULL, why, whysz);
-	bind_run_begin(s, rb);
-	if (where)
-		bind_run_begin_where(s, rb);
-	if (db_step(s) != DB_DONE)
-		return begin_failed(st, s, why, whysz);
-	db_finalize(s);
+	if (begin_insert(st, where ? "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
+	                 " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex, supervisor_pid,"
+	                 " supervisor_start, supervisor_pidns, boot_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
+	                 " ?10, ?11, ?12, ?13, ?14, ?15)"
+	                 : "INSERT INTO runs (started_at, command, cwd, hostname, measure, interval_ns,"
+	                 " limit_bytes, limit_source, mem_total_bytes, cgroup_mode, step_regex, supervisor_pid,"
+	                 " supervisor_start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+	                 where ? bind_run_begin_where : bind_run_begin, rb, why, whysz) < 0)
+		return -1;
 	int64_t id = db_last_insert_id(st->db);
 	struct segment_begin_args sa = { id, 0, rb->started_at, rb->pid };
-	if (db_prepare(st->db, SEGMENT_INSERT_SQL, false, &s) != DB_OK)
-		return begin_failed(st, NULL, why, whysz);
-	bind_segment_begin(s, &sa);
-	if (db_step(s) != DB_DONE)
-		return begin_failed(st, s, why, whysz);
-	db_finalize(s);
-	if (rb->placement) {
-		if (db_prepare(st->db, PLACEMENT_INSERT_SQL, false, &s) != DB_OK)
-			return begin_failed(st, NULL, why, whysz);
-		bind_placement(s, id, rb->placement);
-		if (db_step(s) != DB_DONE)
-			return begin_failed(st, s, why, whysz);
-		db_finalize(s);
-	}
+	if (begin_insert(st, SEGMENT_INSERT_SQL, bind_segment_begin, &sa, why, whysz) < 0)
+		return -1;
+	struct placement_args pa = { id, rb->placement };
+	if (rb->placement && begin_insert(st, PLACEMENT_INSERT_SQL, bind_placement, &pa, why, whysz) < 0)
+		return -1;
 	if (db_commit(st->db) != DB_OK)
 		return begin_failed(st, NULL, why, whysz);
 	return id;
@@ -971,14 +977,10 @@ void store_read_sample(struct db_stmt *s, void *row)
 
 int store_load_samples(struct store *st, int64_t run_id, struct mem_sample **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT t, nprocs, rss, pss, uss, swap, cgroup, gpu, pss_exact FROM samples"
-	                       " WHERE run_id = ?1 ORDER BY t, rowid", run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), store_read_sample, NULL, n, &rc);
+	*out = store_select_rows(st, "SELECT t, nprocs, rss, pss, uss, swap, cgroup, gpu, pss_exact FROM samples"
+	                         " WHERE run_id = ?1 ORDER BY t, rowid",
+	                         run_id, sizeof(**out), store_read_sample, NULL, n, &rc);
 	return rc;
 }
 
@@ -993,14 +995,10 @@ static void read_step(struct db_stmt *s, void *row)
 
 int store_load_steps(struct store *st, int64_t run_id, struct step_rec **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT step, coalesce(epoch, -1), t, nprocs, rss, pss, uss, swap, cgroup, gpu,"
-	                       " pss_exact FROM steps WHERE run_id = ?1 ORDER BY t, rowid", run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_step, NULL, n, &rc);
+	*out = store_select_rows(st, "SELECT step, coalesce(epoch, -1), t, nprocs, rss, pss, uss, swap, cgroup, gpu,"
+	                         " pss_exact FROM steps WHERE run_id = ?1 ORDER BY t, rowid",
+	                         run_id, sizeof(**out), read_step, NULL, n, &rc);
 	return rc;
 }
 
@@ -1015,14 +1013,9 @@ static void read_metric(struct db_stmt *s, void *row)
 
 int store_load_metrics(struct store *st, int64_t run_id, struct metric_row **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT step, t, name, value FROM metrics WHERE run_id = ?1 ORDER BY t, rowid",
-	                       run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_metric, NULL, n, &rc);
+	*out = store_select_rows(st, "SELECT step, t, name, value FROM metrics WHERE run_id = ?1 ORDER BY t, rowid",
+	                         run_id, sizeof(**out), read_metric, NULL, n, &rc);
 	return rc;
 }
 
@@ -1041,14 +1034,9 @@ static void drop_events(void *rows, size_t n)
 
 int store_load_events(struct store *st, int64_t run_id, struct event_row **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT t, kind, detail FROM events WHERE run_id = ?1 ORDER BY t, rowid",
-	                       run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_event, drop_events, n, &rc);
+	*out = store_select_rows(st, "SELECT t, kind, detail FROM events WHERE run_id = ?1 ORDER BY t, rowid",
+	                         run_id, sizeof(**out), read_event, drop_events, n, &rc);
 	return rc;
 }
 
@@ -1079,14 +1067,10 @@ static void drop_census(void *rows, size_t n)
 
 int store_load_census(struct store *st, int64_t run_id, struct census_row **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT t, step, seq, type, count, bytes, holder, cost_us FROM census"
-	                       " WHERE run_id = ?1 ORDER BY t, rowid", run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_census, drop_census, n, &rc);
+	*out = store_select_rows(st, "SELECT t, step, seq, type, count, bytes, holder, cost_us FROM census"
+	                         " WHERE run_id = ?1 ORDER BY t, rowid",
+	                         run_id, sizeof(**out), read_census, drop_census, n, &rc);
 	return rc;
 }
 
@@ -1106,17 +1090,13 @@ static void read_result(struct db_stmt *s, void *row)
 
 int store_load_results(struct store *st, int64_t run_id, struct result_row **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT name, value FROM results WHERE run_id = ?1 ORDER BY name", run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_result, NULL, n, &rc);
+	*out = store_select_rows(st, "SELECT name, value FROM results WHERE run_id = ?1 ORDER BY name",
+	                         run_id, sizeof(**out), read_result, NULL, n, &rc);
 	return rc;
 }
 
-static void read_proc(struct db_stmt *s, void *row)
+void store_read_proc(struct db_stmt *s, void *row)
 {
 	struct proc_row *p = row;
 	p->pid = db_column_int(s, 0);
@@ -1144,7 +1124,7 @@ int store_top_procs(struct store *st, int64_t run_id, struct proc_row **out, siz
 		return -1;
 	db_bind_int64(s, 2, max > (size_t)INT64_MAX ? INT64_MAX : (int64_t)max);
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_proc, NULL, n, &rc);
+	*out = store_load_rows(st, s, sizeof(**out), store_read_proc, NULL, n, &rc);
 	return rc;
 }
 
@@ -1166,16 +1146,14 @@ static void read_kind(struct db_stmt *s, void *row)
 
 int store_load_kind_samples(struct store *st, int64_t run_id, struct kind_row **out, size_t *n)
 {
-	struct db_stmt *s;
+	int rc;
 	*out = NULL;
 	*n = 0;
 	if (st->version < KINDS_VERSION)
 		return 0;               /* an older store, read as it is: no kinds */
-	if (store_prepare_read(st, "SELECT t, pid, ppid, name, anon, cow, cow_base, file, shmem, gpu"
-	                       " FROM kind_samples WHERE run_id = ?1 ORDER BY t, pid", run_id, &s) < 0)
-		return -1;
-	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_kind, NULL, n, &rc);
+	*out = store_select_rows(st, "SELECT t, pid, ppid, name, anon, cow, cow_base, file, shmem, gpu"
+	                         " FROM kind_samples WHERE run_id = ?1 ORDER BY t, pid",
+	                         run_id, sizeof(**out), read_kind, NULL, n, &rc);
 	return rc;
 }
 
@@ -1203,16 +1181,12 @@ static void drop_segments(void *rows, size_t n)
 
 int store_load_segments(struct store *st, int64_t run_id, struct segment_row **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT seq, coalesce(pid, 0), started_at, coalesce(ended_at, 0),"
-	                       " coalesce(exit_code, -1), coalesce(exit_signal, 0), cause, evidence,"
-	                       " end_step, coalesce(memory_bytes, 0), restart"
-	                       " FROM segments WHERE run_id = ?1 ORDER BY seq", run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_segment, drop_segments, n, &rc);
+	*out = store_select_rows(st, "SELECT seq, coalesce(pid, 0), started_at, coalesce(ended_at, 0),"
+	                         " coalesce(exit_code, -1), coalesce(exit_signal, 0), cause, evidence,"
+	                         " end_step, coalesce(memory_bytes, 0), restart"
+	                         " FROM segments WHERE run_id = ?1 ORDER BY seq",
+	                         run_id, sizeof(**out), read_segment, drop_segments, n, &rc);
 	return rc;
 }
 

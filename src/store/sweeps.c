@@ -241,6 +241,47 @@ int store_trial_put(struct store *st, const struct trial_row *t)
 	return finish(st, s, "record a trial");
 }
 
+static void read_trial(struct db_stmt *s, void *row)
+{
+	struct trial_row *t = row;
+	t->sweep_id = db_column_int64(s, 0);
+	t->idx = db_column_int64(s, 1);
+	t->attempt = db_column_int64(s, 2);
+	t->params = col_strdup(s, 3);
+	t->env = col_strdup(s, 4);
+	t->argv = col_strdup(s, 5);
+	t->status = trial_status_parse(db_column_text(s, 6));
+	t->cause = cause_read(db_column_text(s, 7));
+	t->note = col_strdup(s, 8);
+	t->run_id = db_column_int64(s, 9);
+	t->metric = col_num(s, 10);
+	t->has_metric = isfinite(t->metric);
+	t->optuna_number = db_column_int64(s, 11);
+	t->started_at = db_column_double(s, 12);
+	t->ended_at = db_column_double(s, 13);
+	t->verdict = col_strdup(s, 14);
+	t->growth_bytes_per_step = col_num(s, 15);
+	for (int i = 0; i < 5; i++)
+		t->q[i] = col_num(s, 16 + i);
+	t->steps_per_second = col_num(s, 21);
+	t->peak_bytes = (uint64_t)db_column_int64(s, 22);
+	t->steps = db_column_int64(s, 23);
+	t->vals = col_strdup(s, 24);
+	t->gpu_peak_bytes = (uint64_t)db_column_int64(s, 25);
+	t->worker = col_strdup(s, 26);
+	t->lease_until = db_column_double(s, 27);
+	t->slurm_job = db_column_int64(s, 28);
+	t->slurm_task = db_column_int64(s, 29);
+	t->host = col_strdup(s, 30);
+	t->judge_version = db_column_int(s, 31);
+	t->limit_bytes = db_to_u64(db_column_int64(s, 32));
+}
+
+static void drop_trials(void *rows, size_t n)
+{
+	trial_rows_free(rows, n);
+}
+
 /* Trials of a sweep, all of them (idx < 0) or one attempt. */
 static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t attempt,
                        struct trial_row **out, size_t *n)
@@ -271,58 +312,9 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 		db_bind_int64(s, 2, idx);
 		db_bind_int64(s, 3, attempt);
 	}
-	struct trial_row *v = NULL;
-	size_t len = 0, cap = 0;
 	int rc;
-	while ((rc = db_step(s)) == DB_ROW) {
-		if (len == cap) {
-			cap = cap ? 2 * cap : 64;
-			v = xrealloc(v, cap * sizeof(*v));
-		}
-		struct trial_row *t = &v[len++];
-		memset(t, 0, sizeof(*t));
-		t->sweep_id = db_column_int64(s, 0);
-		t->idx = db_column_int64(s, 1);
-		t->attempt = db_column_int64(s, 2);
-		t->params = col_strdup(s, 3);
-		t->env = col_strdup(s, 4);
-		t->argv = col_strdup(s, 5);
-		t->status = trial_status_parse(db_column_text(s, 6));
-		t->cause = cause_read(db_column_text(s, 7));
-		t->note = col_strdup(s, 8);
-		t->run_id = db_column_int64(s, 9);
-		t->metric = col_num(s, 10);
-		t->has_metric = isfinite(t->metric);
-		t->optuna_number = db_column_int64(s, 11);
-		t->started_at = db_column_double(s, 12);
-		t->ended_at = db_column_double(s, 13);
-		t->verdict = col_strdup(s, 14);
-		t->growth_bytes_per_step = col_num(s, 15);
-		for (int i = 0; i < 5; i++)
-			t->q[i] = col_num(s, 16 + i);
-		t->steps_per_second = col_num(s, 21);
-		t->peak_bytes = (uint64_t)db_column_int64(s, 22);
-		t->steps = db_column_int64(s, 23);
-		t->vals = col_strdup(s, 24);
-		t->gpu_peak_bytes = (uint64_t)db_column_int64(s, 25);
-		t->worker = col_strdup(s, 26);
-		t->lease_until = db_column_double(s, 27);
-		t->slurm_job = db_column_int64(s, 28);
-		t->slurm_task = db_column_int64(s, 29);
-		t->host = col_strdup(s, 30);
-		t->judge_version = db_column_int(s, 31);
-		t->limit_bytes = db_to_u64(db_column_int64(s, 32));
-	}
-	if (rc != DB_DONE) {
-		sweep_error(st, "read the trials");
-		db_finalize(s);
-		trial_rows_free(v, len);
-		return -1;
-	}
-	db_finalize(s);
-	*out = v;
-	*n = len;
-	return 0;
+	*out = store_load_rows(st, s, sizeof(**out), read_trial, drop_trials, n, &rc);
+	return rc;
 }
 
 int store_load_trials(struct store *st, int64_t sweep_id, struct trial_row **out, size_t *n)

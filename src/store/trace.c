@@ -201,14 +201,10 @@ void trace_site_rows_free(struct trace_site_row *rows, size_t n)
 
 int store_trace_load_sites(struct store *st, int64_t run_id, struct trace_site_row **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT site, kind, frames, python, symbols, coalesce(live, 0), coalesce(allocs, 0),"
-	                       " coalesce(frees, 0) FROM trace_sites WHERE run_id = ?1 ORDER BY site", run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_trace_site, drop_trace_sites, n, &rc);
+	*out = store_select_rows(st, "SELECT site, kind, frames, python, symbols, coalesce(live, 0), coalesce(allocs, 0),"
+	                         " coalesce(frees, 0) FROM trace_sites WHERE run_id = ?1 ORDER BY site",
+	                         run_id, sizeof(**out), read_trace_site, drop_trace_sites, n, &rc);
 	return rc;
 }
 
@@ -224,13 +220,8 @@ static void read_trace_live(struct db_stmt *s, void *row)
 
 int store_trace_load_live(struct store *st, int64_t run_id, struct trace_live_row **out, size_t *n)
 {
-	struct db_stmt *s;
-	*out = NULL;
-	*n = 0;
-	if (store_prepare_read(st, "SELECT t, site, step, live FROM trace_live WHERE run_id = ?1 ORDER BY t, site",
-	                       run_id, &s) < 0)
-		return -1;
 	int rc;
-	*out = store_load_rows(st, s, sizeof(**out), read_trace_live, NULL, n, &rc);
+	*out = store_select_rows(st, "SELECT t, site, step, live FROM trace_live WHERE run_id = ?1 ORDER BY t, site",
+	                         run_id, sizeof(**out), read_trace_live, NULL, n, &rc);
 	return rc;
 }
