@@ -70,16 +70,17 @@ int cmd_judge(int argc, char **argv);
 int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*
  * What `run` and `attach` read alike (a job watched: one run starts, or
- * one already running): the supervisor's options, and --store, --max-mem
+ * one already running): the supervisor's options, --store, --max-mem
  * and --soft-limit as given, until cmd_watch_budgets() makes bytes of
- * the budgets.
+ * the budgets, and -q.
  */
 struct watch_args {
 	struct supervise_opts o;
 	const char *store_opt, *max_mem, *soft;
+	bool quiet;                /* no summary at the end */
 };
-/* The ids of the options both read that have no short name (-i, -m, -r and
- * -s are the others); each command numbers its own from WATCH_OPT_OWN. */
+/* The ids of the options both read that have no short name (-i, -m, -q, -r
+ * and -s are the others); each command numbers its own from WATCH_OPT_OWN. */
 enum {
 	WATCH_OPT_MAX_MEM = 256, WATCH_OPT_SOFT_LIMIT, WATCH_OPT_GRACE, WATCH_OPT_NO_CGROUP,
 	WATCH_OPT_NO_STATUS_LINE, WATCH_OPT_OWN,
@@ -91,6 +92,17 @@ int cmd_watch_option(const char *cmd, struct watch_args *w, int id, const char *
  * else of the machine's memory) and --soft-limit (a size, or a percentage
  * of --max-mem) into w->o's bytes: 0, or 124 after a usage error. */
 int cmd_watch_budgets(const char *cmd, struct watch_args *w);
+struct gate;
+/*
+ * Watch the job w describes, once its options are checked: open the store
+ * (124 for one that would lose the run, 125 when it cannot be opened),
+ * supervise the job, and when it has ended judge its stored run, record
+ * the verdict with the end, print the summary on stderr unless w->quiet,
+ * then check gate (NULL: none; what it finds is printed even when quiet).
+ * Returns supervise()'s status (the job's own, for `run`), or
+ * GATE_EXIT_STATUS when the job succeeded but broke the gate.
+ */
+int cmd_watch(struct watch_args *w, const struct gate *gate);
 /* A signal by name or number ("TERM", "SIGTERM", "15"): its number, or -1. */
 int cmd_parse_signal(const char *s);
 
