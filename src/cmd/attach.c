@@ -114,9 +114,11 @@ struct attach_args {
 	struct slurm_job slurm;    /* what it names, once found */
 };
 
-static int take_option(struct attach_args *a, int c, const char *arg, const char *name)
+static int take_option(void *ctx, int c, const struct options_parse *p)
 {
+	struct attach_args *a = ctx;
 	struct supervise_opts *o = &a->w.o;
+	const char *arg = p->value;
 	int rc = cmd_watch_option("attach", &a->w, c, arg);
 	if (rc >= 0)
 		return rc;
@@ -135,7 +137,8 @@ static int take_option(struct attach_args *a, int c, const char *arg, const char
 		break;
 	case OPT_REFUSED:
 		return usage_error("'--%s' is not for `leakproof attach`: leakproof did not start the job, and does not "
-		                   "know the environment it was started with (use `leakproof run` for that)", name);
+		                   "know the environment it was started with (use `leakproof run` for that)",
+		                   p->opt->long_name);
 	}
 	return 0;
 }
@@ -145,15 +148,11 @@ static int take_option(struct attach_args *a, int c, const char *arg, const char
 static int parse_options(int argc, char **argv, struct attach_args *a)
 {
 	struct options_parse p;
-	int c, status;
 	memset(a, 0, sizeof(*a));
 	supervise_opts_init(&a->w.o);
 	a->w.o.no_pty = true;
-	cmd_options_init(&p, &attach_usage, argc, argv);
-	while ((c = cmd_option_next(&p, &attach_usage, &status)) > 0)
-		if ((status = take_option(a, c, p.value, p.opt->long_name)))
-			return status;
-	if (c < 0)
+	int status = cmd_options_read(&p, &attach_usage, argc, argv, take_option, a);
+	if (status >= 0)
 		return status;
 	if (a->slurm_spec) {
 		if (p.noperands)

@@ -45,6 +45,20 @@ int cmd_parse_text_or_json(const char *cmd, const char *value, bool *json)
 	return 0;
 }
 
+int cmd_listing_option(const char *cmd, struct listing_args *l, int id, const char *value)
+{
+	switch (id) {
+	case 'f':
+		l->format = value;
+		return cmd_parse_text_or_json(cmd, value, &l->json);
+	case 's':
+		l->store_opt = value;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
 int cmd_parse_int(const char *s, long long min, long long max, long long *out)
 {
 	char *end;
@@ -66,12 +80,10 @@ void cmd_usage_print(const struct cmd_usage *u, FILE *out)
 	strbuf_release(&sb);
 }
 
-void cmd_options_init(struct options_parse *p, const struct cmd_usage *u, int argc, char **argv)
-{
-	options_parse_init(p, u->options, u->stop_at_operand, argc, argv);
-}
-
-int cmd_option_next(struct options_parse *p, const struct cmd_usage *u, int *status)
+/* The next option: its id (> 0); 0 at the end of the options; or -1 when
+ * the command is to return *status at once (0 after --help, 124 after a
+ * usage error). */
+static int option_next(struct options_parse *p, const struct cmd_usage *u, int *status)
 {
 	int c = options_next(p);
 	switch (c) {
@@ -91,6 +103,24 @@ int cmd_option_next(struct options_parse *p, const struct cmd_usage *u, int *sta
 	default:
 		return c;
 	}
+}
+
+int cmd_options_read(struct options_parse *p, const struct cmd_usage *u, int argc, char **argv,
+                     cmd_take_option_fn *take, void *ctx)
+{
+	struct options_parse no_operands;
+	int c, status;
+	if (!p)
+		p = &no_operands;
+	options_parse_init(p, u->options, u->stop_at_operand, argc, argv);
+	while ((c = option_next(p, u, &status)) > 0)
+		if ((status = take(ctx, c, p)))
+			return status;
+	if (c < 0)
+		return status;
+	if (p == &no_operands && p->noperands)
+		return cmd_usage_error(u->name, "unexpected argument '%s'", p->operands[0]);
+	return -1;
 }
 
 int cmd_parse_signal(const char *s)

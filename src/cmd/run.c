@@ -198,10 +198,12 @@ struct run_args {
 	struct gate gate;          /* --expect, --max-peak, --max-growth */
 };
 
-/* One option c with its value arg: 0, or 124 after a usage error. */
-static int take_option(struct run_args *a, int c, const char *arg)
+/* One option c with its value: 0, or 124 after a usage error. */
+static int take_option(void *ctx, int c, const struct options_parse *p)
 {
+	struct run_args *a = ctx;
 	struct supervise_opts *o = &a->w.o;
+	const char *arg = p->value;
 	int rc = cmd_watch_option("run", &a->w, c, arg);
 	if (rc >= 0)
 		return rc;
@@ -286,11 +288,11 @@ static int take_option(struct run_args *a, int c, const char *arg)
 		break;
 	case OPT_TRIAL: {
 		static const char *const part[3] = { "SWEEP", "INDEX", "ATTEMPT" };
-		const char *p = arg;
+		const char *at = arg;
 		for (int i = 0; i < 3; i++) {
 			char *end;
 			errno = 0;
-			long long v = isdigit((unsigned char)*p) ? strtoll(p, &end, 10) : -1;
+			long long v = isdigit((unsigned char)*at) ? strtoll(at, &end, 10) : -1;
 			if (v < 0 || *end != (i < 2 ? ':' : '\0'))
 				return usage_error("--trial '%s' is not SWEEP:INDEX:ATTEMPT", arg);
 			if (errno == ERANGE)
@@ -299,7 +301,7 @@ static int take_option(struct run_args *a, int c, const char *arg)
 			if (i == 0 && v < 1)
 				return usage_error("--trial '%s': its SWEEP is at least 1", arg);
 			o->trial[i] = v;
-			p = end + 1;
+			at = end + 1;
 		}
 		break;
 	}
@@ -319,16 +321,12 @@ static int take_option(struct run_args *a, int c, const char *arg)
 static int parse_options(int argc, char **argv, struct run_args *a)
 {
 	struct options_parse p;
-	int c, status;
 	memset(a, 0, sizeof(*a));
 	supervise_opts_init(&a->w.o);
 	/* run_usage stops at the first word that is not an option, so that
 	 * the job's own options are its own */
-	cmd_options_init(&p, &run_usage, argc, argv);
-	while ((c = cmd_option_next(&p, &run_usage, &status)) > 0)
-		if ((status = take_option(a, c, p.value)))
-			return status;
-	if (c < 0)
+	int status = cmd_options_read(&p, &run_usage, argc, argv, take_option, a);
+	if (status >= 0)
 		return status;
 	if (!p.noperands)
 		return usage_error("%s", "no command given: leakproof run [options] -- COMMAND [ARGS...]");
@@ -404,7 +402,7 @@ int cmd_run_check_options(char *const *opts, size_t n, size_t first, size_t *bad
 			snprintf(why, whysz, "'%s' is not a `leakproof run` option", p.word);
 		else if (owned)
 			snprintf(why, whysz, "'%s' is not allowed here: %s", word, owned);
-		else if (take_option(&a, c, p.value) != 0)
+		else if (take_option(&a, c, &p) != 0)
 			snprintf(why, whysz, "`leakproof run` refuses '%s' (said above)", word);
 		else
 			continue;
