@@ -119,9 +119,6 @@ static int take_option(void *ctx, int c, const struct options_parse *p)
 	struct attach_args *a = ctx;
 	struct supervise_opts *o = &a->w.o;
 	const char *arg = p->value;
-	int rc = cmd_watch_option("attach", &a->w, c, arg);
-	if (rc >= 0)
-		return rc;
 	switch (c) {
 	case OPT_LOG:
 		o->follow_log = arg;
@@ -139,6 +136,8 @@ static int take_option(void *ctx, int c, const struct options_parse *p)
 		return usage_error("'--%s' is not for `leakproof attach`: leakproof did not start the job, and does not "
 		                   "know the environment it was started with (use `leakproof run` for that)",
 		                   p->opt->long_name);
+	default:
+		return cmd_watch_option("attach", &a->w, c, arg);
 	}
 	return 0;
 }

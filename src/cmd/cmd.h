@@ -95,8 +95,8 @@ enum {
 	WATCH_OPT_MAX_MEM = 256, WATCH_OPT_SOFT_LIMIT, WATCH_OPT_GRACE, WATCH_OPT_NO_CGROUP,
 	WATCH_OPT_NO_STATUS_LINE, WATCH_OPT_OWN,
 };
-/* One of the options both read, id with its value arg, into w: 0, 124
- * after a usage error, or -1 when id is none of them. */
+/* One of the options both read, id with its value arg, into w; any other
+ * id is left alone. 0, or 124 after a usage error. */
 int cmd_watch_option(const char *cmd, struct watch_args *w, int id, const char *arg);
 /* --max-mem (a size, or a percentage of the enclosing cgroup's limit,
  * else of the machine's memory) and --soft-limit (a size, or a percentage

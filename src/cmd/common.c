@@ -177,7 +177,7 @@ int cmd_watch_option(const char *cmd, struct watch_args *w, int id, const char *
 		o->status_line = 0;
 		return 0;
 	default:
-		return -1;
+		return 0;
 	}
 }
 

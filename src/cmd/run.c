@@ -204,9 +204,6 @@ static int take_option(void *ctx, int c, const struct options_parse *p)
 	struct run_args *a = ctx;
 	struct supervise_opts *o = &a->w.o;
 	const char *arg = p->value;
-	int rc = cmd_watch_option("run", &a->w, c, arg);
-	if (rc >= 0)
-		return rc;
 	switch (c) {
 	case OPT_EXPECT:
 		if (strcmp(arg, "no-leak"))
@@ -311,6 +308,8 @@ static int take_option(void *ctx, int c, const struct options_parse *p)
 	case OPT_NO_PTY:
 		o->no_pty = true;
 		break;
+	default:
+		return cmd_watch_option("run", &a->w, c, arg);
 	}
 	return 0;
 }
