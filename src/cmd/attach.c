@@ -2,8 +2,10 @@
  * attach.c — `leakproof attach PID`: watch a job that is already running,
  * one leakproof did not start, as `run` watches its own: the same sampler,
  * budgets, store and summary (core/supervise.c driven with the pid; what
- * differs is core/attach.c). In phases: parse the options, check the pid,
- * open the store, watch, judge the stored run and print the summary.
+ * differs is core/attach.c). In phases: parse the options, check the pid
+ * (or find the SLURM job), then watch as `run` does (cmd_watch(),
+ * common.c): open the store, watch, judge the stored run and print the
+ * summary.
  */
 static const char usage_head[] =
 "usage: leakproof attach [options] PID\n"
@@ -110,15 +112,13 @@ struct attach_args {
 	struct watch_args w;       /* what `run` reads too */
 	const char *slurm_spec;    /* --slurm-job; NULL: a pid */
 	struct slurm_job slurm;    /* what it names, once found */
-	bool quiet;
 };
 
-static int take_option(struct attach_args *a, int c, const char *arg, const char *name)
+static int take_option(void *ctx, int c, const struct options_parse *p)
 {
+	struct attach_args *a = ctx;
 	struct supervise_opts *o = &a->w.o;
-	int rc = cmd_watch_option("attach", &a->w, c, arg);
-	if (rc >= 0)
-		return rc;
+	const char *arg = p->value;
 	switch (c) {
 	case OPT_LOG:
 		o->follow_log = arg;
@@ -134,10 +134,10 @@ static int take_option(struct attach_args *a, int c, const char *arg, const char
 		break;
 	case OPT_REFUSED:
 		return usage_error("'--%s' is not for `leakproof attach`: leakproof did not start the job, and does not "
-		                   "know the environment it was started with (use `leakproof run` for that)", name);
-	case 'q':
-		a->quiet = true;
-		break;
+		                   "know the environment it was started with (use `leakproof run` for that)",
+		                   p->opt->long_name);
+	default:
+		return cmd_watch_option("attach", &a->w, c, arg);
 	}
 	return 0;
 }
@@ -147,15 +147,11 @@ static int take_option(struct attach_args *a, int c, const char *arg, const char
 static int parse_options(int argc, char **argv, struct attach_args *a)
 {
 	struct options_parse p;
-	int c, status;
 	memset(a, 0, sizeof(*a));
 	supervise_opts_init(&a->w.o);
 	a->w.o.no_pty = true;
-	cmd_options_init(&p, &attach_usage, argc, argv);
-	while ((c = cmd_option_next(&p, &attach_usage, &status)) > 0)
-		if ((status = take_option(a, c, p.value, p.opt->long_name)))
-			return status;
-	if (c < 0)
+	int status = cmd_options_read(&p, &attach_usage, argc, argv, take_option, a);
+	if (status >= 0)
 		return status;
 	if (a->slurm_spec) {
 		if (p.noperands)
@@ -214,26 +210,19 @@ static int find_slurm_job(struct attach_args *a)
 	return 0;
 }
 
-/* Judge the stored run, record the verdict with the end, print the summary
- * (as `run` does). */
-static void judge_and_print(struct store *st, const struct supervise_result *res, bool quiet)
+/* The pid to watch: one that can be (not a zombie, not PID 1, neither
+ * leakproof itself nor its ancestor) and may be read. 0 or an exit status
+ * after a message. */
+static int check_pid(pid_t pid)
 {
-	struct run_summary sum;
-	if (run_summary_load(st, res->run_id, -1, &sum) != 0)
-		return;
-	struct run_end re = res->end;
-	re.verdict = verdict_name(sum.a.verdict);
-	re.judge_version = JUDGE_VERSION;
-	re.growth_bytes_per_step = sum.a.slope;
-	store_run_end(st, res->run_id, &re);
-	double q[5];
-	for (int i = 0; i < 5; i++)
-		q[i] = sum.a.points >= 2 ? sum.a.q[i] : NAN;
-	store_run_set_summary(st, res->run_id, q, sum.steps_per_second);
-	store_flush(st);
-	if (!quiet)
-		report_write(&sum, REPORT_TEXT, stderr);
-	run_summary_release(&sum);
+	bool denied;
+	char why[400];
+	if (supervise_attach_check(pid, &denied, why, sizeof(why)) == 0)
+		return 0;
+	if (!denied)
+		return usage_error("cannot attach: %s", why);
+	error("cannot attach: %s", why);
+	return LP_EXIT_FAILURE;
 }
 
 int cmd_attach(int argc, char **argv)
@@ -243,37 +232,10 @@ int cmd_attach(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	status = validate(&a);
-	if (status == 0 && a.slurm_spec) {
-		status = find_slurm_job(&a);
-	} else if (status == 0) {
-		bool denied;
-		char why[400];
-		if (supervise_attach_check(a.w.o.attach_pid, &denied, why, sizeof(why)) < 0) {
-			if (denied)
-				error("cannot attach: %s", why);
-			else
-				usage_error("cannot attach: %s", why);
-			status = denied ? LP_EXIT_FAILURE : LP_EXIT_USAGE;
-		}
-	}
-	const char *store_path = status ? NULL : store_default_path(a.w.store_opt);
-	if (store_path && store_check_target(store_path) < 0)
-		status = LP_EXIT_USAGE;
-	if (status) {
-		step_regex_free(a.w.o.step_re);
-		return status;
-	}
-	supervise_std_fds();
-	struct store *st = store_open(store_path);
-	if (!st) {
-		step_regex_free(a.w.o.step_re);
-		return LP_EXIT_FAILURE;
-	}
-	struct supervise_result res;
-	status = supervise(st, &a.w.o, &res);
-	if (res.outcome == SUPERVISE_ENDED)
-		judge_and_print(st, &res, a.quiet);
-	store_close(st);
+	if (status == 0)
+		status = a.slurm_spec ? find_slurm_job(&a) : check_pid(a.w.o.attach_pid);
+	if (status == 0)
+		status = cmd_watch(&a.w, NULL);
 	step_regex_free(a.w.o.step_re);
 	return status;
 }

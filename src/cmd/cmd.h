@@ -39,16 +39,26 @@ extern const struct cmd_usage run_usage, attach_usage, report_usage, ls_usage, s
 
 /* The command's whole --help on out. */
 void cmd_usage_print(const struct cmd_usage *u, FILE *out);
-/* Start reading argv (argv[0] the command's name) with u's table. */
-void cmd_options_init(struct options_parse *p, const struct cmd_usage *u, int argc, char **argv);
 /*
- * The next option: its id (> 0), its value in p->value; 0 at the end of the
- * options, the operands then in p->operands[0..p->noperands); or -1 when
- * the command is to return *status at once: 0 once --help printed the
- * help, 124 after a usage error ("unknown option '--bogus'", "option '-s'
- * needs a value", "option '--max-mem' needs a value before '--'").
+ * A command's own reading of one of its options, for cmd_options_read():
+ * id is what options_next() returns (the short name, or a number from
+ * 256), the value is p->value (NULL when none was given) and the option
+ * p->opt. 0, or the status to return at once (124 after a usage error it
+ * said).
  */
-int cmd_option_next(struct options_parse *p, const struct cmd_usage *u, int *status);
+typedef int cmd_take_option_fn(void *ctx, int id, const struct options_parse *p);
+/*
+ * Read argv's options (argv[0] the command's name) with u's table, each
+ * in turn to take(ctx, id, p), until their end; the operands are then
+ * p->operands[0..p->noperands). p NULL: the command takes no operands,
+ * and one is a usage error ("unexpected argument 'x'"). -1 when all were
+ * read and taken, else the status to return at once: 0 once --help
+ * printed the help, 124 after a usage error ("unknown option '--bogus'",
+ * "option '-s' needs a value", "option '--max-mem' needs a value before
+ * '--'"), or what take returned.
+ */
+int cmd_options_read(struct options_parse *p, const struct cmd_usage *u, int argc, char **argv,
+                     cmd_take_option_fn *take, void *ctx);
 
 int cmd_run(int argc, char **argv);
 /* Check `leakproof run` options (opts[0..n)) without running anything, as
@@ -70,33 +80,55 @@ int cmd_judge(int argc, char **argv);
 int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*
  * What `run` and `attach` read alike (a job watched: one run starts, or
- * one already running): the supervisor's options, and --store, --max-mem
+ * one already running): the supervisor's options, --store, --max-mem
  * and --soft-limit as given, until cmd_watch_budgets() makes bytes of
- * the budgets.
+ * the budgets, and -q.
  */
 struct watch_args {
 	struct supervise_opts o;
 	const char *store_opt, *max_mem, *soft;
+	bool quiet;                /* no summary at the end */
 };
-/* The ids of the options both read that have no short name (-i, -m, -r and
- * -s are the others); each command numbers its own from WATCH_OPT_OWN. */
+/* The ids of the options both read that have no short name (-i, -m, -q, -r
+ * and -s are the others); each command numbers its own from WATCH_OPT_OWN. */
 enum {
 	WATCH_OPT_MAX_MEM = 256, WATCH_OPT_SOFT_LIMIT, WATCH_OPT_GRACE, WATCH_OPT_NO_CGROUP,
 	WATCH_OPT_NO_STATUS_LINE, WATCH_OPT_OWN,
 };
-/* One of the options both read, id with its value arg, into w: 0, 124
- * after a usage error, or -1 when id is none of them. */
+/* One of the options both read, id with its value arg, into w; any other
+ * id is left alone. 0, or 124 after a usage error. */
 int cmd_watch_option(const char *cmd, struct watch_args *w, int id, const char *arg);
 /* --max-mem (a size, or a percentage of the enclosing cgroup's limit,
  * else of the machine's memory) and --soft-limit (a size, or a percentage
  * of --max-mem) into w->o's bytes: 0, or 124 after a usage error. */
 int cmd_watch_budgets(const char *cmd, struct watch_args *w);
+struct gate;
+/*
+ * Watch the job w describes, once its options are checked: open the store
+ * (124 for one that would lose the run, 125 when it cannot be opened),
+ * supervise the job, and when it has ended judge its stored run, record
+ * the verdict with the end, print the summary on stderr unless w->quiet,
+ * then check gate (NULL: none; what it finds is printed even when quiet).
+ * Returns supervise()'s status (the job's own, for `run`), or
+ * GATE_EXIT_STATUS when the job succeeded but broke the gate.
+ */
+int cmd_watch(struct watch_args *w, const struct gate *gate);
 /* A signal by name or number ("TERM", "SIGTERM", "15"): its number, or -1. */
 int cmd_parse_signal(const char *s);
 
 /* --format of the commands that write text or JSON: *json set and 0, or
  * 124 after "unknown --format 'yaml' (use text or json)". */
 int cmd_parse_text_or_json(const char *cmd, const char *value, bool *json);
+/* --format (text or json) and --store, as the commands that list what the
+ * store holds read them (ls, top). */
+struct listing_args {
+	const char *format;        /* as given; NULL: text */
+	bool json;
+	const char *store_opt;     /* NULL: the default store */
+};
+/* One option id with its value into l: --format ('f') or --store ('s');
+ * any other id is left alone. 0, or 124 after a usage error. */
+int cmd_listing_option(const char *cmd, struct listing_args *l, int id, const char *value);
 /* A whole number in [min, max]: 0 and *out set, or -1 (nothing printed). */
 int cmd_parse_int(const char *s, long long min, long long max, long long *out);
 

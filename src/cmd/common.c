@@ -1,9 +1,12 @@
 /*
  * common.c — what the subcommands share: reading their options with
  * their tables, their --help, the usage-error message, whole numbers and
- * signals from the command line; and what `run` and `attach` read alike.
+ * signals from the command line; and what `run` and `attach` do alike:
+ * the options they both read, and the watching of a job once they are
+ * checked (the store, the supervisor, the judgment and the summary).
  */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +17,13 @@
 
 #include "cmd/cmd.h"
 #include "base/sample.h"
+#include "core/analyze.h"
+#include "judge/gate.h"
+#include "judge/summary.h"
 #include "platform/cgroup.h"
+#include "report/report.h"
+#include "store/store.h"
+#include "store/sweeps.h"
 #include "util/util.h"
 
 int cmd_usage_error(const char *cmd, const char *fmt, ...)
@@ -34,6 +43,20 @@ int cmd_parse_text_or_json(const char *cmd, const char *value, bool *json)
 		return cmd_usage_error(cmd, "unknown --format '%s' (use text or json)", value);
 	*json = !strcmp(value, "json");
 	return 0;
+}
+
+int cmd_listing_option(const char *cmd, struct listing_args *l, int id, const char *value)
+{
+	switch (id) {
+	case 'f':
+		l->format = value;
+		return cmd_parse_text_or_json(cmd, value, &l->json);
+	case 's':
+		l->store_opt = value;
+		return 0;
+	default:
+		return 0;
+	}
 }
 
 int cmd_parse_int(const char *s, long long min, long long max, long long *out)
@@ -57,12 +80,10 @@ void cmd_usage_print(const struct cmd_usage *u, FILE *out)
 	strbuf_release(&sb);
 }
 
-void cmd_options_init(struct options_parse *p, const struct cmd_usage *u, int argc, char **argv)
-{
-	options_parse_init(p, u->options, u->stop_at_operand, argc, argv);
-}
-
-int cmd_option_next(struct options_parse *p, const struct cmd_usage *u, int *status)
+/* The next option: its id (> 0); 0 at the end of the options; or -1 when
+ * the command is to return *status at once (0 after --help, 124 after a
+ * usage error). */
+static int option_next(struct options_parse *p, const struct cmd_usage *u, int *status)
 {
 	int c = options_next(p);
 	switch (c) {
@@ -82,6 +103,24 @@ int cmd_option_next(struct options_parse *p, const struct cmd_usage *u, int *sta
 	default:
 		return c;
 	}
+}
+
+int cmd_options_read(struct options_parse *p, const struct cmd_usage *u, int argc, char **argv,
+                     cmd_take_option_fn *take, void *ctx)
+{
+	struct options_parse no_operands;
+	int c, status;
+	if (!p)
+		p = &no_operands;
+	options_parse_init(p, u->options, u->stop_at_operand, argc, argv);
+	while ((c = option_next(p, u, &status)) > 0)
+		if ((status = take(ctx, c, p)))
+			return status;
+	if (c < 0)
+		return status;
+	if (p == &no_operands && p->noperands)
+		return cmd_usage_error(u->name, "unexpected argument '%s'", p->operands[0]);
+	return -1;
 }
 
 int cmd_parse_signal(const char *s)
@@ -114,6 +153,9 @@ int cmd_watch_option(const char *cmd, struct watch_args *w, int id, const char *
 		if (measure_parse(arg, &o->measure) < 0)
 			return cmd_usage_error(cmd, "unknown --measure '%s' (use pss, rss, uss, cgroup or gpu)", arg);
 		return 0;
+	case 'q':
+		w->quiet = true;
+		return 0;
 	case 'r':
 		o->step_regex = arg;
 		return 0;
@@ -135,7 +177,7 @@ int cmd_watch_option(const char *cmd, struct watch_args *w, int id, const char *
 		o->status_line = 0;
 		return 0;
 	default:
-		return -1;
+		return 0;
 	}
 }
 
@@ -166,4 +208,69 @@ int cmd_watch_budgets(const char *cmd, struct watch_args *w)
 			return cmd_usage_error(cmd, "--soft-limit '%s' must be at least 1M and at most --max-mem", w->soft);
 	}
 	return 0;
+}
+
+/*
+ * The job has ended: judge its run from the store (the model of a run,
+ * loaded once), record the verdict with the end supervise() recorded, and
+ * print the summary unless quiet, then check the memory gate (printed even
+ * when quiet). A run that cannot be loaded stays recorded unjudged, without
+ * a summary. Returns how many expectations of the gate broke (all of them
+ * when the run could not be judged).
+ */
+static int judge_and_print(struct store *st, const struct supervise_result *res, bool quiet,
+                           const struct gate *gate)
+{
+	bool gated = gate && gate_is_set(gate);
+	struct run_summary sum;
+	if (run_summary_load(st, res->run_id, -1, &sum) != 0) {
+		if (gated)
+			error("run %lld could not be judged: its memory expectations count as broken",
+			      (long long)res->run_id);
+		return gated;
+	}
+	struct run_end re = res->end;
+	re.verdict = verdict_name(sum.a.verdict);
+	re.judge_version = JUDGE_VERSION;
+	re.growth_bytes_per_step = sum.a.slope;
+	store_run_end(st, res->run_id, &re);
+	double q[5];
+	for (int i = 0; i < 5; i++)
+		q[i] = sum.a.points >= 2 ? sum.a.q[i] : NAN;
+	store_run_set_summary(st, res->run_id, q, sum.steps_per_second);
+	store_flush(st);
+	if (!quiet)
+		report_write(&sum, REPORT_TEXT, stderr);
+	int broken = 0;
+	if (gated) {
+		struct strbuf out = STRBUF_INIT;
+		broken = gate_check(gate, &sum, &out);
+		fputs(out.buf, stderr);
+		strbuf_release(&out);
+	}
+	run_summary_release(&sum);
+	return broken;
+}
+
+int cmd_watch(struct watch_args *w, const struct gate *gate)
+{
+	const char *store_path = store_default_path(w->store_opt);
+	if (store_check_target(store_path) < 0)
+		return LP_EXIT_USAGE;   /* a store that would lose the run */
+	supervise_std_fds();
+	struct store *st = store_open(store_path);
+	if (!st)
+		return LP_EXIT_FAILURE;
+	struct supervise_result res;
+	int status = supervise(st, &w->o, &res);
+	if (res.outcome == SUPERVISE_ENDED) {
+		int broken = judge_and_print(st, &res, w->quiet, gate);
+		if (broken && status == 0) {
+			error("run %lld: the job succeeded but broke %d memory expectation%s (exit %d)",
+			      (long long)res.run_id, broken, broken == 1 ? "" : "s", GATE_EXIT_STATUS);
+			status = GATE_EXIT_STATUS;
+		}
+	}
+	store_close(st);
+	return status;
 }

@@ -49,6 +49,30 @@ const struct cmd_usage judge_usage = { "judge", usage_head, options, usage_tail,
 
 #define usage_error(...) cmd_usage_error("judge", __VA_ARGS__)
 
+/* What the command line asks for. */
+struct judge_args {
+	bool json;
+	struct analyze_opts opts;
+};
+
+static int take_option(void *ctx, int c, const struct options_parse *p)
+{
+	struct judge_args *a = ctx;
+	switch (c) {
+	case 'f':
+		return cmd_parse_text_or_json("judge", p->value, &a->json);
+	case OPT_MIN_GROWTH: {
+		uint64_t v;
+		if (parse_size(p->value, 0, &v) < 0)
+			return LP_EXIT_USAGE;
+		a->opts.min_growth_bytes = (double)v;
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
 /* Caps on what stdin may make us hold: 10 million points (160 MB of
  * doubles) and lines of 4 KiB. */
 #define MAX_POINTS 10000000
@@ -221,28 +245,11 @@ static void write_text(struct strbuf *sb, const struct analysis *a)
 
 int cmd_judge(int argc, char **argv)
 {
-	bool json = false;
-	struct analyze_opts opts;
-	analyze_opts_init(&opts);
+	struct judge_args args = { 0 };
+	analyze_opts_init(&args.opts);
 	struct options_parse p;
-	int c, status;
-	cmd_options_init(&p, &judge_usage, argc, argv);
-	while ((c = cmd_option_next(&p, &judge_usage, &status)) > 0) {
-		switch (c) {
-		case 'f':
-			if (cmd_parse_text_or_json("judge", p.value, &json) != 0)
-				return LP_EXIT_USAGE;
-			break;
-		case OPT_MIN_GROWTH: {
-			uint64_t v;
-			if (parse_size(p.value, 0, &v) < 0)
-				return LP_EXIT_USAGE;
-			opts.min_growth_bytes = (double)v;
-			break;
-		}
-		}
-	}
-	if (c < 0)
+	int status = cmd_options_read(&p, &judge_usage, argc, argv, take_option, &args);
+	if (status >= 0)
 		return status;
 	if (p.noperands)
 		return usage_error("unexpected argument '%s'; the series is read on stdin", p.operands[0]);
@@ -257,12 +264,12 @@ int cmd_judge(int argc, char **argv)
 		return LP_EXIT_USAGE;
 	}
 	struct analysis a;
-	analyze_series(s.x, s.y, s.n, &opts, &a);
+	analyze_series(s.x, s.y, s.n, &args.opts, &a);
 	free(s.x);
 	free(s.y);
 
 	struct strbuf sb = STRBUF_INIT;
-	if (json)
+	if (args.json)
 		write_json(&sb, &a);
 	else
 		write_text(&sb, &a);

@@ -40,9 +40,13 @@ static const struct option_spec options[] = {
 
 const struct cmd_usage ls_usage = { "ls", usage_head, options, usage_tail, false };
 
-#define COMMAND_MAX_CHARS 60
+/* ls's options are --format and --store alone (ctx: a struct listing_args). */
+static int take_option(void *ctx, int c, const struct options_parse *p)
+{
+	return cmd_listing_option("ls", ctx, c, p->value);
+}
 
-#define usage_error(...) cmd_usage_error("ls", __VA_ARGS__)
+#define COMMAND_MAX_CHARS 60
 
 static double run_duration(const struct run_row *r)
 {
@@ -156,29 +160,12 @@ static void list_json(struct strbuf *sb, const struct run_row *rows, size_t n)
 
 int cmd_ls(int argc, char **argv)
 {
-	const char *store_opt = NULL;
-	bool json = false;
-	struct options_parse p;
-	int c, status;
-
-	cmd_options_init(&p, &ls_usage, argc, argv);
-	while ((c = cmd_option_next(&p, &ls_usage, &status)) > 0) {
-		switch (c) {
-		case 'f':
-			if (cmd_parse_text_or_json("ls", p.value, &json) != 0)
-				return LP_EXIT_USAGE;
-			break;
-		case 's':
-			store_opt = p.value;
-			break;
-		}
-	}
-	if (c < 0)
+	struct listing_args l = { 0 };
+	int status = cmd_options_read(NULL, &ls_usage, argc, argv, take_option, &l);
+	if (status >= 0)
 		return status;
-	if (p.noperands)
-		return usage_error("unexpected argument '%s'", p.operands[0]);
 
-	const char *path = store_default_path(store_opt);
+	const char *path = store_default_path(l.store_opt);
 	struct store *st = store_open_readonly(path);
 	if (!st)
 		return 1;
@@ -191,7 +178,7 @@ int cmd_ls(int argc, char **argv)
 	store_close(st);
 
 	struct strbuf sb = STRBUF_INIT;
-	if (json)
+	if (l.json)
 		list_json(&sb, rows, n);
 	else if (n)
 		list_text(&sb, rows, n);

@@ -98,47 +98,49 @@ struct report_opts {
 	bool trace;
 };
 
+static int take_option(void *ctx, int c, const struct options_parse *p)
+{
+	struct report_opts *o = ctx;
+	switch (c) {
+	case 'f':
+		if (report_format_parse(p->value, &o->fmt) < 0)
+			return usage_error("unknown --format '%s' (use text, md, csv, json, junit, html or svg)",
+			                   p->value);
+		break;
+	case 'm': {
+		enum measure m;
+		if (measure_parse(p->value, &m) < 0)
+			return usage_error("unknown --measure '%s' (use pss, rss, uss, cgroup or gpu)", p->value);
+		o->measure = (int)m;
+		break;
+	}
+	case 's':
+		o->store_opt = p->value;
+		break;
+	case 'o':
+		o->output = p->value;
+		break;
+	case OPT_BY:
+		o->by = p->value;
+		break;
+	case 't':
+		o->trace = true;
+		break;
+	case 'j':
+		o->job = p->value;
+		break;
+	}
+	return 0;
+}
+
 /* Phase 1: the options. Returns -1 when they are good, else the exit
  * status (0 after --help, 124 after a usage error). */
 static int parse_options(int argc, char **argv, struct report_opts *o)
 {
 	*o = (struct report_opts){ .fmt = REPORT_TEXT, .measure = -1, .sweep_id = -1 };
 	struct options_parse p;
-	int c, status;
-
-	cmd_options_init(&p, &report_usage, argc, argv);
-	while ((c = cmd_option_next(&p, &report_usage, &status)) > 0) {
-		switch (c) {
-		case 'f':
-			if (report_format_parse(p.value, &o->fmt) < 0)
-				return usage_error("unknown --format '%s' (use text, md, csv, json, junit, html or svg)",
-				                   p.value);
-			break;
-		case 'm': {
-			enum measure m;
-			if (measure_parse(p.value, &m) < 0)
-				return usage_error("unknown --measure '%s' (use pss, rss, uss, cgroup or gpu)", p.value);
-			o->measure = (int)m;
-			break;
-		}
-		case 's':
-			o->store_opt = p.value;
-			break;
-		case 'o':
-			o->output = p.value;
-			break;
-		case OPT_BY:
-			o->by = p.value;
-			break;
-		case 't':
-			o->trace = true;
-			break;
-		case 'j':
-			o->job = p.value;
-			break;
-		}
-	}
-	if (c < 0)
+	int status = cmd_options_read(&p, &report_usage, argc, argv, take_option, o);
+	if (status >= 0)
 		return status;
 	if (p.noperands) {
 		const char *arg = o->run_arg = p.operands[0];

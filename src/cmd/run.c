@@ -1,8 +1,9 @@
 /*
  * run.c — `leakproof run`: supervise one job. In phases: parse the options
- * into a struct supervise_opts, check them, open the store, hand over to
- * core/supervise.c, then judge the stored run (record its verdict) and
- * print the summary on stderr; the exit status is the job's.
+ * into a struct supervise_opts, check them, then watch the job as `attach`
+ * does (cmd_watch(), common.c): open the store, hand over to
+ * core/supervise.c, judge the stored run (record its verdict), print the
+ * summary on stderr and check the memory gate; the exit status is the job's.
  */
 static const char usage_head[] =
 "usage: leakproof run [options] -- COMMAND [ARGS...]\n"
@@ -195,16 +196,14 @@ struct run_args {
 	struct watch_args w;       /* what `attach` reads too */
 	const char *result_regex;
 	struct gate gate;          /* --expect, --max-peak, --max-growth */
-	bool quiet;                /* no summary at the end */
 };
 
-/* One option c with its value arg: 0, or 124 after a usage error. */
-static int take_option(struct run_args *a, int c, const char *arg)
+/* One option c with its value: 0, or 124 after a usage error. */
+static int take_option(void *ctx, int c, const struct options_parse *p)
 {
+	struct run_args *a = ctx;
 	struct supervise_opts *o = &a->w.o;
-	int rc = cmd_watch_option("run", &a->w, c, arg);
-	if (rc >= 0)
-		return rc;
+	const char *arg = p->value;
 	switch (c) {
 	case OPT_EXPECT:
 		if (strcmp(arg, "no-leak"))
@@ -286,11 +285,11 @@ static int take_option(struct run_args *a, int c, const char *arg)
 		break;
 	case OPT_TRIAL: {
 		static const char *const part[3] = { "SWEEP", "INDEX", "ATTEMPT" };
-		const char *p = arg;
+		const char *at = arg;
 		for (int i = 0; i < 3; i++) {
 			char *end;
 			errno = 0;
-			long long v = isdigit((unsigned char)*p) ? strtoll(p, &end, 10) : -1;
+			long long v = isdigit((unsigned char)*at) ? strtoll(at, &end, 10) : -1;
 			if (v < 0 || *end != (i < 2 ? ':' : '\0'))
 				return usage_error("--trial '%s' is not SWEEP:INDEX:ATTEMPT", arg);
 			if (errno == ERANGE)
@@ -299,7 +298,7 @@ static int take_option(struct run_args *a, int c, const char *arg)
 			if (i == 0 && v < 1)
 				return usage_error("--trial '%s': its SWEEP is at least 1", arg);
 			o->trial[i] = v;
-			p = end + 1;
+			at = end + 1;
 		}
 		break;
 	}
@@ -309,9 +308,8 @@ static int take_option(struct run_args *a, int c, const char *arg)
 	case OPT_NO_PTY:
 		o->no_pty = true;
 		break;
-	case 'q':
-		a->quiet = true;
-		break;
+	default:
+		return cmd_watch_option("run", &a->w, c, arg);
 	}
 	return 0;
 }
@@ -322,16 +320,12 @@ static int take_option(struct run_args *a, int c, const char *arg)
 static int parse_options(int argc, char **argv, struct run_args *a)
 {
 	struct options_parse p;
-	int c, status;
 	memset(a, 0, sizeof(*a));
 	supervise_opts_init(&a->w.o);
 	/* run_usage stops at the first word that is not an option, so that
 	 * the job's own options are its own */
-	cmd_options_init(&p, &run_usage, argc, argv);
-	while ((c = cmd_option_next(&p, &run_usage, &status)) > 0)
-		if ((status = take_option(a, c, p.value)))
-			return status;
-	if (c < 0)
+	int status = cmd_options_read(&p, &run_usage, argc, argv, take_option, a);
+	if (status >= 0)
 		return status;
 	if (!p.noperands)
 		return usage_error("%s", "no command given: leakproof run [options] -- COMMAND [ARGS...]");
@@ -407,7 +401,7 @@ int cmd_run_check_options(char *const *opts, size_t n, size_t first, size_t *bad
 			snprintf(why, whysz, "'%s' is not a `leakproof run` option", p.word);
 		else if (owned)
 			snprintf(why, whysz, "'%s' is not allowed here: %s", word, owned);
-		else if (take_option(&a, c, p.value) != 0)
+		else if (take_option(&a, c, &p) != 0)
 			snprintf(why, whysz, "`leakproof run` refuses '%s' (said above)", word);
 		else
 			continue;
@@ -435,46 +429,6 @@ int cmd_run_check_options(char *const *opts, size_t n, size_t first, size_t *bad
 	return rc;
 }
 
-/*
- * The job has ended: judge its run from the store (the model of a run,
- * loaded once), record the verdict with the end supervise() recorded, and
- * print the summary unless quiet, then check the memory gate (printed even
- * when quiet). A run that cannot be loaded stays recorded unjudged, without
- * a summary. Returns how many expectations of the gate broke (all of them
- * when the run could not be judged).
- */
-static int judge_and_print(struct store *st, const struct supervise_result *res, const struct run_args *a)
-{
-	struct run_summary sum;
-	if (run_summary_load(st, res->run_id, -1, &sum) != 0) {
-		if (gate_is_set(&a->gate))
-			error("run %lld could not be judged: its memory expectations count as broken",
-			      (long long)res->run_id);
-		return gate_is_set(&a->gate);
-	}
-	struct run_end re = res->end;
-	re.verdict = verdict_name(sum.a.verdict);
-	re.judge_version = JUDGE_VERSION;
-	re.growth_bytes_per_step = sum.a.slope;
-	store_run_end(st, res->run_id, &re);
-	double q[5];
-	for (int i = 0; i < 5; i++)
-		q[i] = sum.a.points >= 2 ? sum.a.q[i] : NAN;
-	store_run_set_summary(st, res->run_id, q, sum.steps_per_second);
-	store_flush(st);
-	if (!a->quiet)
-		report_write(&sum, REPORT_TEXT, stderr);
-	int broken = 0;
-	if (gate_is_set(&a->gate)) {
-		struct strbuf out = STRBUF_INIT;
-		broken = gate_check(&a->gate, &sum, &out);
-		fputs(out.buf, stderr);
-		strbuf_release(&out);
-	}
-	run_summary_release(&sum);
-	return broken;
-}
-
 int cmd_run(int argc, char **argv)
 {
 	struct run_args a;
@@ -482,32 +436,8 @@ int cmd_run(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	status = validate(&a);
-	if (status) {
-		release_args(&a);
-		return status;
-	}
-	const char *store_path = store_default_path(a.w.store_opt);
-	if (store_check_target(store_path) < 0) {
-		release_args(&a);
-		return LP_EXIT_USAGE;   /* a store that would lose the run */
-	}
-	supervise_std_fds();
-	struct store *st = store_open(store_path);
-	if (!st) {
-		release_args(&a);
-		return LP_EXIT_FAILURE;
-	}
-	struct supervise_result res;
-	status = supervise(st, &a.w.o, &res);
-	if (res.outcome == SUPERVISE_ENDED) {
-		int broken = judge_and_print(st, &res, &a);
-		if (broken && status == 0) {
-			error("run %lld: the job succeeded but broke %d memory expectation%s (exit %d)",
-			      (long long)res.run_id, broken, broken == 1 ? "" : "s", GATE_EXIT_STATUS);
-			status = GATE_EXIT_STATUS;
-		}
-	}
-	store_close(st);
+	if (status == 0)
+		status = cmd_watch(&a.w, &a.gate);
 	release_args(&a);
 	return status;
 }

@@ -127,77 +127,79 @@ static void print_end(const struct sweep_opts *o, const struct sweep_result *res
 	store_close(st);
 }
 
+static int take_option(void *ctx, int c, const struct options_parse *p)
+{
+	struct sweep_opts *o = ctx;
+	switch (c) {
+	case 'j': {
+		long long v;
+		if (cmd_parse_int(p->value, 1, 256, &v) < 0)
+			return usage_error("--parallel '%s' is not a number from 1 to 256", p->value);
+		o->parallel = (int)v;
+		break;
+	}
+	case OPT_RESUME:
+		o->resume = true;
+		if (p->value) {
+			long long v;
+			if (cmd_parse_int(p->value, 1, INT64_MAX, &v) < 0)
+				return usage_error("--resume='%s': expected a sweep id", p->value);
+			o->resume_id = v;
+		}
+		break;
+	case 'r':
+		o->result_regex = p->value;
+		break;
+	case 'n':
+		o->dry_run = true;
+		break;
+	case OPT_NO_SKIP:
+		o->no_skip = true;
+		break;
+	case OPT_PREFORK:
+		o->prefork = p->value;
+		break;
+	case 's':
+		o->store_path = p->value;   /* as given, until the default is known below */
+		break;
+	case 'q':
+		o->quiet = true;
+		break;
+	case OPT_EXECUTOR:
+		if (strcmp(p->value, "local") && strcmp(p->value, "slurm"))
+			return usage_error("--executor must be local or slurm, not '%s'", p->value);
+		o->executor = p->value;
+		break;
+	case OPT_NO_WAIT:
+		o->no_wait = true;
+		break;
+	case OPT_WORKER: {
+		long long v;
+		if (cmd_parse_int(p->value, 1, INT64_MAX, &v) < 0)
+			return usage_error("--worker '%s': expected a sweep id", p->value);
+		o->worker_id = v;
+		break;
+	}
+	case OPT_LEASE: {
+		int64_t ns;
+		if (parse_duration_ns(p->value, &ns) < 0)
+			return LP_EXIT_USAGE;
+		if (ns < 3000000000LL)
+			return usage_error("--lease '%s': at least 3s (it is renewed every third of it)", p->value);
+		o->lease_s = (double)ns / 1e9;
+		break;
+	}
+	}
+	return 0;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
 	struct sweep_opts o;
 	memset(&o, 0, sizeof(o));
-	const char *store_opt = NULL;
 	struct options_parse p;
-	int c, status;
-	cmd_options_init(&p, &sweep_usage, argc, argv);
-	while ((c = cmd_option_next(&p, &sweep_usage, &status)) > 0) {
-		switch (c) {
-		case 'j': {
-			long long v;
-			if (cmd_parse_int(p.value, 1, 256, &v) < 0)
-				return usage_error("--parallel '%s' is not a number from 1 to 256", p.value);
-			o.parallel = (int)v;
-			break;
-		}
-		case OPT_RESUME:
-			o.resume = true;
-			if (p.value) {
-				long long v;
-				if (cmd_parse_int(p.value, 1, INT64_MAX, &v) < 0)
-					return usage_error("--resume='%s': expected a sweep id", p.value);
-				o.resume_id = v;
-			}
-			break;
-		case 'r':
-			o.result_regex = p.value;
-			break;
-		case 'n':
-			o.dry_run = true;
-			break;
-		case OPT_NO_SKIP:
-			o.no_skip = true;
-			break;
-		case OPT_PREFORK:
-			o.prefork = p.value;
-			break;
-		case 's':
-			store_opt = p.value;
-			break;
-		case 'q':
-			o.quiet = true;
-			break;
-		case OPT_EXECUTOR:
-			if (strcmp(p.value, "local") && strcmp(p.value, "slurm"))
-				return usage_error("--executor must be local or slurm, not '%s'", p.value);
-			o.executor = p.value;
-			break;
-		case OPT_NO_WAIT:
-			o.no_wait = true;
-			break;
-		case OPT_WORKER: {
-			long long v;
-			if (cmd_parse_int(p.value, 1, INT64_MAX, &v) < 0)
-				return usage_error("--worker '%s': expected a sweep id", p.value);
-			o.worker_id = v;
-			break;
-		}
-		case OPT_LEASE: {
-			int64_t ns;
-			if (parse_duration_ns(p.value, &ns) < 0)
-				return LP_EXIT_USAGE;
-			if (ns < 3000000000LL)
-				return usage_error("--lease '%s': at least 3s (it is renewed every third of it)", p.value);
-			o.lease_s = (double)ns / 1e9;
-			break;
-		}
-		}
-	}
-	if (c < 0)
+	int status = cmd_options_read(&p, &sweep_usage, argc, argv, take_option, &o);
+	if (status >= 0)
 		return status;
 	int next = 0;
 	if (o.worker_id) {
@@ -215,7 +217,7 @@ int cmd_sweep(int argc, char **argv)
 		return usage_error("%s", "--lease is a worker's: leakproof sweep --worker ID --lease DURATION");
 	if (next < p.noperands)
 		return usage_error("unexpected argument '%s'", p.operands[next]);
-	o.store_path = store_default_path(store_opt);
+	o.store_path = store_default_path(o.store_path);
 	o.check_run_options = cmd_run_check_options;
 	if (store_check_target(o.store_path) < 0)
 		return LP_EXIT_USAGE;   /* a store that would lose the run */

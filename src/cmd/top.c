@@ -63,6 +63,33 @@ const struct cmd_usage top_usage = { "top", usage_head, options, usage_tail, fal
 
 #define usage_error(...) cmd_usage_error("top", __VA_ARGS__)
 
+/* What the command line asks for. */
+struct top_args {
+	struct listing_args l;      /* --format (with --once), --store */
+	bool once;
+	double delay;               /* seconds between refreshes */
+};
+
+static int take_option(void *ctx, int c, const struct options_parse *p)
+{
+	struct top_args *a = ctx;
+	switch (c) {
+	case 'd': {
+		char *end;
+		errno = 0;
+		a->delay = strtod(p->value, &end);
+		if (errno || end == p->value || *end || !(a->delay >= 0.1 && a->delay <= 3600))
+			return usage_error("--delay '%s' is not a number of seconds from 0.1 to 3600", p->value);
+		return 0;
+	}
+	case OPT_ONCE:
+		a->once = true;
+		return 0;
+	default:
+		return cmd_listing_option("top", &a->l, c, p->value);
+	}
+}
+
 #define LIST_SPARK 8            /* sparkline width in the list */
 
 enum sort_key { SORT_LIMIT, SORT_MEM, SORT_GROWTH, SORT_RATE, SORT_ID, SORT_COMMAND, SORT_COUNT };
@@ -915,60 +942,29 @@ static int interactive(struct top *t, double delay)
 
 int cmd_top(int argc, char **argv)
 {
-	const char *store_opt = NULL, *format = NULL;
-	bool once = false, json = false;
-	double delay = 1.0;
-	struct options_parse p;
-	int c, usage_status;
-
-	cmd_options_init(&p, &top_usage, argc, argv);
-	while ((c = cmd_option_next(&p, &top_usage, &usage_status)) > 0) {
-		switch (c) {
-		case 'd': {
-			char *end;
-			errno = 0;
-			delay = strtod(p.value, &end);
-			if (errno || end == p.value || *end || !(delay >= 0.1 && delay <= 3600))
-				return usage_error("--delay '%s' is not a number of seconds from 0.1 to 3600", p.value);
-			break;
-		}
-		case OPT_ONCE:
-			once = true;
-			break;
-		case 'f':
-			format = p.value;
-			if (cmd_parse_text_or_json("top", p.value, &json) != 0)
-				return LP_EXIT_USAGE;
-			break;
-		case 's':
-			store_opt = p.value;
-			break;
-		}
-	}
-	if (c < 0)
-		return usage_status;
-	if (p.noperands)
-		return usage_error("unexpected argument '%s'", p.operands[0]);
+	struct top_args a = { .delay = 1.0 };
+	int status = cmd_options_read(NULL, &top_usage, argc, argv, take_option, &a);
+	if (status >= 0)
+		return status;
 	bool tty = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
-	if (format && !once && tty)
+	if (a.l.format && !a.once && tty)
 		return usage_error("--format goes with --once (or output that is not a terminal)");
 
 	struct top t;
 	memset(&t, 0, sizeof(t));
 	/* --once: every run judged before the snapshot */
-	if (watch_init(&t.w, store_default_path(store_opt), once || !tty) < 0)
+	if (watch_init(&t.w, store_default_path(a.l.store_opt), a.once || !tty) < 0)
 		return 1;
 	setlocale(LC_CTYPE, "");   /* not LC_NUMERIC: JSON numbers keep their point */
 	t.utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
 
-	int status;
-	if (once || !tty) {
+	if (a.once || !tty) {
 		status = watch_refresh(&t.w) < 0 ? 1 : 0;
 		order(&t);
 		if (!status)
-			status = snapshot(&t, json);
+			status = snapshot(&t, a.l.json);
 	} else {
-		status = interactive(&t, delay);
+		status = interactive(&t, a.delay);
 	}
 	drop_shown(&t);
 	watch_release(&t.w);
