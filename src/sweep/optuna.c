@@ -603,14 +603,18 @@ static void object_raw(struct json_writer *jw, const char *key, const char *json
 	strbuf_addstr(jw->sb, json ? json : "null");
 }
 
-/* A request line to the co-process: {"op": OP, "number": N, ...}\n,
- * its members between the two. */
-static void request_begin(struct json_writer *jw, struct strbuf *sb, const char *op, int64_t number)
+/* A request line to the co-process about trial number: {"op": OP,
+ * "number": N, ...}\n, its members between the two. -1 after a message
+ * when number is not a trial's. */
+static int request_begin(struct json_writer *jw, struct strbuf *sb, const char *op, int64_t number)
 {
+	if (number < 0)
+		return error("optuna %s: bad trial number %lld", op, (long long)number);
 	jw_init(jw, sb);
 	jw_object_begin(jw, false);
 	jw_object_string(jw, "op", op);
 	jw_object_intmax(jw, "number", number);
+	return 0;
 }
 
 static void request_end(struct json_writer *jw)
@@ -1046,11 +1050,10 @@ int optuna_proc_tell(struct optuna_proc *p, int64_t number, bool ok, double valu
 
 int optuna_proc_tell_state(struct optuna_proc *p, int64_t number, enum optuna_state state, double value)
 {
-	if (number < 0)
-		return error("optuna tell: bad trial number %lld", (long long)number);
 	struct strbuf req = STRBUF_INIT;
 	struct json_writer jw;
-	request_begin(&jw, &req, "tell", number);
+	if (request_begin(&jw, &req, "tell", number) < 0)
+		return -1;
 	if (state == OPTUNA_PRUNED) {
 		jw_object_string(&jw, "state", "pruned");
 	} else if (state == OPTUNA_COMPLETE && !isnan(value)) {
@@ -1068,11 +1071,10 @@ int optuna_proc_tell_state(struct optuna_proc *p, int64_t number, enum optuna_st
 int optuna_proc_tell_memory(struct optuna_proc *p, int64_t number, bool skipped, double predicted_peak_bytes,
                             double budget_bytes)
 {
-	if (number < 0)
-		return error("optuna tell: bad trial number %lld", (long long)number);
 	struct strbuf req = STRBUF_INIT;
 	struct json_writer jw;
-	request_begin(&jw, &req, "tell", number);
+	if (request_begin(&jw, &req, "tell", number) < 0)
+		return -1;
 	jw_object_string(&jw, "state", "memory");
 	jw_object_string(&jw, "outcome", skipped ? "skipped" : "oom");
 	if (predicted_peak_bytes > 0 && isfinite(predicted_peak_bytes))
@@ -1087,11 +1089,10 @@ int optuna_proc_tell_memory(struct optuna_proc *p, int64_t number, bool skipped,
 int optuna_proc_report(struct optuna_proc *p, int64_t number, const int64_t *steps, const double *values,
                        size_t n)
 {
-	if (number < 0)
-		return error("optuna report: bad trial number %lld", (long long)number);
 	struct strbuf req = STRBUF_INIT;
 	struct json_writer jw;
-	request_begin(&jw, &req, "report", number);
+	if (request_begin(&jw, &req, "report", number) < 0)
+		return -1;
 	jw_object_array(&jw, "values", false);
 	for (size_t i = 0; i < n; i++) {
 		if (!isfinite(values[i]))
