@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "platform/proc.h"
 #include "platform/spawn.h"
 #include "util/util.h"
 
@@ -311,13 +312,9 @@ enum slurm_find slurm_job_find(const char *spec, struct slurm_job *out, char *wh
 	}
 
 	/* the rights: the sampler reads its processes' memory maps */
-	char path[64], c;
-	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)out->pids[0]);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || read(fd, &c, 1) < 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
+	char path[64];
+	int e = proc_maps_readable(NULL, out->pids[0], path, sizeof(path));
+	if (e) {
 		if (e == EACCES || e == EPERM) {
 			snprintf(why, whysz, "SLURM job %s is user %s's (uid %ld): cannot read '%s' (%s): watching it needs "
 			         "the rights to read its processes' memory maps (its user, or root)", job, out->user,
@@ -329,7 +326,6 @@ enum slurm_find slurm_job_find(const char *spec, struct slurm_job *out, char *wh
 		}
 		goto out;
 	}
-	close(fd);
 
 	struct job_cgroup where;
 	char cgwhy[300];
