@@ -364,6 +364,12 @@ void strbuf_add_json_str(struct strbuf *sb, const char *s)
 	strbuf_addch(sb, '"');
 }
 
+void strbuf_trim_end(struct strbuf *sb, const char *chars)
+{
+	while (sb->len && sb->buf[sb->len - 1] && strchr(chars, sb->buf[sb->len - 1]))
+		sb->buf[--sb->len] = '\0';
+}
+
 void strbuf_reset(struct strbuf *sb)
 {
 	sb->len = 0;

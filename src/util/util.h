@@ -102,6 +102,9 @@ void strbuf_add_json_str(struct strbuf *sb, const char *s);
 /* Length (1-4) of the valid UTF-8 sequence at p (NUL-terminated), or 0
  * when it is not one: overlong, surrogate, above U+10FFFF, truncated. */
 size_t utf8_len(const unsigned char *p);
+/* Cut any of the bytes of chars off the end of sb ("\n " for trailing
+ * newlines and spaces). */
+void strbuf_trim_end(struct strbuf *sb, const char *chars);
 void strbuf_reset(struct strbuf *sb);
 void strbuf_release(struct strbuf *sb);
 char *strbuf_detach(struct strbuf *sb, size_t *len);
