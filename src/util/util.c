@@ -66,6 +66,13 @@ void *xcalloc(size_t n, size_t size) { return oom_check(calloc(n ? n : 1, size ?
 void *xrealloc(void *p, size_t n) { return oom_check(realloc(p, n ? n : 1)); }
 char *xstrdup(const char *s) { return oom_check(strdup(s)); }
 
+void free_strings(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 int64_t mono_ns(void)
 {
 	struct timespec ts;

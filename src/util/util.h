@@ -39,6 +39,8 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+/* Frees the n strings of v, then v (NULL: nothing). */
+void free_strings(char **v, size_t n);
 
 int64_t mono_ns(void);          /* CLOCK_MONOTONIC, nanoseconds */
 double wall_seconds(void);      /* CLOCK_REALTIME, seconds since the epoch */
