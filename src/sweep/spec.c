@@ -56,12 +56,12 @@ struct ctx {
 	struct sweep_spec *s;
 	yaml_node_t *root;
 	yaml_node_t *command;       /* checked against the parameters at the end */
-	yaml_node_t *method;        /* where the method was written, if it was */
+	const yaml_node_t *method;  /* where the method was written, if it was */
 	yaml_node_t *retry_with;    /* on_oom.retry_with, names checked at the end */
 	const yaml_node_t *on_oom_resize;   /* where on_oom said resize (or not); NULL: the default */
 	const yaml_node_t *max;     /* memory.max, checked against max_mem */
 	const yaml_node_t *max_mem; /* memory.max_mem, checked at the end */
-	yaml_node_t *executor;      /* where executor: was written, if it was */
+	const yaml_node_t *executor;   /* where executor: was written, if it was */
 	yaml_node_t *metric_name;   /* metric.name, checked at the end */
 };
 
@@ -187,14 +187,19 @@ static int key_index(const struct ctx *c, const yaml_node_t *k, const char *cons
 	return -1;
 }
 
-/* The index of scalar v among the n names, else -1 after "WHAT must be A, B
- * or C, not V". */
-static int one_of(const struct ctx *c, const yaml_node_t *v, const char *what, const char *const *names, size_t n)
+/* The index of scalar v among the n names, v kept in *where (unless NULL);
+ * else -1 after "WHAT must be A, B or C, not V". */
+static int one_of(const struct ctx *c, const yaml_node_t *v, const char *what, const char *const *names, size_t n,
+                  const yaml_node_t **where)
 {
 	char shown_buf[100];
-	for (size_t i = 0; i < n; i++)
-		if (v->type == YAML_SCALAR_NODE && !strcmp(text(v), names[i]))
+	for (size_t i = 0; i < n; i++) {
+		if (v->type == YAML_SCALAR_NODE && !strcmp(text(v), names[i])) {
+			if (where)
+				*where = v;
 			return (int)i;
+		}
+	}
 	struct strbuf list = STRBUF_INIT;
 	for (size_t i = 0; i < n; i++)
 		strbuf_addf(&list, "%s%s", !i ? "" : i + 1 < n ? ", " : " or ", names[i]);
@@ -407,28 +412,9 @@ static int parse_command(struct ctx *c, yaml_node_t *v)
 	return 0;
 }
 
-static int parse_method(struct ctx *c, yaml_node_t *v)
-{
-	static const char *const names[] = { [SWEEP_GRID] = "grid", [SWEEP_RANDOM] = "random",
-	                                     [SWEEP_OPTUNA] = "optuna" };
-	int i = one_of(c, v, "method", names, 3);
-	if (i < 0)
-		return -1;
-	c->s->method = (enum sweep_method)i;
-	c->method = v;
-	return 0;
-}
-
-static int parse_executor(struct ctx *c, yaml_node_t *v)
-{
-	static const char *const names[] = { [SWEEP_LOCAL] = "local", [SWEEP_SLURM] = "slurm" };
-	int i = one_of(c, v, "executor", names, 2);
-	if (i < 0)
-		return -1;
-	c->s->executor = (enum sweep_executor)i;
-	c->executor = v;
-	return 0;
-}
+static const char *const method_names[] = { [SWEEP_GRID] = "grid", [SWEEP_RANDOM] = "random",
+                                            [SWEEP_OPTUNA] = "optuna" };
+static const char *const executor_names[] = { [SWEEP_LOCAL] = "local", [SWEEP_SLURM] = "slurm" };
 
 static bool all_digits(const char *p, const char *end, size_t max)
 {
@@ -555,7 +541,7 @@ static int parse_metric(struct ctx *c, const yaml_node_t *v)
 			c->s->metric_name = xstrdup(text(val));
 			c->metric_name = (yaml_node_t *)val;
 		} else {
-			int goal = one_of(c, val, "metric.goal", goals, 2);
+			int goal = one_of(c, val, "metric.goal", goals, 2, NULL);
 			if (goal < 0)
 				return -1;
 			c->s->maximize = goal == 1;
@@ -879,11 +865,10 @@ static int take_on_oom(struct ctx *c, int key, yaml_node_t *rw)
 	struct sweep_spec *s = c->s;
 	if (key == 1) {
 		static const char *const bools[] = { "true", "false" };
-		int t = one_of(c, rw, "on_oom.resize", bools, 2);
+		int t = one_of(c, rw, "on_oom.resize", bools, 2, &c->on_oom_resize);
 		if (t < 0)
 			return -1;
 		s->on_oom_resize = t == 0;
-		c->on_oom_resize = rw;
 		return 0;
 	}
 	if (rw->type != YAML_MAPPING_NODE)
@@ -1229,7 +1214,10 @@ static int parse_top(struct ctx *c)
 		int rc = 0;
 		switch (key_index(c, node(c, p->key), top_keys, K_N, NULL, seen)) {
 		case K_COMMAND: rc = parse_command(c, v); break;
-		case K_METHOD: rc = parse_method(c, v); break;
+		case K_METHOD:
+			if ((rc = one_of(c, v, "method", method_names, 3, &c->method)) >= 0)
+				s->method = (enum sweep_method)rc;
+			break;
 		case K_METRIC: rc = parse_metric(c, v); break;
 		case K_PARAMETERS: rc = parse_dims(c, v, false); break;
 		case K_ENV: rc = parse_dims(c, v, true); break;
@@ -1270,14 +1258,17 @@ static int parse_top(struct ctx *c)
 			if (!is_null(v))
 				rc = parse_run_options(c, v);
 			break;
-		case K_EXECUTOR: rc = parse_executor(c, v); break;
+		case K_EXECUTOR:
+			if ((rc = one_of(c, v, "executor", executor_names, 2, &c->executor)) >= 0)
+				s->executor = (enum sweep_executor)rc;
+			break;
 		case K_SLURM: rc = parse_slurm(c, v); break;
 		case K_OPTUNA: rc = parse_optuna(c, v); break;
 		case K_PREFORK: rc = parse_prefork(c, v); break;
 		default:
 			return -1;
 		}
-		if (rc)
+		if (rc < 0)
 			return -1;
 	}
 	return check_whole(c);
