@@ -591,16 +591,9 @@ static int trend_fit(const double *x, const double *y, size_t n, struct work *w,
 
 	double c = zq * sqrt(var_s);
 	double kk = (double)k;
-	double r_lo = nearbyint((kk - c) / 2);
-	double r_hi = nearbyint((kk + c) / 2 + 1);
-	if (r_lo < 1)
-		r_lo = 1;
-	if (r_lo > kk)
-		r_lo = kk;
-	if (r_hi > kk)
-		r_hi = kk;
-	if (r_hi < 1)
-		r_hi = 1;
+	/* the ranks, each within 1..k (k >= 1) */
+	double r_lo = fmin(fmax(nearbyint((kk - c) / 2), 1), kk);
+	double r_hi = fmin(fmax(nearbyint((kk + c) / 2 + 1), 1), kk);
 	size_t i_lo = (size_t)r_lo - 1, i_hi = (size_t)r_hi - 1;
 	t->slope = med;
 	t->low = i_lo <= p ? select_kth(sl, p + 1, i_lo) : select_kth(sl + p, k - p, i_lo - p);

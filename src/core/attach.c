@@ -144,23 +144,18 @@ int supervise_attach_check(pid_t pid, bool *denied, char *why, size_t whysz)
 	}
 	/* The rights: its memory maps are what the sampler reads. Another
 	 * user's process gives EACCES here (the kernel's ptrace read check). */
-	char path[64], c;
-	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || read(fd, &c, 1) < 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		if (e == ENOENT || e == ESRCH) {
-			snprintf(why, whysz, "no process with pid %d", (int)pid);
-			return -1;
-		}
+	char path[64];
+	int e = proc_maps_readable(NULL, pid, path, sizeof(path));
+	if (e == ENOENT || e == ESRCH) {
+		snprintf(why, whysz, "no process with pid %d", (int)pid);
+		return -1;
+	}
+	if (e) {
 		*denied = true;
 		snprintf(why, whysz, "cannot read '%s': %s: attaching to pid %d (%s) needs the rights to read its "
 		         "memory maps (its own user, or root)", path, strerror(e), (int)pid, ps.comm);
 		return -1;
 	}
-	close(fd);
 	return 0;
 }
 

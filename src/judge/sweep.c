@@ -96,9 +96,7 @@ int sweep_model_open(struct store *st, int64_t sweep_id, struct sweep_model *m)
 
 void sweep_model_release(struct sweep_model *m)
 {
-	for (size_t d = 0; d < m->ndims; d++)
-		free(m->dims[d]);
-	free(m->dims);
+	free_strings(m->dims, m->ndims);
 	trial_rows_free(m->trials, m->ntrials);
 	free(m->pred);
 	sweep_row_release(&m->sw);

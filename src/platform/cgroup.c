@@ -200,6 +200,26 @@ static bool unescape_field(char *dst, size_t dstsz, const char *s, size_t n)
 
 #define MOUNTINFO_MAX_FIELDS 64
 
+/* Both buffers made empty (a size of 0: nothing to write). */
+static void empty_mount(char *mount, size_t msz, char *root, size_t rsz)
+{
+	if (msz)
+		mount[0] = '\0';
+	if (rsz)
+		root[0] = '\0';
+}
+
+/* A mountinfo line's mount point (field 4) and root (field 3), split in
+ * fields f of lengths flen, unescaped into mount and root: true, else both
+ * empty (one did not fit). */
+static bool take_mount(const char *const *f, const size_t *flen, char *mount, size_t msz, char *root, size_t rsz)
+{
+	if (unescape_field(mount, msz, f[4], flen[4]) && unescape_field(root, rsz, f[3], flen[3]))
+		return true;
+	empty_mount(mount, msz, root, rsz);
+	return false;
+}
+
 /* parse_cgroup_mounts, with the root of the cgroup2 mount as well. */
 static int parse_cgroup_mounts_roots(const char *mountinfo, char *v2_mount, size_t v2sz,
                                      char *v2_root, size_t v2rsz,
@@ -208,14 +228,8 @@ static int parse_cgroup_mounts_roots(const char *mountinfo, char *v2_mount, size
 {
 	bool found_v2 = false, found_v1 = false;
 
-	if (v2sz)
-		v2_mount[0] = '\0';
-	if (v2rsz)
-		v2_root[0] = '\0';
-	if (v1sz)
-		v1_mem_mount[0] = '\0';
-	if (v1rsz)
-		v1_mem_root[0] = '\0';
+	empty_mount(v2_mount, v2sz, v2_root, v2rsz);
+	empty_mount(v1_mem_mount, v1sz, v1_mem_root, v1rsz);
 	for (const char *line = mountinfo; *line; ) {
 		const char *eol = strchrnul(line, '\n');
 		const char *f[MOUNTINFO_MAX_FIELDS];
@@ -244,26 +258,11 @@ static int parse_cgroup_mounts_roots(const char *mountinfo, char *v2_mount, size
 			size_t optlen = flen[sep + 3];
 			if (optlen && f[sep + 3][optlen - 1] == '\r')
 				optlen--;
-			if (!found_v2 && fslen == 7 && !memcmp(fstype, "cgroup2", 7)) {
-				found_v2 = unescape_field(v2_mount, v2sz, f[4], flen[4]) &&
-				           unescape_field(v2_root, v2rsz, f[3], flen[3]);
-				if (!found_v2) {
-					if (v2sz)
-						v2_mount[0] = '\0';
-					if (v2rsz)
-						v2_root[0] = '\0';
-				}
-			} else if (!found_v1 && fslen == 6 && !memcmp(fstype, "cgroup", 6) &&
-			           has_token(f[sep + 3], optlen, "memory", ',')) {
-				found_v1 = unescape_field(v1_mem_mount, v1sz, f[4], flen[4]) &&
-				           unescape_field(v1_mem_root, v1rsz, f[3], flen[3]);
-				if (!found_v1) {
-					if (v1sz)
-						v1_mem_mount[0] = '\0';
-					if (v1rsz)
-						v1_mem_root[0] = '\0';
-				}
-			}
+			if (!found_v2 && fslen == 7 && !memcmp(fstype, "cgroup2", 7))
+				found_v2 = take_mount(f, flen, v2_mount, v2sz, v2_root, v2rsz);
+			else if (!found_v1 && fslen == 6 && !memcmp(fstype, "cgroup", 6) &&
+			         has_token(f[sep + 3], optlen, "memory", ','))
+				found_v1 = take_mount(f, flen, v1_mem_mount, v1sz, v1_mem_root, v1rsz);
 		}
 		line = *eol ? eol + 1 : eol;
 	}
@@ -1213,33 +1212,30 @@ int cgroup_reap_left(pid_t pid, uint64_t start_ticks, const char *recorded, int 
 	return killed;
 }
 
-int cgroup_set_limit(const struct job_cgroup *cg, uint64_t max_bytes, uint64_t high_bytes)
+/* bytes into cg's file name, none for 0 (no limit: v1's "-1", v2's "max");
+ * -1 after a message. */
+static int set_bytes(const struct job_cgroup *cg, const char *name, uint64_t bytes, const char *none)
 {
 	char val[32];
 
+	if (bytes)
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)bytes);
+	else
+		snprintf(val, sizeof(val), "%s", none);
+	if (write_in_dir(cg->dir, name, val) < 0)
+		return error_errno("cannot set '%s/%s' to %s", cg->dir, name, val);
+	return 0;
+}
+
+int cgroup_set_limit(const struct job_cgroup *cg, uint64_t max_bytes, uint64_t high_bytes)
+{
 	if (!cg->has_memory)
 		return error("cgroup '%s' has no memory controller: cannot set a limit", cg->dir);
-	if (cg->version == 1) {
-		if (max_bytes)
-			snprintf(val, sizeof(val), "%llu", (unsigned long long)max_bytes);
-		else
-			snprintf(val, sizeof(val), "-1");
-		if (write_in_dir(cg->dir, "memory.limit_in_bytes", val) < 0)
-			return error_errno("cannot set '%s/memory.limit_in_bytes' to %s", cg->dir, val);
-		return 0;
-	}
-	if (high_bytes) {
-		snprintf(val, sizeof(val), "%llu", (unsigned long long)high_bytes);
-		if (write_in_dir(cg->dir, "memory.high", val) < 0)
-			return error_errno("cannot set '%s/memory.high' to %s", cg->dir, val);
-	}
-	if (max_bytes)
-		snprintf(val, sizeof(val), "%llu", (unsigned long long)max_bytes);
-	else
-		snprintf(val, sizeof(val), "max");
-	if (write_in_dir(cg->dir, "memory.max", val) < 0)
-		return error_errno("cannot set '%s/memory.max' to %s", cg->dir, val);
-	return 0;
+	if (cg->version == 1)
+		return set_bytes(cg, "memory.limit_in_bytes", max_bytes, "-1");
+	if (high_bytes && set_bytes(cg, "memory.high", high_bytes, "max") < 0)
+		return -1;
+	return set_bytes(cg, "memory.max", max_bytes, "max");
 }
 
 int cgroup_read_events(const struct job_cgroup *cg, struct cgroup_events *out)

@@ -188,6 +188,26 @@ static bool key_is(const char *key, size_t keylen, const char *want)
 	return strlen(want) == keylen && !memcmp(key, want, keylen);
 }
 
+/* A "Key: N kB" line whose key is one of keys[0..nkeys): the key's index,
+ * its value in *bytes and *ok true, or *ok false when the value is not
+ * "N kB". -1 for another key, or a line that is not "Key: value" at all. */
+static int known_kb_line(const char *line, size_t len, const char *const *keys, size_t nkeys, uint64_t *bytes,
+                         bool *ok)
+{
+	const char *key;
+	size_t keylen;
+	int r = scan_kb_line(line, len, &key, &keylen, bytes);
+	if (r == 0)
+		return -1;
+	for (size_t i = 0; i < nkeys; i++) {
+		if (key_is(key, keylen, keys[i])) {
+			*ok = r > 0;
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
 /* Next line of a NUL-terminated text: [*line, *line + *len), without the
  * newline. Returns false at the end. *at moves past the newline. */
 static bool next_line(const char **at, const char **line, size_t *len)
@@ -243,24 +263,17 @@ void smaps_parser_begin(struct smaps_parser *p)
 
 void smaps_parser_line(struct smaps_parser *p, const char *line, size_t len)
 {
-	const char *key;
-	size_t keylen;
 	uint64_t bytes = 0;
-	int r = scan_kb_line(line, len, &key, &keylen, &bytes);
-	if (r == 0)
-		return;
-	for (int i = 0; i < SM_COUNT; i++) {
-		if (!key_is(key, keylen, smaps_keys[i]))
-			continue;
-		uint64_t *f = smaps_field(&p->sum, i);
-		if (r < 0 || *f > UINT64_MAX - bytes)
-			p->bad = true;
-		else
-			*f += bytes;
-		p->seen |= 1u << i;
-		return;
-	}
-	/* Unknown keys (VmFlags, THPeligible, Pss_Dirty, ...) are not ours to judge. */
+	bool ok;
+	int i = known_kb_line(line, len, smaps_keys, SM_COUNT, &bytes, &ok);
+	if (i < 0)
+		return;     /* unknown keys (VmFlags, THPeligible, Pss_Dirty, ...) are not ours to judge */
+	uint64_t *f = smaps_field(&p->sum, i);
+	if (!ok || *f > UINT64_MAX - bytes)
+		p->bad = true;
+	else
+		*f += bytes;
+	p->seen |= 1u << i;
 }
 
 int smaps_parser_end(const struct smaps_parser *p, struct proc_smaps *out)
@@ -302,21 +315,15 @@ int parse_meminfo_buf(const char *buf, struct meminfo *out)
 	const char *at = buf, *line;
 	size_t len;
 	while (next_line(&at, &line, &len)) {
-		const char *key;
-		size_t keylen;
 		uint64_t bytes = 0;
-		int r = scan_kb_line(line, len, &key, &keylen, &bytes);
-		if (r == 0)
+		bool ok;
+		int i = known_kb_line(line, len, keys, sizeof(keys) / sizeof(keys[0]), &bytes, &ok);
+		if (i < 0)
 			continue;
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-			if (!key_is(key, keylen, keys[i]))
-				continue;
-			if (r < 0)
-				return einval();
-			*fields[i] = bytes;
-			seen |= 1u << i;
-			break;
-		}
+		if (!ok)
+			return einval();
+		*fields[i] = bytes;
+		seen |= 1u << i;
 	}
 	if (!(seen & 1u))
 		return einval();
@@ -437,6 +444,22 @@ int pread_proc_stat(int fd, struct proc_stat *out)
 	if (n == 0 || (size_t)n + 1 >= sizeof(buf))
 		return einval();        /* nothing, or cut */
 	return parse_proc_stat_buf(buf, out);
+}
+
+int proc_maps_readable(const char *root, pid_t pid, char *path, size_t pathsz)
+{
+	if (proc_path(path, pathsz, root, pid, "smaps_rollup") < 0)
+		return errno;
+	char c;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, &c, 1) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
+	close(fd);
+	return 0;
 }
 
 bool proc_environ_has(const char *root, pid_t pid, const char *entry)

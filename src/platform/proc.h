@@ -141,6 +141,12 @@ int read_boot_time(int64_t *btime);
  * entry ("NAME=VALUE") whole; false when it cannot be read. */
 bool proc_environ_has(const char *root, pid_t pid, const char *entry);
 
+/* Whether pid's memory maps, what the sampler reads, can be read: a byte
+ * of /proc/PID/smaps_rollup, whose path goes into path. 0, else the errno
+ * why not (EACCES or EPERM: another user's process; ENOENT or ESRCH: no such
+ * process). */
+int proc_maps_readable(const char *root, pid_t pid, char *path, size_t pathsz);
+
 /* pread() /proc/PID/statm through a descriptor kept open:
  * seq files restart at offset 0, so every call returns fresh values. Fails
  * with ESRCH once the process has been reaped. */

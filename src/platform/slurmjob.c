@@ -1,8 +1,9 @@
 /*
  * slurmjob.c — a running SLURM job on this node and its cgroup, for
  * `leakproof attach --slurm-job` (slurmjob.h). SLURM is asked through its
- * own commands, run through platform/spawn.h with a time bound and a cap on
- * what they print, never through a shell:
+ * own commands, run by slurm_run() (sweep/slurm.c's way too) through
+ * platform/spawn.h with a time bound and a cap on what they print, never
+ * through a shell:
  *
  *   scontrol -o show job SPEC   what the job is: its state, user, nodes;
  *   scontrol listpids JOBID     its processes on this node (this node's
@@ -28,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "platform/proc.h"
 #include "platform/spawn.h"
 #include "util/util.h"
 
@@ -183,39 +185,42 @@ int slurm_cgroup_cut(const char *dir, const char *job_id, const char *step, char
 
 /* ---- asking SLURM ---------------------------------------------------------- */
 
+int slurm_run(const char *const *argv, const char *const *env, int timeout_ms, struct spawn_capture *cap,
+              char *why, size_t whysz)
+{
+	struct spawn sp = { .argv = argv, .path_lookup = true, .env = env, .in.how = SPAWN_NULL };
+	cap->timeout_ms = timeout_ms;
+	cap->out_cap_bytes = CMD_OUT_CAP;
+	cap->err_tail_bytes = 2048;
+	int rc = spawn_capture(&sp, cap);
+	if (rc == SPAWN_NOT_FOUND)
+		snprintf(why, whysz, "%s: command not found (is SLURM installed here?)", argv[0]);
+	else if (rc != 0)
+		snprintf(why, whysz, "cannot run %s: %s", argv[0], strerror(errno));
+	else if (cap->timed_out || cap->too_big)
+		snprintf(why, whysz, "%s %s", argv[0], cap->timed_out ? "did not answer in time" : "printed too much");
+	else
+		return WIFEXITED(cap->wait_status) && !WEXITSTATUS(cap->wait_status) ? 0 : 1;
+	return -1;
+}
+
 /* Run argv; its stdout into out. 0; -1 with why when it failed (its
  * stderr's last line, else its stdout's); -2 with why when it could not be
  * run (not found, no answer in time). */
 static int run_cmd(const char *const *argv, struct strbuf *out, char *why, size_t whysz)
 {
-	struct spawn sp = { .argv = argv, .path_lookup = true, .in.how = SPAWN_NULL };
 	struct spawn_capture cap = SPAWN_CAPTURE_INIT;
-	cap.timeout_ms = CMD_TIMEOUT_MS;
-	cap.out_cap_bytes = CMD_OUT_CAP;
-	cap.err_tail_bytes = 2048;
-	int rc = spawn_capture(&sp, &cap), ret = 0;
-	if (rc == SPAWN_NOT_FOUND) {
-		snprintf(why, whysz, "%s: command not found (is SLURM installed here?)", argv[0]);
-		ret = -2;
-	} else if (rc != 0) {
-		snprintf(why, whysz, "cannot run %s: %s", argv[0], strerror(errno));
-		ret = -2;
-	} else if (cap.timed_out || cap.too_big) {
-		snprintf(why, whysz, "%s %s", argv[0], cap.timed_out ? "did not answer in time" : "printed too much");
-		ret = -2;
-	} else if (!WIFEXITED(cap.wait_status) || WEXITSTATUS(cap.wait_status)) {
-		char *e = cap.err.len ? cap.err.buf : cap.out.len ? cap.out.buf : "";   /* "Job 3_7 not found": stdout */
-		size_t n = strlen(e);
-		while (n && (e[n - 1] == '\n' || e[n - 1] == ' '))
-			e[--n] = '\0';
-		char *last = strrchr(e, '\n');
+	int rc = slurm_run(argv, NULL, CMD_TIMEOUT_MS, &cap, why, whysz);
+	if (rc > 0) {
+		struct strbuf *said = cap.err.len ? &cap.err : &cap.out;   /* "Job 3_7 not found": stdout */
+		strbuf_trim_end(said, "\n ");
+		const char *e = strbuf_str(said), *last = strrchr(e, '\n');
 		snprintf(why, whysz, "%.300s", last ? last + 1 : *e ? e : "failed");
-		ret = -1;
 	}
 	strbuf_addstr(out, strbuf_str(&cap.out));
 	strbuf_release(&cap.out);
 	strbuf_release(&cap.err);
-	return ret;
+	return rc > 0 ? -1 : rc < 0 ? -2 : 0;
 }
 
 /* Whether this host is one of nodes (scontrol show hostnames expands
@@ -311,13 +316,9 @@ enum slurm_find slurm_job_find(const char *spec, struct slurm_job *out, char *wh
 	}
 
 	/* the rights: the sampler reads its processes' memory maps */
-	char path[64], c;
-	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)out->pids[0]);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || read(fd, &c, 1) < 0) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
+	char path[64];
+	int e = proc_maps_readable(NULL, out->pids[0], path, sizeof(path));
+	if (e) {
 		if (e == EACCES || e == EPERM) {
 			snprintf(why, whysz, "SLURM job %s is user %s's (uid %ld): cannot read '%s' (%s): watching it needs "
 			         "the rights to read its processes' memory maps (its user, or root)", job, out->user,
@@ -329,7 +330,6 @@ enum slurm_find slurm_job_find(const char *spec, struct slurm_job *out, char *wh
 		}
 		goto out;
 	}
-	close(fd);
 
 	struct job_cgroup where;
 	char cgwhy[300];

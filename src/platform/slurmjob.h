@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "platform/cgroup.h"
+#include "platform/spawn.h"
 
 #define SLURM_JOB_PIDS_MAX 64   /* of listpids' pids, kept (the first ones) */
 
@@ -51,6 +52,16 @@ enum slurm_find {
  * this node and its cgroup. Fills *out; on anything but SLURM_FIND_OK, why
  * says what, for the user. */
 enum slurm_find slurm_job_find(const char *spec, struct slurm_job *out, char *why, size_t whysz);
+
+/* Run a SLURM command (argv[0] looked up on PATH; env its environment,
+ * NULL ours) to its end within timeout_ms, its stdout and stderr captured
+ * into cap (SPAWN_CAPTURE_INIT; the caller releases cap->out and cap->err).
+ * 0 when it exited 0; 1 when it ended otherwise (the caller words that from
+ * what it printed); -1 with why when it did not run to an end: not found
+ * ("is SLURM installed here?"), not started, no answer in time, too much
+ * printed. */
+int slurm_run(const char *const *argv, const char *const *env, int timeout_ms, struct spawn_capture *cap,
+              char *why, size_t whysz);
 
 /* ---- parsers, exposed for tests (pure: no I/O) ---------------------- */
 

@@ -11,8 +11,8 @@
  * their environment (LEAKPROOF_STORE, which sbatch passes on), never on a
  * command line that `ps` or `scontrol show job` would print.
  *
- * Every command runs through platform/spawn.h with a time bound and a cap
- * on what it prints; none goes through a shell.
+ * Every command runs through slurm_run() (platform/slurmjob.h): spawned
+ * with a time bound and a cap on what it prints; none goes through a shell.
  */
 #include "sweep/slurm.h"
 
@@ -22,16 +22,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "platform/slurmjob.h"
 #include "platform/spawn.h"
 #include "util/util.h"
 
 #define CMD_TIMEOUT_MS 60000
 #define STOP_QUERY_MS 3000       /* told to stop: SLURM SIGKILLs after KillWait */
-#define CMD_OUT_CAP (1u << 20)
 #define LOG_TAIL_BYTES (64 * 1024)   /* slurmstepd writes its line at the end */
 
 static int64_t env_int(const char *name, int64_t dflt)
@@ -58,35 +57,17 @@ void slurm_job_env_read(struct slurm_job_env *e)
 static int run_cmd(const char *const *argv, const char *const *env, int timeout_ms, struct strbuf *out, char *why,
                    size_t whysz)
 {
-	struct spawn sp = { .argv = argv, .path_lookup = true, .env = env, .in.how = SPAWN_NULL };
 	struct spawn_capture cap = SPAWN_CAPTURE_INIT;
-	cap.timeout_ms = timeout_ms;
-	cap.out_cap_bytes = CMD_OUT_CAP;
-	cap.err_tail_bytes = 2048;
-	int rc = spawn_capture(&sp, &cap);
-	int ret = 0;
-	if (rc == SPAWN_NOT_FOUND) {
-		snprintf(why, whysz, "%s: command not found (is SLURM installed here?)", argv[0]);
-		ret = -1;
-	} else if (rc != 0) {
-		snprintf(why, whysz, "cannot run %s: %s", argv[0], strerror(errno));
-		ret = -1;
-	} else if (cap.timed_out || cap.too_big) {
-		snprintf(why, whysz, "%s %s", argv[0], cap.timed_out ? "did not answer in time" : "printed too much");
-		ret = -1;
-	} else if (!WIFEXITED(cap.wait_status) || WEXITSTATUS(cap.wait_status)) {
-		char *e = cap.err.buf ? cap.err.buf : "";
-		size_t n = strlen(e);
-		while (n && (e[n - 1] == '\n' || e[n - 1] == ' '))
-			e[--n] = '\0';
-		snprintf(why, whysz, "%s failed%s%.400s", argv[0], *e ? ": " : "", e);
-		ret = -1;
+	int rc = slurm_run(argv, env, timeout_ms, &cap, why, whysz);
+	if (rc > 0) {
+		strbuf_trim_end(&cap.err, "\n ");
+		snprintf(why, whysz, "%s failed%s%.400s", argv[0], cap.err.len ? ": " : "", strbuf_str(&cap.err));
 	}
-	if (out && ret == 0)
+	if (out && rc == 0)
 		strbuf_addstr(out, strbuf_str(&cap.out));
 	strbuf_release(&cap.out);
 	strbuf_release(&cap.err);
-	return ret;
+	return rc ? -1 : 0;
 }
 
 /* s between single quotes for sh: ' as '\'' */

@@ -57,11 +57,12 @@ struct ctx {
 	struct sweep_spec *s;
 	yaml_node_t *root;
 	yaml_node_t *command;       /* checked against the parameters at the end */
-	yaml_node_t *method;        /* where the method was written, if it was */
+	const yaml_node_t *method;  /* where the method was written, if it was */
 	yaml_node_t *retry_with;    /* on_oom.retry_with, names checked at the end */
 	const yaml_node_t *on_oom_resize;   /* where on_oom said resize (or not); NULL: the default */
+	const yaml_node_t *max;     /* memory.max, checked against max_mem */
 	const yaml_node_t *max_mem; /* memory.max_mem, checked at the end */
-	yaml_node_t *executor;      /* where executor: was written, if it was */
+	const yaml_node_t *executor;   /* where executor: was written, if it was */
 	yaml_node_t *metric_name;   /* metric.name, checked at the end */
 };
 
@@ -185,6 +186,48 @@ static int key_index(const struct ctx *c, const yaml_node_t *k, const char *cons
 	fail(c, k, "unknown key '%.80s'%s (known: %s)", text(k), where ? where : "", strbuf_str(&known));
 	strbuf_release(&known);
 	return -1;
+}
+
+/* The index of scalar v among the n names, v kept in *where (unless NULL);
+ * else -1 after "WHAT must be A, B or C, not V". */
+static int one_of(const struct ctx *c, const yaml_node_t *v, const char *what, const char *const *names, size_t n,
+                  const yaml_node_t **where)
+{
+	char shown_buf[100];
+	for (size_t i = 0; i < n; i++) {
+		if (v->type == YAML_SCALAR_NODE && !strcmp(text(v), names[i])) {
+			if (where)
+				*where = v;
+			return (int)i;
+		}
+	}
+	struct strbuf list = STRBUF_INIT;
+	for (size_t i = 0; i < n; i++)
+		strbuf_addf(&list, "%s%s", !i ? "" : i + 1 < n ? ", " : " or ", names[i]);
+	fail(c, v, "%s must be %s, not %s", what, strbuf_str(&list), SHOWN(v));
+	strbuf_release(&list);
+	return -1;
+}
+
+/* A section that may be left out (null: nothing to read), else a mapping
+ * (NAME must be SHAPE) of keys[] (at most 8), each met once: take(c, i,
+ * value) for each pair, i its key's index. 0; -1 after a message. */
+static int read_section(struct ctx *c, const yaml_node_t *v, const char *name, const char *shape,
+                        const char *const *keys, size_t nkeys, int (*take)(struct ctx *, int, yaml_node_t *))
+{
+	const yaml_node_t *seen[8] = { NULL };
+	char shown_buf[100], where[64];
+	if (is_null(v))
+		return 0;
+	if (v->type != YAML_MAPPING_NODE)
+		return fail(c, v, "%s must be %s, not %s", name, shape, SHOWN(v));
+	snprintf(where, sizeof(where), " in %s", name);
+	for_each_pair(v, p) {
+		int i = key_index(c, node(c, p->key), keys, nkeys, where, seen);
+		if (i < 0 || take(c, i, node(c, p->value)) != 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* ---- numbers ----------------------------------------------------------- */
@@ -370,35 +413,9 @@ static int parse_command(struct ctx *c, yaml_node_t *v)
 	return 0;
 }
 
-static int parse_method(struct ctx *c, yaml_node_t *v)
-{
-	char shown_buf[100];
-	const char *t = v->type == YAML_SCALAR_NODE ? text(v) : "";
-	if (v->type == YAML_SCALAR_NODE && !strcmp(t, "grid"))
-		c->s->method = SWEEP_GRID;
-	else if (v->type == YAML_SCALAR_NODE && !strcmp(t, "random"))
-		c->s->method = SWEEP_RANDOM;
-	else if (v->type == YAML_SCALAR_NODE && !strcmp(t, "optuna"))
-		c->s->method = SWEEP_OPTUNA;
-	else
-		return fail(c, v, "method must be grid, random or optuna, not %s", SHOWN(v));
-	c->method = v;
-	return 0;
-}
-
-static int parse_executor(struct ctx *c, yaml_node_t *v)
-{
-	char shown_buf[100];
-	const char *t = v->type == YAML_SCALAR_NODE ? text(v) : "";
-	if (v->type == YAML_SCALAR_NODE && !strcmp(t, "local"))
-		c->s->executor = SWEEP_LOCAL;
-	else if (v->type == YAML_SCALAR_NODE && !strcmp(t, "slurm"))
-		c->s->executor = SWEEP_SLURM;
-	else
-		return fail(c, v, "executor must be local or slurm, not %s", SHOWN(v));
-	c->executor = v;
-	return 0;
-}
+static const char *const method_names[] = { [SWEEP_GRID] = "grid", [SWEEP_RANDOM] = "random",
+                                            [SWEEP_OPTUNA] = "optuna" };
+static const char *const executor_names[] = { [SWEEP_LOCAL] = "local", [SWEEP_SLURM] = "slurm" };
 
 static bool all_digits(const char *p, const char *end, size_t max)
 {
@@ -448,71 +465,68 @@ const char *sweep_slurm_owned_arg(const char *arg)
 }
 
 /* slurm: {workers, partition, time, mem, gpus_per_task, sbatch_args} */
-static int parse_slurm(struct ctx *c, const yaml_node_t *v)
+static const char *const slurm_keys[] = { "workers", "partition", "time", "mem", "gpus_per_task", "sbatch_args" };
+
+static int take_slurm(struct ctx *c, int key, yaml_node_t *val)
 {
-	static const char *const keys[] = { "workers", "partition", "time", "mem", "gpus_per_task", "sbatch_args" };
-	const yaml_node_t *seen[6] = { NULL };
 	struct sweep_slurm *sl = &c->s->slurm;
 	char shown_buf[100];
 	long long n;
-	if (is_null(v))
-		return 0;
-	if (v->type != YAML_MAPPING_NODE)
-		return fail(c, v, "slurm must be a mapping {workers: N, partition: NAME, time: TIME, mem: SIZE, "
-		            "gpus_per_task: N, sbatch_args: [...]}, not %s", SHOWN(v));
-	for_each_pair(v, p) {
-		const yaml_node_t *val = node(c, p->value);
-		switch (key_index(c, node(c, p->key), keys, 6, " in slurm", seen)) {
-		case 0:
-			if (!parse_whole(val, 1, 100000, &n))
-				return fail(c, val, "slurm.workers must be a whole number from 1 to 100000, not %s", SHOWN(val));
-			sl->workers = (int)n;
-			break;
-		case 1:
-			if (val->type != YAML_SCALAR_NODE || !*text(val) || strpbrk(text(val), " \t\n"))
-				return fail(c, val, "slurm.partition must be a partition name, not %s", SHOWN(val));
-			sl->partition = xstrdup(text(val));
-			break;
-		case 2:
-			if (val->type != YAML_SCALAR_NODE || !sweep_slurm_time_ok(text(val)))
-				return fail(c, val, "slurm.time must be a SLURM time limit such as \"04:00:00\", \"90\" (minutes) "
-				            "or \"1-12:00:00\", not %s", SHOWN(val));
-			sl->time = xstrdup(text(val));
-			break;
-		case 3:
-			if (check_size(c, val, "slurm.mem", false, SIZE_BUDGET_MIN) != 0)
-				return -1;
-			if (parse_size(text(val), 0, &sl->mem_bytes) < 0)
-				return -1;
-			break;
-		case 4:
-			if (!parse_whole(val, 0, 1024, &n))
-				return fail(c, val, "slurm.gpus_per_task must be a whole number from 0 to 1024, not %s", SHOWN(val));
-			sl->gpus_per_task = (int)n;
-			break;
-		case 5:
-			if (string_list(c, val, "slurm.sbatch_args", "[\"--account=ml\"]", &sl->sbatch_args,
-			                &sl->nsbatch_args) != 0)
-				return -1;
-			for_each_item(val, it) {
-				const yaml_node_t *a = node(c, *it);
-				const char *owned = sweep_slurm_owned_arg(text(a));
-				if (text(a)[0] != '-')
-					return fail(c, a, "slurm.sbatch_args: '%.80s' is not an option (they start with -)", text(a));
-				if (owned)
-					return fail(c, a, "slurm.sbatch_args: %s is set by the sweep itself", owned);
-			}
-			break;
-		default:
+	switch (key) {
+	case 0:
+		if (!parse_whole(val, 1, 100000, &n))
+			return fail(c, val, "slurm.workers must be a whole number from 1 to 100000, not %s", SHOWN(val));
+		sl->workers = (int)n;
+		break;
+	case 1:
+		if (val->type != YAML_SCALAR_NODE || !*text(val) || strpbrk(text(val), " \t\n"))
+			return fail(c, val, "slurm.partition must be a partition name, not %s", SHOWN(val));
+		sl->partition = xstrdup(text(val));
+		break;
+	case 2:
+		if (val->type != YAML_SCALAR_NODE || !sweep_slurm_time_ok(text(val)))
+			return fail(c, val, "slurm.time must be a SLURM time limit such as \"04:00:00\", \"90\" (minutes) "
+			            "or \"1-12:00:00\", not %s", SHOWN(val));
+		sl->time = xstrdup(text(val));
+		break;
+	case 3:
+		if (check_size(c, val, "slurm.mem", false, SIZE_BUDGET_MIN) != 0)
 			return -1;
+		if (parse_size(text(val), 0, &sl->mem_bytes) < 0)
+			return -1;
+		break;
+	case 4:
+		if (!parse_whole(val, 0, 1024, &n))
+			return fail(c, val, "slurm.gpus_per_task must be a whole number from 0 to 1024, not %s", SHOWN(val));
+		sl->gpus_per_task = (int)n;
+		break;
+	default:
+		if (string_list(c, val, "slurm.sbatch_args", "[\"--account=ml\"]", &sl->sbatch_args,
+		                &sl->nsbatch_args) != 0)
+			return -1;
+		for_each_item(val, it) {
+			const yaml_node_t *a = node(c, *it);
+			const char *owned = sweep_slurm_owned_arg(text(a));
+			if (text(a)[0] != '-')
+				return fail(c, a, "slurm.sbatch_args: '%.80s' is not an option (they start with -)", text(a));
+			if (owned)
+				return fail(c, a, "slurm.sbatch_args: %s is set by the sweep itself", owned);
 		}
+		break;
 	}
 	return 0;
+}
+
+static int parse_slurm(struct ctx *c, const yaml_node_t *v)
+{
+	return read_section(c, v, "slurm", "a mapping {workers: N, partition: NAME, time: TIME, mem: SIZE, "
+	                    "gpus_per_task: N, sbatch_args: [...]}", slurm_keys, 6, take_slurm);
 }
 
 static int parse_metric(struct ctx *c, const yaml_node_t *v)
 {
 	static const char *const keys[] = { "name", "goal" };
+	static const char *const goals[] = { "minimize", "maximize" };
 	const yaml_node_t *seen[2] = { NULL, NULL };
 	char shown_buf[100];
 	if (v->type != YAML_MAPPING_NODE)
@@ -527,12 +541,11 @@ static int parse_metric(struct ctx *c, const yaml_node_t *v)
 				return fail(c, val, "metric.name must be a non-empty string, not %s", SHOWN(val));
 			c->s->metric_name = xstrdup(text(val));
 			c->metric_name = (yaml_node_t *)val;
-		} else if (val->type == YAML_SCALAR_NODE && !strcmp(text(val), "minimize")) {
-			c->s->maximize = false;
-		} else if (val->type == YAML_SCALAR_NODE && !strcmp(text(val), "maximize")) {
-			c->s->maximize = true;
 		} else {
-			return fail(c, val, "metric.goal must be minimize or maximize, not %s", SHOWN(val));
+			int goal = one_of(c, val, "metric.goal", goals, 2, NULL);
+			if (goal < 0)
+				return -1;
+			c->s->maximize = goal == 1;
 		}
 	}
 	if (!c->s->metric_name)
@@ -794,46 +807,43 @@ static int parse_restart(const struct ctx *c, const yaml_node_t *v)
 	return rc;
 }
 
+static const char *const memory_keys[] = { "max", "restart", "expect", "max_mem" };
+
+static int take_memory(struct ctx *c, int key, yaml_node_t *val)
+{
+	switch (key) {
+	case 0:
+		if (check_size(c, val, "memory.max", true, SIZE_BUDGET_MIN) != 0)
+			return -1;
+		c->s->memory_max = xstrdup(text(val));
+		c->max = val;
+		break;
+	case 1:
+		if (parse_restart(c, val) != 0)
+			return -1;
+		c->s->memory_restart = xstrdup(text(val));
+		break;
+	case 2:
+		if (check_size(c, val, "memory.expect", false, 1) != 0)
+			return -1;
+		c->s->memory_expect = xstrdup(text(val));
+		break;
+	default:
+		if (check_size(c, val, "memory.max_mem", false, SIZE_BUDGET_MIN) != 0)
+			return -1;
+		c->s->memory_max_mem = xstrdup(text(val));
+		c->max_mem = val;
+		break;
+	}
+	return 0;
+}
+
 static int parse_memory(struct ctx *c, const yaml_node_t *v)
 {
-	static const char *const keys[] = { "max", "restart", "expect", "max_mem" };
-	const yaml_node_t *seen[4] = { NULL, NULL, NULL, NULL };
-	const yaml_node_t *max = NULL, *max_mem = NULL;
-	char shown_buf[100];
-	if (is_null(v))
-		return 0;
-	if (v->type != YAML_MAPPING_NODE)
-		return fail(c, v, "memory must be a mapping {max: SIZE, max_mem: SIZE, restart: POLICY, expect: SIZE}, not %s",
-		            SHOWN(v));
-	for_each_pair(v, p) {
-		const yaml_node_t *val = node(c, p->value);
-		switch (key_index(c, node(c, p->key), keys, 4, " in memory", seen)) {
-		case 0:
-			if (check_size(c, val, "memory.max", true, SIZE_BUDGET_MIN) != 0)
-				return -1;
-			c->s->memory_max = xstrdup(text(val));
-			max = val;
-			break;
-		case 1:
-			if (parse_restart(c, val) != 0)
-				return -1;
-			c->s->memory_restart = xstrdup(text(val));
-			break;
-		case 2:
-			if (check_size(c, val, "memory.expect", false, 1) != 0)
-				return -1;
-			c->s->memory_expect = xstrdup(text(val));
-			break;
-		case 3:
-			if (check_size(c, val, "memory.max_mem", false, SIZE_BUDGET_MIN) != 0)
-				return -1;
-			c->s->memory_max_mem = xstrdup(text(val));
-			c->max_mem = max_mem = val;
-			break;
-		default:
-			return -1;
-		}
-	}
+	if (read_section(c, v, "memory", "a mapping {max: SIZE, max_mem: SIZE, restart: POLICY, expect: SIZE}",
+	                 memory_keys, 4, take_memory) != 0)
+		return -1;
+	const yaml_node_t *max = c->max, *max_mem = c->max_mem;
 	uint64_t lo = 0, hi = 0;
 	if (max_mem && !max)
 		return fail(c, max_mem, "memory.max_mem is the most a trial is given when memory.max is not enough: "
@@ -848,59 +858,54 @@ static int parse_memory(struct ctx *c, const yaml_node_t *v)
 
 /* on_oom: resize, or {retry_with: {name: half|fit, ...}, resize: BOOL}; the
  * names are checked at the end. */
-static int parse_on_oom(struct ctx *c, const yaml_node_t *v)
+static const char *const on_oom_keys[] = { "retry_with", "resize" };
+
+static int take_on_oom(struct ctx *c, int key, yaml_node_t *rw)
 {
-	static const char *const keys[] = { "retry_with", "resize" };
-	const yaml_node_t *seen[2] = { NULL, NULL };
 	char shown_buf[100];
 	struct sweep_spec *s = c->s;
-	if (is_null(v))
+	if (key == 1) {
+		static const char *const bools[] = { "true", "false" };
+		int t = one_of(c, rw, "on_oom.resize", bools, 2, &c->on_oom_resize);
+		if (t < 0)
+			return -1;
+		s->on_oom_resize = t == 0;
 		return 0;
+	}
+	if (rw->type != YAML_MAPPING_NODE)
+		return fail(c, rw, "on_oom.retry_with must be a mapping {PARAMETER: half|fit}, not %s", SHOWN(rw));
+	size_t n = (size_t)(rw->data.mapping.pairs.top - rw->data.mapping.pairs.start);
+	s->retry_names = xcalloc(n + 1, sizeof(char *));
+	s->retry_rules = xcalloc(n + 1, sizeof(char *));
+	for_each_pair(rw, q) {
+		const yaml_node_t *k = node(c, q->key), *rule = node(c, q->value);
+		if (k->type != YAML_SCALAR_NODE)
+			return fail(c, k, "keys must be strings, not %s", SHOWN(k));
+		for (yaml_node_pair_t *e = rw->data.mapping.pairs.start; e < q; e++) {
+			const yaml_node_t *ek = node(c, e->key);
+			if (!strcmp(text(ek), text(k)))
+				return fail(c, k, "duplicate key '%.80s' (first at %zu:%zu)", text(k), line_of(ek), col_of(ek));
+		}
+		if (rule->type != YAML_SCALAR_NODE || (strcmp(text(rule), "half") && strcmp(text(rule), "fit")))
+			return fail(c, rule, "on_oom.retry_with rule for '%.80s' must be half or fit, not %s", text(k),
+			            SHOWN(rule));
+		s->retry_names[s->nretry] = xstrdup(text(k));
+		s->retry_rules[s->nretry] = xstrdup(text(rule));
+		s->nretry++;
+	}
+	c->retry_with = rw;
+	return 0;
+}
+
+static int parse_on_oom(struct ctx *c, const yaml_node_t *v)
+{
 	if (v->type == YAML_SCALAR_NODE && !strcmp(text(v), "resize")) {
-		s->on_oom_resize = true;
+		c->s->on_oom_resize = true;
 		c->on_oom_resize = v;
 		return 0;
 	}
-	if (v->type != YAML_MAPPING_NODE)
-		return fail(c, v, "on_oom must be resize or a mapping {retry_with: {PARAMETER: half|fit}, resize: "
-		            "true|false}, not %s", SHOWN(v));
-	for_each_pair(v, p) {
-		int which = key_index(c, node(c, p->key), keys, 2, " in on_oom", seen);
-		if (which < 0)
-			return -1;
-		if (which == 1) {
-			const yaml_node_t *b = node(c, p->value);
-			if (b->type != YAML_SCALAR_NODE || (strcmp(text(b), "true") && strcmp(text(b), "false")))
-				return fail(c, b, "on_oom.resize must be true or false, not %s", SHOWN(b));
-			s->on_oom_resize = !strcmp(text(b), "true");
-			c->on_oom_resize = b;
-			continue;
-		}
-		yaml_node_t *rw = node(c, p->value);
-		if (rw->type != YAML_MAPPING_NODE)
-			return fail(c, rw, "on_oom.retry_with must be a mapping {PARAMETER: half|fit}, not %s", SHOWN(rw));
-		size_t n = (size_t)(rw->data.mapping.pairs.top - rw->data.mapping.pairs.start);
-		s->retry_names = xcalloc(n + 1, sizeof(char *));
-		s->retry_rules = xcalloc(n + 1, sizeof(char *));
-		for_each_pair(rw, q) {
-			const yaml_node_t *k = node(c, q->key), *rule = node(c, q->value);
-			if (k->type != YAML_SCALAR_NODE)
-				return fail(c, k, "keys must be strings, not %s", SHOWN(k));
-			for (yaml_node_pair_t *e = rw->data.mapping.pairs.start; e < q; e++) {
-				const yaml_node_t *ek = node(c, e->key);
-				if (!strcmp(text(ek), text(k)))
-					return fail(c, k, "duplicate key '%.80s' (first at %zu:%zu)", text(k), line_of(ek), col_of(ek));
-			}
-			if (rule->type != YAML_SCALAR_NODE || (strcmp(text(rule), "half") && strcmp(text(rule), "fit")))
-				return fail(c, rule, "on_oom.retry_with rule for '%.80s' must be half or fit, not %s", text(k),
-				            SHOWN(rule));
-			s->retry_names[s->nretry] = xstrdup(text(k));
-			s->retry_rules[s->nretry] = xstrdup(text(rule));
-			s->nretry++;
-		}
-		c->retry_with = rw;
-	}
-	return 0;
+	return read_section(c, v, "on_oom", "resize or a mapping {retry_with: {PARAMETER: half|fit}, resize: "
+	                    "true|false}", on_oom_keys, 2, take_on_oom);
 }
 
 /* A YAML value as JSON, written with jw as the member key of the object
@@ -956,49 +961,44 @@ static int yaml_json(struct ctx *c, const yaml_node_t *v, struct json_writer *jw
 }
 
 /* optuna: {sampler: NAME, sampler_kwargs: {...}, pruner: NAME, pruner_kwargs: {...}} */
-static int parse_optuna(struct ctx *c, const yaml_node_t *v)
+static const char *const optuna_keys[] = { "sampler", "sampler_kwargs", "pruner", "pruner_kwargs" };
+
+static int take_optuna(struct ctx *c, int i, yaml_node_t *val)
 {
-	static const char *const keys[] = { "sampler", "sampler_kwargs", "pruner", "pruner_kwargs" };
-	const yaml_node_t *seen[4] = { NULL };
 	char shown_buf[100];
 	struct sweep_spec *s = c->s;
-	if (is_null(v))
-		return 0;
-	if (v->type != YAML_MAPPING_NODE)
-		return fail(c, v, "optuna must be a mapping {sampler: TPESampler, sampler_kwargs: {...}, "
-		            "pruner: MedianPruner, pruner_kwargs: {...}}, not %s", SHOWN(v));
-	for_each_pair(v, p) {
-		int i = key_index(c, node(c, p->key), keys, 4, " in optuna", seen);
-		if (i < 0)
+	char **dst = i == 0 ? &s->optuna_sampler : i == 1 ? &s->optuna_sampler_kwargs :
+	             i == 2 ? &s->optuna_pruner : &s->optuna_pruner_kwargs;
+	if (i == 0 || i == 2) {
+		const char *t = val->type == YAML_SCALAR_NODE ? text(val) : "";
+		bool ok = *t != '\0';
+		for (const char *q = t; *q; q++)
+			ok &= (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_';
+		if (!ok)
+			return fail(c, val, "optuna.%s must be the name of a class of optuna.%s, such as %s, not %s",
+			            optuna_keys[i], i == 0 ? "samplers" : "pruners", i == 0 ? "TPESampler" : "MedianPruner",
+			            SHOWN(val));
+		*dst = xstrdup(t);
+	} else {
+		if (val->type != YAML_MAPPING_NODE)
+			return fail(c, val, "optuna.%s must be a mapping of keyword arguments, not %s", optuna_keys[i],
+			            SHOWN(val));
+		struct strbuf sb = STRBUF_INIT;
+		struct json_writer jw;
+		jw_init(&jw, &sb);
+		if (yaml_json(c, val, &jw, NULL, 0)) {
+			strbuf_release(&sb);
 			return -1;
-		const yaml_node_t *val = node(c, p->value);
-		char **dst = i == 0 ? &s->optuna_sampler : i == 1 ? &s->optuna_sampler_kwargs :
-		             i == 2 ? &s->optuna_pruner : &s->optuna_pruner_kwargs;
-		if (i == 0 || i == 2) {
-			const char *t = val->type == YAML_SCALAR_NODE ? text(val) : "";
-			bool ok = *t != '\0';
-			for (const char *q = t; *q; q++)
-				ok &= (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_';
-			if (!ok)
-				return fail(c, val, "optuna.%s must be the name of a class of optuna.%s, such as %s, not %s",
-				            keys[i], i == 0 ? "samplers" : "pruners", i == 0 ? "TPESampler" : "MedianPruner",
-				            SHOWN(val));
-			*dst = xstrdup(t);
-		} else {
-			if (val->type != YAML_MAPPING_NODE)
-				return fail(c, val, "optuna.%s must be a mapping of keyword arguments, not %s", keys[i],
-				            SHOWN(val));
-			struct strbuf sb = STRBUF_INIT;
-			struct json_writer jw;
-			jw_init(&jw, &sb);
-			if (yaml_json(c, val, &jw, NULL, 0)) {
-				strbuf_release(&sb);
-				return -1;
-			}
-			*dst = strbuf_detach(&sb, NULL);
 		}
+		*dst = strbuf_detach(&sb, NULL);
 	}
 	return 0;
+}
+
+static int parse_optuna(struct ctx *c, const yaml_node_t *v)
+{
+	return read_section(c, v, "optuna", "a mapping {sampler: TPESampler, sampler_kwargs: {...}, "
+	                    "pruner: MedianPruner, pruner_kwargs: {...}}", optuna_keys, 4, take_optuna);
 }
 
 /* prefork: [torch, numpy]: module names, dotted */
@@ -1219,7 +1219,10 @@ static int parse_top(struct ctx *c)
 		int rc = 0;
 		switch (key_index(c, node(c, p->key), top_keys, K_N, NULL, seen)) {
 		case K_COMMAND: rc = parse_command(c, v); break;
-		case K_METHOD: rc = parse_method(c, v); break;
+		case K_METHOD:
+			if ((rc = one_of(c, v, "method", method_names, 3, &c->method)) >= 0)
+				s->method = (enum sweep_method)rc;
+			break;
 		case K_METRIC: rc = parse_metric(c, v); break;
 		case K_PARAMETERS: rc = parse_dims(c, v, false); break;
 		case K_ENV: rc = parse_dims(c, v, true); break;
@@ -1260,14 +1263,17 @@ static int parse_top(struct ctx *c)
 			if (!is_null(v))
 				rc = parse_run_options(c, v);
 			break;
-		case K_EXECUTOR: rc = parse_executor(c, v); break;
+		case K_EXECUTOR:
+			if ((rc = one_of(c, v, "executor", executor_names, 2, &c->executor)) >= 0)
+				s->executor = (enum sweep_executor)rc;
+			break;
 		case K_SLURM: rc = parse_slurm(c, v); break;
 		case K_OPTUNA: rc = parse_optuna(c, v); break;
 		case K_PREFORK: rc = parse_prefork(c, v); break;
 		default:
 			return -1;
 		}
-		if (rc)
+		if (rc < 0)
 			return -1;
 	}
 	return check_whole(c);
@@ -1369,19 +1375,12 @@ int sweep_spec_load(const char *path, struct sweep_spec *out)
 	return rc;
 }
 
-static void free_strv(char **v, size_t n)
-{
-	for (size_t i = 0; v && i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
 void sweep_spec_free(struct sweep_spec *s)
 {
 	if (!s)
 		return;
 	free(s->path);
-	free_strv(s->command, s->ncommand);
+	free_strings(s->command, s->ncommand);
 	free(s->metric_name);
 	for (size_t i = 0; i < s->ndims; i++) {
 		for (size_t j = 0; j < s->dims[i].nvalues; j++)
@@ -1394,19 +1393,19 @@ void sweep_spec_free(struct sweep_spec *s)
 	free(s->memory_max_mem);
 	free(s->memory_restart);
 	free(s->memory_expect);
-	free_strv(s->retry_names, s->nretry);
-	free_strv(s->retry_rules, s->nretry);
+	free_strings(s->retry_names, s->nretry);
+	free_strings(s->retry_rules, s->nretry);
 	free(s->result_regex);
-	free_strv(s->run_options, s->nrun_options);
+	free_strings(s->run_options, s->nrun_options);
 	free(s->run_option_line);
 	free(s->run_option_col);
 	free(s->slurm.partition);
 	free(s->slurm.time);
-	free_strv(s->slurm.sbatch_args, s->slurm.nsbatch_args);
+	free_strings(s->slurm.sbatch_args, s->slurm.nsbatch_args);
 	free(s->optuna_sampler);
 	free(s->optuna_sampler_kwargs);
 	free(s->optuna_pruner);
 	free(s->optuna_pruner_kwargs);
-	free_strv(s->prefork, s->nprefork);
+	free_strings(s->prefork, s->nprefork);
 	memset(s, 0, sizeof(*s));
 }

@@ -100,22 +100,32 @@ static void rest_of_line(struct trace_line *l, const char *s)
 	}
 }
 
+/* A number after the fields before it: " <v>". */
+static void field_u64(struct trace_line *l, uint64_t v)
+{
+	trace_line_ch(l, ' ');
+	trace_line_u64(l, v);
+}
+
+static void field_i64(struct trace_line *l, int64_t v)
+{
+	trace_line_ch(l, ' ');
+	trace_line_i64(l, v);
+}
+
 static void head(struct trace_line *l, char *buf, const char *word, long pid)
 {
 	trace_line_init(l, buf, TRACE_LINE_MAX);
 	trace_line_str(l, word);
-	trace_line_ch(l, ' ');
-	trace_line_i64(l, pid);
+	field_i64(l, pid);
 }
 
 size_t trace_enc_hello(char *buf, long pid, long ppid, uint64_t mean_bytes, const char *exe)
 {
 	struct trace_line l;
 	head(&l, buf, "hello", pid);
-	trace_line_ch(&l, ' ');
-	trace_line_i64(&l, ppid);
-	trace_line_ch(&l, ' ');
-	trace_line_u64(&l, mean_bytes);
+	field_i64(&l, ppid);
+	field_u64(&l, mean_bytes);
 	trace_line_ch(&l, ' ');
 	rest_of_line(&l, exe ? exe : "");
 	return trace_line_end(&l);
@@ -125,8 +135,7 @@ size_t trace_enc_map(char *buf, long pid, uint32_t map_id, const char *path)
 {
 	struct trace_line l;
 	head(&l, buf, "map", pid);
-	trace_line_ch(&l, ' ');
-	trace_line_u64(&l, map_id);
+	field_u64(&l, map_id);
 	trace_line_ch(&l, ' ');
 	rest_of_line(&l, path ? path : "");
 	return trace_line_end(&l);
@@ -150,15 +159,13 @@ size_t trace_enc_site(char *buf, long pid, const struct tracer_site *site, int *
 	struct trace_line l;
 	int n = 0;
 	head(&l, buf, "site", pid);
-	trace_line_ch(&l, ' ');
-	trace_line_u64(&l, site->id);
+	field_u64(&l, site->id);
 	trace_line_ch(&l, ' ');
 	trace_line_ch(&l, site->kind);
 	for (; n < site->nframes && n < TRACE_FRAMES_MAX; n++) {
 		const struct trace_frame *f = &site->frames[n];
 		size_t mark = l.len;
-		trace_line_ch(&l, ' ');
-		trace_line_u64(&l, f->map);
+		field_u64(&l, f->map);
 		trace_line_ch(&l, ':');
 		trace_line_hex(&l, f->vaddr);
 		if (symbol_ok(f->sym)) {
@@ -180,8 +187,7 @@ size_t trace_enc_py(char *buf, long pid, const struct tracer_site *site)
 {
 	struct trace_line l;
 	head(&l, buf, "py", pid);
-	trace_line_ch(&l, ' ');
-	trace_line_u64(&l, site->id);
+	field_u64(&l, site->id);
 	trace_line_ch(&l, ' ');
 	size_t n = site->py_len;
 	if (l.len + n + 1 > l.cap) {
@@ -198,17 +204,14 @@ void trace_enc_live_begin(struct trace_line *l, long pid, uint64_t seq, uint64_t
 {
 	trace_line_str(l, "live ");
 	trace_line_i64(l, pid);
-	trace_line_ch(l, ' ');
-	trace_line_u64(l, seq);
-	trace_line_ch(l, ' ');
-	trace_line_u64(l, t_ns);
+	field_u64(l, seq);
+	field_u64(l, t_ns);
 }
 
 bool trace_enc_live_add(struct trace_line *l, const struct tracer_site *site)
 {
 	size_t mark = l->len;
-	trace_line_ch(l, ' ');
-	trace_line_u64(l, site->id);
+	field_u64(l, site->id);
 	trace_line_ch(l, ':');
 	trace_line_i64(l, site->live_bytes);
 	trace_line_ch(l, ':');
@@ -227,12 +230,9 @@ size_t trace_enc_end(char *buf, long pid, uint64_t seq, int64_t total_live_bytes
 {
 	struct trace_line l;
 	head(&l, buf, "end", pid);
-	trace_line_ch(&l, ' ');
-	trace_line_u64(&l, seq);
-	trace_line_ch(&l, ' ');
-	trace_line_i64(&l, total_live_bytes);
-	trace_line_ch(&l, ' ');
-	trace_line_u64(&l, dropped);
+	field_u64(&l, seq);
+	field_i64(&l, total_live_bytes);
+	field_u64(&l, dropped);
 	return trace_line_end(&l);
 }
 

@@ -376,20 +376,26 @@ static bool in_self(uintptr_t ip)
 	return ip >= g.self_lo && ip < g.self_hi;
 }
 
+/* A sampled pointer freed: its weight leaves its site's live bytes and the
+ * total. */
+static void account_free(const struct trace_ptr *e)
+{
+	struct tracer_site *site = trace_sites_get(&g.sites, e->site);
+	if (site) {
+		site->live_bytes -= (int64_t)e->weight_bytes;
+		site->frees++;
+		trace_sites_mark(&g.sites, site);
+	}
+	g.total_live_bytes -= (int64_t)e->weight_bytes;
+}
+
 static void account_alloc(struct tracer_site *site, uintptr_t p, uint64_t weight)
 {
 	struct trace_ptr old;
 	if (trace_ptrs_insert(&g.ptrs, p, site->id - 1, weight, &old))
 		return;         /* out of pages: this sample is lost */
-	if (old.ptr) {      /* its free went unseen (a free under the guard) */
-		struct tracer_site *o = trace_sites_get(&g.sites, old.site);
-		if (o) {
-			o->live_bytes -= (int64_t)old.weight_bytes;
-			o->frees++;
-			trace_sites_mark(&g.sites, o);
-		}
-		g.total_live_bytes -= (int64_t)old.weight_bytes;
-	}
+	if (old.ptr)        /* its free went unseen (a free under the guard) */
+		account_free(&old);
 	site->live_bytes += (int64_t)weight;
 	site->allocs++;
 	g.total_live_bytes += (int64_t)weight;
@@ -538,13 +544,7 @@ static int forget(void *p, struct trace_ptr *out)
 			py_finalizing();
 		found = trace_ptrs_remove(&g.ptrs, (uintptr_t)p, &e);
 		if (found) {
-			struct tracer_site *site = trace_sites_get(&g.sites, e.site);
-			if (site) {
-				site->live_bytes -= (int64_t)e.weight_bytes;
-				site->frees++;
-				trace_sites_mark(&g.sites, site);
-			}
-			g.total_live_bytes -= (int64_t)e.weight_bytes;
+			account_free(&e);
 			__atomic_store_n(&g_nlive, g.ptrs.count, __ATOMIC_RELAXED);
 			if (out)
 				*out = e;

@@ -66,6 +66,13 @@ void *xcalloc(size_t n, size_t size) { return oom_check(calloc(n ? n : 1, size ?
 void *xrealloc(void *p, size_t n) { return oom_check(realloc(p, n ? n : 1)); }
 char *xstrdup(const char *s) { return oom_check(strdup(s)); }
 
+void free_strings(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 int64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -103,26 +110,34 @@ const char *scan_decimal(const char *s, double *out)
 	return isfinite(*out) ? p : NULL;
 }
 
-/* After scan_decimal()'s number: what strtod would also have taken, a
- * hexadecimal number ("0x10") or an exponent ("1e3"), and we refuse. */
-static bool hex_or_exponent(const char *end)
+/* The number that starts s, a size or a duration (what), into *v: the rest
+ * of s after it. NULL after error() when s starts with none (expected: what
+ * the message says was expected), or when strtod would have read on, a
+ * hexadecimal number ("0x10") or an exponent ("1e3"), which we refuse
+ * (plain: the message's examples). */
+static const char *leading_number(const char *s, const char *what, const char *expected, const char *plain,
+                                  double *v)
 {
-	return *end == 'x' || *end == 'X' || ((*end == 'e' || *end == 'E') && end[1] && strchr("0123456789+-", end[1]));
+	const char *end = s && *s ? scan_decimal(s, v) : NULL;
+	if (!end) {
+		error("invalid %s '%s': expected %s", what, s ? s : "", expected);
+		return NULL;
+	}
+	if (*end == 'x' || *end == 'X' || ((*end == 'e' || *end == 'E') && end[1] && strchr("0123456789+-", end[1]))) {
+		error("invalid %s '%s': write a plain decimal number, such as %s (no hexadecimal or exponent)", what, s,
+		      plain);
+		return NULL;
+	}
+	return end;
 }
 
 int parse_size(const char *s, uint64_t percent_of_bytes, uint64_t *out_bytes)
 {
-	const char *end;
 	double v;
-
-	if (!s || !*s)
-		return error("invalid size '': expected a number with an optional unit, such as 512M, 12G or 80%%");
-	end = scan_decimal(s, &v);
+	const char *end = leading_number(s, "size", "a number with an optional unit, such as 512M, 12G or 80%",
+	                                 "512M or 1.5G", &v);
 	if (!end)
-		return error("invalid size '%s': expected a number with an optional unit, such as 512M, 12G or 80%%", s);
-	if (hex_or_exponent(end))
-		return error("invalid size '%s': write a plain decimal number, such as 512M or 1.5G "
-		             "(no hexadecimal or exponent)", s);
+		return -1;
 	while (*end == ' ')
 		end++;
 	if (*end == '%') {
@@ -161,17 +176,10 @@ int parse_size(const char *s, uint64_t percent_of_bytes, uint64_t *out_bytes)
 
 int parse_duration_ns(const char *s, int64_t *out_ns)
 {
-	const char *end;
 	double v, mult = 1e9;
-
-	if (!s || !*s)
-		return error("invalid duration '': expected a number with a unit, such as 100ms or 2s");
-	end = scan_decimal(s, &v);
+	const char *end = leading_number(s, "duration", "a number with a unit, such as 100ms or 2s", "100ms or 1.5s", &v);
 	if (!end)
-		return error("invalid duration '%s': expected a number with a unit, such as 100ms or 2s", s);
-	if (hex_or_exponent(end))
-		return error("invalid duration '%s': write a plain decimal number, such as 100ms or 1.5s "
-		             "(no hexadecimal or exponent)", s);
+		return -1;
 	if (!*end || !strcmp(end, "s"))
 		mult = 1e9;
 	else if (!strcmp(end, "ms"))
@@ -362,6 +370,12 @@ void strbuf_add_json_str(struct strbuf *sb, const char *s)
 		p++;
 	}
 	strbuf_addch(sb, '"');
+}
+
+void strbuf_trim_end(struct strbuf *sb, const char *chars)
+{
+	while (sb->len && sb->buf[sb->len - 1] && strchr(chars, sb->buf[sb->len - 1]))
+		sb->buf[--sb->len] = '\0';
 }
 
 void strbuf_reset(struct strbuf *sb)

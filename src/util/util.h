@@ -39,6 +39,8 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+/* Frees the n strings of v, then v (NULL: nothing). */
+void free_strings(char **v, size_t n);
 
 int64_t mono_ns(void);          /* CLOCK_MONOTONIC, nanoseconds */
 double wall_seconds(void);      /* CLOCK_REALTIME, seconds since the epoch */
@@ -102,6 +104,9 @@ void strbuf_add_json_str(struct strbuf *sb, const char *s);
 /* Length (1-4) of the valid UTF-8 sequence at p (NUL-terminated), or 0
  * when it is not one: overlong, surrogate, above U+10FFFF, truncated. */
 size_t utf8_len(const unsigned char *p);
+/* Cut any of the bytes of chars off the end of sb ("\n " for trailing
+ * newlines and spaces). */
+void strbuf_trim_end(struct strbuf *sb, const char *chars);
 void strbuf_reset(struct strbuf *sb);
 void strbuf_release(struct strbuf *sb);
 char *strbuf_detach(struct strbuf *sb, size_t *len);

@@ -319,6 +319,13 @@ static void test_readers_fixture(void)
 	CHECK_EQ_INT(read_meminfo(FIX, &mi), 0);
 	CHECK_EQ_INT(mi.mem_free_bytes, 24109120 * KB);
 	CHECK_EQ_INT(read_meminfo("t/fixtures/proc/nonexistent", &mi), -1);
+
+	/* whether a process's memory maps can be read: the errno, and the path tried */
+	char path[128];
+	CHECK_EQ_INT(proc_maps_readable(FIX, 100, path, sizeof(path)), 0);
+	CHECK_STR(path, FIX "/100/smaps_rollup");
+	CHECK_EQ_INT(proc_maps_readable(FIX, 4242, path, sizeof(path)), ENOENT);
+	CHECK_EQ_INT(proc_maps_readable(FIX, 100, path, 8), ENAMETOOLONG);
 }
 
 static void test_scan_fixture(void)

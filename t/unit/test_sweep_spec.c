@@ -763,6 +763,10 @@ static void test_slurm_block(void)
 	          "[\"--account=ml\"], not one string: there is no shell to split it");
 	parse_bad(CMD "slurm: {nodes: 2}\n", "2:9: unknown key 'nodes' in slurm (known: workers, partition, time, mem, "
 	          "gpus_per_task, sbatch_args)");
+	parse_bad(CMD "slurm: {workers: 2, workers: 3}\n", "2:21: duplicate key 'workers' (first at 2:9)");
+	parse_bad(CMD "slurm: 4\n", "2:8: slurm must be a mapping {workers: N, partition: NAME, time: TIME, mem: SIZE, "
+	          "gpus_per_task: N, sbatch_args: [...]}, not '4'");
+	parse_bad(CMD "executor: [slurm]\n", "2:11: executor must be local or slurm, not a list");
 	parse_bad(CMD "method: optuna\nrun_cap: 3\nparameters:\n  lr: {min: 0.1, max: 1}\nexecutor: slurm\n",
 	          "6:11: executor slurm runs grid and random sweeps; method optuna runs locally");
 

@@ -282,6 +282,30 @@ static void test_strbuf_addf(void)
 	}
 }
 
-TEST_MAIN("util", TEST(test_strbuf_addf), TEST(test_sizes), TEST(test_percentages), TEST(test_bad_sizes), TEST(test_durations),
+static void test_strbuf_trim_end(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_trim_end(&sb, "\n ");              /* empty: nothing to cut */
+	CHECK_EQ_INT(sb.len, 0);
+	strbuf_addstr(&sb, "a\nb \n\n ");
+	strbuf_trim_end(&sb, "\n ");
+	CHECK_STR(strbuf_str(&sb), "a\nb");
+	CHECK_EQ_INT(sb.len, 3);
+	strbuf_addstr(&sb, "\n\n");
+	strbuf_trim_end(&sb, "\n \t");
+	CHECK_STR(strbuf_str(&sb), "a\nb");
+	strbuf_trim_end(&sb, "ab\n");             /* all of it */
+	CHECK_STR(strbuf_str(&sb), "");
+	CHECK_EQ_INT(sb.len, 0);
+	strbuf_release(&sb);
+
+	char **v = xcalloc(3, sizeof(char *));
+	v[0] = xstrdup("x");
+	v[1] = xstrdup("y");
+	free_strings(v, 2);                        /* under ASan: nothing leaks */
+	free_strings(NULL, 5);
+}
+
+TEST_MAIN("util", TEST(test_strbuf_addf), TEST(test_strbuf_trim_end), TEST(test_sizes), TEST(test_percentages), TEST(test_bad_sizes), TEST(test_durations),
           TEST(test_json), TEST(test_json_number),
           TEST(test_order_statistics), TEST(test_utf8_len))
