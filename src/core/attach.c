@@ -55,6 +55,7 @@
 #include "platform/proc.h"
 #include "platform/slurmjob.h"
 #include "store/store.h"
+#include "util/jsonw.h"
 
 #define LOG_READ_MAX (4 << 20)      /* bytes of the log read at one wake-up */
 #define KMSG_RECORDS_MAX 100000     /* records of the kernel's log looked at */
@@ -241,10 +242,12 @@ void sv_attach_describe(const struct sv *sv, struct strbuf *command_json, char *
 	char path[64], buf[8192];
 	/* the whole job or its batch step: its batch script, as SLURM knows it;
 	 * a step (srun): the command line of its first process */
+	struct json_writer jw;
+	jw_init(&jw, command_json);
+	jw_array_begin(&jw, false);
 	if (job && job->command[0] && (!job->step[0] || !strcmp(job->step, "batch"))) {
-		strbuf_addch(command_json, '[');
-		strbuf_add_json_str(command_json, job->command);
-		strbuf_addch(command_json, ']');
+		jw_array_string(&jw, job->command);
+		jw_end(&jw);
 		snprintf(cwd, cwdsz, "%s", job->workdir[0] ? job->workdir : "?");
 		return;
 	}
@@ -253,23 +256,17 @@ void sv_attach_describe(const struct sv *sv, struct strbuf *command_json, char *
 	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 	if (fd >= 0)
 		close(fd);
-	strbuf_addch(command_json, '[');
 	if (n > 0) {
 		buf[n] = '\0';
-		bool first = true;
-		for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
-			if (!first)
-				strbuf_addstr(command_json, ", ");
-			strbuf_add_json_str(command_json, buf + i);
-			first = false;
-		}
+		for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
+			jw_array_string(&jw, buf + i);
 	} else {
 		struct proc_stat ps;
 		char name[80];
 		snprintf(name, sizeof(name), "[%.60s]", read_proc_stat(NULL, pid, &ps) == 0 ? ps.comm : "?");
-		strbuf_add_json_str(command_json, name);
+		jw_array_string(&jw, name);
 	}
-	strbuf_addch(command_json, ']');
+	jw_end(&jw);
 	snprintf(path, sizeof(path), "/proc/%d/cwd", (int)pid);
 	ssize_t m = readlink(path, cwd, cwdsz - 1);
 	if (job && job->workdir[0])

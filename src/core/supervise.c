@@ -59,6 +59,7 @@
 #include "platform/spawn.h"
 #include "store/store.h"
 #include "store/sweeps.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 
@@ -292,17 +293,6 @@ static void free_env(char **env)
 	for (char **p = env; *p; p++)
 		free(*p);
 	free(env);
-}
-
-static void command_json(struct strbuf *sb, char **argv)
-{
-	strbuf_addch(sb, '[');
-	for (int i = 0; argv[i]; i++) {
-		if (i)
-			strbuf_addstr(sb, ", ");
-		strbuf_add_json_str(sb, argv[i]);
-	}
-	strbuf_addch(sb, ']');
 }
 
 /* Make sure fds 0-2 are open, so pipes never land on them. */
@@ -756,7 +746,7 @@ static int record_run_begin(struct sv *sv)
 	if (sv->attached)
 		sv_attach_describe(sv, &cmd, cwd, sizeof(cwd));
 	else
-		command_json(&cmd, o->argv);
+		jw_string_array(&cmd, o->argv);
 	if (!sv->attached && !getcwd(cwd, sizeof(cwd)))
 		strcpy(cwd, "?");
 	gethostname(host, sizeof(host) - 1);

@@ -40,6 +40,7 @@
 #include "sweep/prefork.h"
 #include "sweep/slurm.h"
 #include "sweep/spec.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 #define RETRIES_MAX 4              /* halvings of one trial after OOMs */
@@ -67,19 +68,6 @@ void trial_free(struct trial *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static char *json_str_array(char **v)
-{
-	struct strbuf sb = STRBUF_INIT;
-	strbuf_addch(&sb, '[');
-	for (size_t i = 0; v[i]; i++) {
-		if (i)
-			strbuf_addstr(&sb, ", ");
-		strbuf_add_json_str(&sb, v[i]);
-	}
-	strbuf_addch(&sb, ']');
-	return strbuf_detach(&sb, NULL);
-}
-
 /* Fill everything of t derived from t->values. */
 void trial_derive(struct runner *r, struct trial *t)
 {
@@ -87,7 +75,9 @@ void trial_derive(struct runner *r, struct trial *t)
 	t->argv = sweep_trial_argv(&r->spec, &a);
 	t->params = sweep_params_json(&r->spec, &a);
 	t->env = sweep_env_json(&r->spec, &a);
-	t->argv_json = json_str_array(t->argv);
+	struct strbuf argv_json = STRBUF_INIT;
+	jw_string_array(&argv_json, t->argv);
+	t->argv_json = strbuf_detach(&argv_json, NULL);
 	struct strbuf sb = STRBUF_INIT;
 	for (size_t i = 0; i < r->spec.ndims; i++) {
 		if (i)

@@ -221,3 +221,13 @@ void jw_end(struct json_writer *jw)
 	strbuf_addch(jw->sb, l->close);
 	jw->brk = JW_NONE;
 }
+
+void jw_string_array(struct strbuf *sb, char *const *v)
+{
+	struct json_writer jw;
+	jw_init(&jw, sb);
+	jw_array_begin(&jw, false);
+	for (size_t i = 0; v[i]; i++)
+		jw_array_string(&jw, v[i]);
+	jw_end(&jw);
+}

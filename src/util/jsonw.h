@@ -88,4 +88,8 @@ void jw_newline(struct json_writer *jw);
 /* Close the innermost container open. */
 void jw_end(struct json_writer *jw);
 
+/* The strings of v (NULL-terminated) as a one-line JSON array, appended
+ * to sb: a command line as the store keeps it. */
+void jw_string_array(struct strbuf *sb, char *const *v);
+
 #endif
