@@ -181,11 +181,8 @@ void report_write_junit(const struct run_summary *s, const struct report_extras 
 	strbuf_release(&body);
 }
 
-int sweep_write_junit(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
-                      struct strbuf *sb)
+int sweep_write_junit(struct store *st, int64_t sweep_id, struct strbuf *sb)
 {
-	(void)fmt;
-	(void)by;
 	struct sweep_model m;
 	if (sweep_model_open(st, sweep_id, &m) < 0)
 		return -1;

@@ -26,7 +26,8 @@ void report_write_junit(const struct run_summary *s, const struct report_extras 
 
 /* A sweep (sweep_id 0: the latest), appended to sb: the table (sweep.c;
  * text, md, csv, json; by groups the trials), the page (html.c), the chart
- * (svg.c), the verdicts (junit.c). 0, or -1 after a message. */
+ * (svg.c), the verdicts (junit.c): these three every trial, with no --by.
+ * 0, or -1 after a message. */
 int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
                       struct strbuf *sb);
 /* What a sweep learned of memory (sweep.c): its skipped trials and why,
@@ -34,12 +35,9 @@ int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt
  * nothing when there is none. */
 struct sweep_model;
 void sweep_memory_model_write(const struct sweep_model *m, struct strbuf *sb, bool md);
-int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
-                     struct strbuf *sb);
-int sweep_write_svg(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
-                    struct strbuf *sb);
-int sweep_write_junit(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
-                      struct strbuf *sb);
+int sweep_write_html(struct store *st, int64_t sweep_id, struct strbuf *sb);
+int sweep_write_svg(struct store *st, int64_t sweep_id, struct strbuf *sb);
+int sweep_write_junit(struct store *st, int64_t sweep_id, struct strbuf *sb);
 
 /* ---- kinds.c: growth kinds, the diagnosis, the OOM flight recorder ------- */
 
