@@ -528,12 +528,11 @@ static int load_trial_series(struct store *st, const struct sweep_charts *c, str
 	return 0;
 }
 
-int sweep_charts_load(struct store *st, int64_t sweep_id, struct sweep_charts *c)
+int sweep_charts_open(struct store *st, int64_t sweep_id, struct sweep_charts *c)
 {
 	memset(c, 0, sizeof(*c));
-	int rc = sweep_model_load(st, sweep_id, &c->m);
-	if (rc)
-		return rc;
+	if (sweep_model_open(st, sweep_id, &c->m) < 0)
+		return -1;
 
 	bool any_steps = false;
 	for (size_t i = 0; i < c->m.ntrials; i++)
@@ -555,6 +554,7 @@ int sweep_charts_load(struct store *st, int64_t sweep_id, struct sweep_charts *c
 		ts->config_index = k;
 		if (load_trial_series(st, c, ts) < 0) {
 			free(configs);
+			sweep_charts_release(c);
 			return -1;
 		}
 	}
@@ -601,16 +601,6 @@ void sweep_charts_release(struct sweep_charts *c)
 	free(c->series);
 	sweep_model_release(&c->m);
 	memset(c, 0, sizeof(*c));
-}
-
-int sweep_charts_open(struct store *st, int64_t sweep_id, struct sweep_charts *c)
-{
-	int rc = sweep_charts_load(st, sweep_id, c);
-	if (rc > 0)
-		error(sweep_id ? "no sweep %lld in the store" : "no sweep in the store", (long long)sweep_id);
-	if (rc)
-		sweep_charts_release(c);
-	return rc ? -1 : 0;
 }
 
 struct plot_legend_item *sweep_charts_legend(const struct sweep_charts *c)

@@ -159,12 +159,12 @@ static void fill_group(const struct table *tb, struct row *g, const struct keyed
 /* dim_of of the `host` column of --by host: where the trial's run ran */
 #define HOST_DIM ((size_t)-1)
 
+/* 0, or -1 after a message; *tb is freed with free_table() either way. */
 static int load_table(struct store *st, int64_t sweep_id, const char *by, struct table *tb)
 {
 	memset(tb, 0, sizeof(*tb));
-	int rc = sweep_model_load(st, sweep_id, &tb->m);
-	if (rc)
-		return rc;
+	if (sweep_model_open(st, sweep_id, &tb->m) < 0)
+		return -1;
 
 	/* the dimensions shown: --by's, else all */
 	size_t nd = tb->m.ndims;
@@ -810,10 +810,7 @@ static void json_memory_model(const struct table *tb, struct json_writer *jw)
 int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by, struct strbuf *sb)
 {
 	struct table tb;
-	int rc = load_table(st, sweep_id, by, &tb);
-	if (rc) {
-		if (rc > 0)
-			error(sweep_id ? "no sweep %lld in the store" : "no sweep in the store", (long long)sweep_id);
+	if (load_table(st, sweep_id, by, &tb) < 0) {
 		free_table(&tb);
 		return -1;
 	}
