@@ -131,12 +131,9 @@ static void add_num_array(struct json_writer *jw, const char *key, const double 
 
 static void add_top_process(struct json_writer *jw, const struct run_summary *s)
 {
-	if (!s->has_top_proc) {
-		jw_object_null(jw, "top_process");
+	if (!render_json_object_or_null(jw, "top_process", s->has_top_proc))
 		return;
-	}
 	const struct proc_row *p = &s->top_proc;
-	jw_object_object(jw, "top_process", false);
 	jw_object_intmax(jw, "pid", p->pid);
 	jw_object_intmax(jw, "ppid", p->ppid);
 	jw_object_string(jw, "name", p->name);
@@ -221,26 +218,17 @@ void report_write_json(const struct run_summary *s, const struct report_extras *
 	}
 	jw_end(&jw);
 	jw_object_double(&jw, "events_omitted", (double)(s->nevents - shown));
-	if (s->trace) {
-		jw_object_object(&jw, "trace", false);
+	if (render_json_object_or_null(&jw, "trace", s->trace)) {
 		trace_report_json(s->trace, &jw);
 		jw_end(&jw);
-	} else {
-		jw_object_null(&jw, "trace");
 	}
-	if (s->census) {
-		jw_object_object(&jw, "census", false);
+	if (render_json_object_or_null(&jw, "census", s->census)) {
 		census_report_json(s->census, &jw);
 		jw_end(&jw);
-	} else {
-		jw_object_null(&jw, "census");
 	}
-	if (s->gpu) {
-		jw_object_object(&jw, "gpu_memory", false);
+	if (render_json_object_or_null(&jw, "gpu_memory", s->gpu)) {
 		gpu_report_json(s->gpu, &jw);
 		jw_end(&jw);
-	} else {
-		jw_object_null(&jw, "gpu_memory");
 	}
 	render_kinds_json(s, &jw);
 	jw_end(&jw);

@@ -120,11 +120,8 @@ static const char *known(const char *s)
 static void add_diagnosis(struct json_writer *jw, const struct run_summary *s)
 {
 	const struct run_kinds *k = s->kinds;
-	if (!k || !k->has_diagnosis) {
-		jw_object_null(jw, "diagnosis");
+	if (!render_json_object_or_null(jw, "diagnosis", k && k->has_diagnosis))
 		return;
-	}
-	jw_object_object(jw, "diagnosis", false);
 	jw_object_string(jw, "kind", known(mem_kind_name(k->diagnosis_kind)));
 	jw_object_string(jw, "text", known(k->diagnosis));
 	jw_object_string(jw, "verdict_judged", known(verdict_name(s->verdict_judged)));
@@ -143,11 +140,8 @@ static void add_diagnosis(struct json_writer *jw, const struct run_summary *s)
 static void add_window_census(struct json_writer *jw, const struct census_report *c)
 {
 	char words[256];
-	if (!c || !c->has_window) {
-		jw_object_null(jw, "census");
+	if (!render_json_object_or_null(jw, "census", c && c->has_window))
 		return;
-	}
-	jw_object_object(jw, "census", false);
 	jw_object_double(jw, "from_t", c->window_from_t);
 	jw_object_double(jw, "to_t", c->window_to_t);
 	jw_object_array(jw, "grew", true);
@@ -170,11 +164,8 @@ static void add_window_census(struct json_writer *jw, const struct census_report
 static void add_flight_recorder(struct json_writer *jw, const struct run_summary *s)
 {
 	const struct run_kinds *k = s->kinds;
-	if (!k || !k->oom) {
-		jw_object_null(jw, "flight_recorder");
+	if (!render_json_object_or_null(jw, "flight_recorder", k && k->oom))
 		return;
-	}
-	jw_object_object(jw, "flight_recorder", false);
 	jw_object_string(jw, "cause", known(cause_name(k->oom_cause)));
 	jw_object_double(jw, "end_t", k->end_t);
 	jw_object_double(jw, "end_step", k->end_step >= 0 ? (double)k->end_step : NAN);

@@ -107,6 +107,10 @@ void render_add_md_code(struct strbuf *sb, const char *s, bool in_table);
  * spreadsheet shows it as text instead of running it as a formula (OWASP's
  * advice on CSV injection). */
 void render_add_csv_field(struct strbuf *sb, const char *s);
+/* The member key of the object open in jw: a one-line object, left open
+ * for the caller's members and jw_end(), when have; else null. Returns
+ * have. */
+bool render_json_object_or_null(struct json_writer *jw, const char *key, bool have);
 /* Label for the per-point change table: "per-step change", "change per
  * second", "change per 2.5 s". Returns buf. */
 char *render_change_label(char *buf, size_t bufsz, const struct run_summary *s);

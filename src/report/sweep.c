@@ -754,11 +754,8 @@ static void json_triple(struct json_writer *jw, const char *key, const double v[
 /* A trial's prediction, "predicted": {...} (null: none). */
 static void json_prediction(struct json_writer *jw, const struct trial_prediction *p)
 {
-	if (!isfinite(p->peak[0]) && !isfinite(p->gpu[0])) {
-		jw_object_null(jw, "predicted");
+	if (!render_json_object_or_null(jw, "predicted", isfinite(p->peak[0]) || isfinite(p->gpu[0])))
 		return;
-	}
-	jw_object_object(jw, "predicted", false);
 	json_triple(jw, "peak_bytes", p->peak);
 	json_triple(jw, "gpu_peak_bytes", p->gpu);
 	jw_object_double(jw, "growth_bytes_per_step", p->growth);

@@ -15,6 +15,7 @@
 
 #include "platform/placement.h"
 #include "report/render.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 static bool shell_safe(const char *s)
@@ -378,4 +379,13 @@ bool report_add_placement(struct strbuf *sb, const struct run_row *r)
 			strbuf_addf(sb, " (node %d)", p->node_id);
 	}
 	return true;
+}
+
+bool render_json_object_or_null(struct json_writer *jw, const char *key, bool have)
+{
+	if (have)
+		jw_object_object(jw, key, false);
+	else
+		jw_object_null(jw, key);
+	return have;
 }
