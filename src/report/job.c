@@ -89,11 +89,8 @@ static void add_title(struct strbuf *sb, const struct job_model *m)
 	strbuf_addf(sb, " \xe2\x80\x94 %zu rank%s recorded", m->nranks, m->nranks == 1 ? "" : "s");
 	if (p->world_size > 0 && (size_t)p->world_size != m->nranks)
 		strbuf_addf(sb, " of %d", p->world_size);
-	if (p->launcher[0]) {
-		strbuf_addstr(sb, " (");
-		render_add_clean(sb, p->launcher);
-		strbuf_addch(sb, ')');
-	}
+	if (p->launcher[0])
+		render_add_clean_between(sb, " (", p->launcher, ")");
 }
 
 static void write_text(const struct job_model *m, struct strbuf *sb, bool md)

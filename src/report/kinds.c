@@ -34,11 +34,8 @@ void render_kinds_text(const struct run_summary *s, struct strbuf *sb)
 	char b1[32], b2[32];
 	if (!k)
 		return;
-	if (k->has_diagnosis) {
-		strbuf_addstr(sb, "  diagnosis ");
-		render_add_clean(sb, k->diagnosis);
-		strbuf_addch(sb, '\n');
-	}
+	if (k->has_diagnosis)
+		render_add_clean_between(sb, "  diagnosis ", k->diagnosis, "\n");
 	size_t shown = 0;
 	for (size_t i = 0; i < k->n && shown < KINDS_SHOWN; i++) {
 		const struct growth_kind *g = &k->k[i];
@@ -74,15 +71,23 @@ void render_kinds_text(const struct run_summary *s, struct strbuf *sb)
 	}
 }
 
+/* One flight-recorder cell: a size, or "-" when the kind was not measured. */
+static const char *flight_cell(char *buf, size_t sz, const struct flight_proc *f, int kind)
+{
+	if (f->last[kind] < 0 || (!f->pid && (kind == KIND_ANONYMOUS || kind == KIND_COW)))
+		snprintf(buf, sz, "-");
+	else
+		fmt_bytes(buf, sz, f->last[kind]);
+	return buf;
+}
+
 void render_flight_text(const struct run_summary *s, struct strbuf *sb)
 {
 	const struct run_kinds *k = s->kinds;
 	char b[KIND_COUNT][32];
 	if (!k || !k->oom)
 		return;
-	strbuf_addstr(sb, "\nThe last seconds before the end (flight recorder):\n  ");
-	render_add_clean(sb, k->flight);
-	strbuf_addch(sb, '\n');
+	render_add_clean_between(sb, "\nThe last seconds before the end (flight recorder):\n  ", k->flight, "\n");
 	if (!k->nfp)
 		return;
 	strbuf_addf(sb, "  %-8s %-14s %11s %13s %11s %13s\n", "pid", "role", "anonymous", "copy-on-write",
@@ -90,18 +95,15 @@ void render_flight_text(const struct run_summary *s, struct strbuf *sb)
 	for (size_t i = 0; i < k->nfp; i++) {
 		const struct flight_proc *f = &k->fp[i];
 		for (int j = 0; j < KIND_GPU; j++)
-			if (f->last[j] < 0)
-				strcpy(b[j], "-");
-			else
-				fmt_bytes(b[j], sizeof(b[j]), f->last[j]);
+			flight_cell(b[j], sizeof(b[j]), f, j);
 		if (f->pid)
 			strbuf_addf(sb, "  %-8d ", f->pid);
 		else
 			strbuf_addf(sb, "  %-8s ", "cgroup");
 		struct strbuf role = STRBUF_INIT;
 		render_add_clean(&role, f->role);
-		strbuf_addf(sb, "%-14s %11s %13s %11s %13s", strbuf_str(&role), f->pid ? b[KIND_ANONYMOUS] : "-",
-		            f->pid ? b[KIND_COW] : "-", b[KIND_FILE], b[KIND_SHMEM]);
+		strbuf_addf(sb, "%-14s %11s %13s %11s %13s", strbuf_str(&role), b[KIND_ANONYMOUS], b[KIND_COW],
+		            b[KIND_FILE], b[KIND_SHMEM]);
 		strbuf_release(&role);
 		double d = f->first[KIND_ANONYMOUS] >= 0 && f->last[KIND_ANONYMOUS] >= 0 && f->pid ?
 		           f->last[KIND_ANONYMOUS] - f->first[KIND_ANONYMOUS] : 0;
@@ -255,16 +257,6 @@ void render_kinds_md(const struct run_summary *s, struct strbuf *sb)
 		            g->kind == KIND_COW && g->bound_bytes > 0 ? fmt_bytes(b3, sizeof(b3), g->bound_bytes) :
 		            "\xe2\x80\x93");
 	}
-}
-
-/* One flight-recorder cell: a size, or "-" when the kind was not measured. */
-static const char *flight_cell(char *buf, size_t sz, const struct flight_proc *f, int kind)
-{
-	if (f->last[kind] < 0 || (!f->pid && (kind == KIND_ANONYMOUS || kind == KIND_COW)))
-		snprintf(buf, sz, "-");
-	else
-		fmt_bytes(buf, sz, f->last[kind]);
-	return buf;
 }
 
 void render_flight_md(const struct run_summary *s, struct strbuf *sb)

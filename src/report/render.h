@@ -93,6 +93,8 @@ double render_top_proc_bytes(const struct run_summary *s);
 void render_range(struct strbuf *sb, double low, double high);
 /* Append s with control characters shown as '?' (names from the job). */
 void render_add_clean(struct strbuf *sb, const char *s);
+/* Append before, s as render_add_clean() does, then after: " (" s ")". */
+void render_add_clean_between(struct strbuf *sb, const char *before, const char *s, const char *after);
 /* Append s as text in a Markdown table cell: '|' escaped, control
  * characters as spaces, and '<' that could open raw HTML or an autolink
  * ("<script", "</", "<!", "<?") as "&lt;"; "p < 0.001" stays as it is. */

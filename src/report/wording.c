@@ -248,6 +248,13 @@ void render_add_clean(struct strbuf *sb, const char *s)
 		strbuf_addch(sb, *p < 0x20 || *p == 0x7f ? '?' : *p);
 }
 
+void render_add_clean_between(struct strbuf *sb, const char *before, const char *s, const char *after)
+{
+	strbuf_addstr(sb, before);
+	render_add_clean(sb, s);
+	strbuf_addstr(sb, after);
+}
+
 void render_add_md_cell(struct strbuf *sb, const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
@@ -351,28 +358,20 @@ bool report_add_placement(struct strbuf *sb, const struct run_row *r)
 	if (!r->has_place || !placement_known(p))
 		return false;
 	if (p->slurm_job_id[0]) {
-		strbuf_addstr(sb, " \xc2\xb7 SLURM job ");
-		render_add_clean(sb, p->slurm_job_id);
+		render_add_clean_between(sb, " \xc2\xb7 SLURM job ", p->slurm_job_id, "");
 		if (p->slurm_array_job_id[0]) {
-			strbuf_addstr(sb, " (array ");
-			render_add_clean(sb, p->slurm_array_job_id);
-			strbuf_addch(sb, '_');
-			render_add_clean(sb, p->slurm_array_task_id);
-			strbuf_addch(sb, ')');
+			render_add_clean_between(sb, " (array ", p->slurm_array_job_id, "_");
+			render_add_clean_between(sb, "", p->slurm_array_task_id, ")");
 		}
-		if (p->slurm_step_id[0]) {
-			strbuf_addstr(sb, ", step ");
-			render_add_clean(sb, p->slurm_step_id);
-		}
+		if (p->slurm_step_id[0])
+			render_add_clean_between(sb, ", step ", p->slurm_step_id, "");
 	}
 	if (p->alloc_mem_bytes) {
 		char b[32];
 		strbuf_addf(sb, " \xc2\xb7 allocation %s", fmt_bytes(b, sizeof(b), (double)p->alloc_mem_bytes));
 	}
-	if (p->gpus[0]) {
-		strbuf_addstr(sb, " \xc2\xb7 GPUs ");
-		render_add_clean(sb, p->gpus);
-	}
+	if (p->gpus[0])
+		render_add_clean_between(sb, " \xc2\xb7 GPUs ", p->gpus, "");
 	if (p->rank >= 0) {
 		strbuf_addf(sb, " \xc2\xb7 rank %d of %d", p->rank, p->world_size);
 		if (p->node_id >= 0)
