@@ -171,12 +171,6 @@ static void write_csv(const struct job_model *m, struct strbuf *sb)
 	}
 }
 
-/* NULL for "": the JSON null of what is not known. */
-static const char *known(const char *s)
-{
-	return s && *s ? s : NULL;
-}
-
 static void write_json(const struct job_model *m, struct strbuf *sb)
 {
 	const struct placement *p0 = &m->ranks[0].run.place;
@@ -184,7 +178,7 @@ static void write_json(const struct job_model *m, struct strbuf *sb)
 	jw_init(&jw, sb);
 	jw_object_begin(&jw, true);
 	jw_object_string(&jw, "job", m->key);
-	jw_object_string(&jw, "launcher", known(p0->launcher));
+	jw_object_string(&jw, "launcher", render_json_known(p0->launcher));
 	jw_object_double(&jw, "world_size", p0->world_size > 0 ? p0->world_size : NAN);
 	/* The ranks' rows keep their own names (growth_bytes, growth_per): not
 	 * yet the run object of report_json_run(). */
@@ -206,8 +200,8 @@ static void write_json(const struct job_model *m, struct strbuf *sb)
 		jw_object_string(&jw, "growth_per", k->x_unit ? k->x_unit : "");
 		jw_object_string(&jw, "verdict", verdict_name(k->verdict));
 		jw_object_string(&jw, "reason", k->reason);
-		jw_object_string(&jw, "gpus", known(p->gpus));
-		jw_object_string(&jw, "slurm_job_id", known(p->slurm_job_id));
+		jw_object_string(&jw, "gpus", render_json_known(p->gpus));
+		jw_object_string(&jw, "slurm_job_id", render_json_known(p->slurm_job_id));
 		jw_end(&jw);
 	}
 	jw_end(&jw);

@@ -113,20 +113,14 @@ void render_flight_text(const struct run_summary *s, struct strbuf *sb)
 	}
 }
 
-/* NULL for "": the JSON null of a name not known. */
-static const char *known(const char *s)
-{
-	return s && *s ? s : NULL;
-}
-
 static void add_diagnosis(struct json_writer *jw, const struct run_summary *s)
 {
 	const struct run_kinds *k = s->kinds;
 	if (!render_json_object_or_null(jw, "diagnosis", k && k->has_diagnosis))
 		return;
-	jw_object_string(jw, "kind", known(mem_kind_name(k->diagnosis_kind)));
-	jw_object_string(jw, "text", known(k->diagnosis));
-	jw_object_string(jw, "verdict_judged", known(verdict_name(s->verdict_judged)));
+	jw_object_string(jw, "kind", render_json_known(mem_kind_name(k->diagnosis_kind)));
+	jw_object_string(jw, "text", render_json_known(k->diagnosis));
+	jw_object_string(jw, "verdict_judged", render_json_known(verdict_name(s->verdict_judged)));
 	jw_object_bool(jw, "not_a_leak", k->overrides_verdict);
 	if (k->diagnosis_kind == KIND_COW) {
 		jw_object_double(jw, "workers", k->cow_workers);
@@ -150,13 +144,13 @@ static void add_window_census(struct json_writer *jw, const struct census_report
 	for (size_t i = 0; i < c->nrecent; i++) {
 		const struct census_change *ch = &c->recent[i];
 		jw_array_object(jw, false);
-		jw_object_string(jw, "type", known(ch->type));
-		jw_object_string(jw, "words", known(census_type_words(words, sizeof(words), ch->type)));
+		jw_object_string(jw, "type", render_json_known(ch->type));
+		jw_object_string(jw, "words", render_json_known(census_type_words(words, sizeof(words), ch->type)));
 		jw_object_double(jw, "from_count", (double)ch->from);
 		jw_object_double(jw, "count", (double)ch->to);
 		jw_object_double(jw, "from_bytes", ch->bytes_from >= 0 ? (double)ch->bytes_from : NAN);
 		jw_object_double(jw, "bytes", ch->bytes_to >= 0 ? (double)ch->bytes_to : NAN);
-		jw_object_string(jw, "holder", known(ch->holder));
+		jw_object_string(jw, "holder", render_json_known(ch->holder));
 		jw_end(jw);
 	}
 	jw_end(jw);
@@ -168,19 +162,19 @@ static void add_flight_recorder(struct json_writer *jw, const struct run_summary
 	const struct run_kinds *k = s->kinds;
 	if (!render_json_object_or_null(jw, "flight_recorder", k && k->oom))
 		return;
-	jw_object_string(jw, "cause", known(cause_name(k->oom_cause)));
+	jw_object_string(jw, "cause", render_json_known(cause_name(k->oom_cause)));
 	jw_object_double(jw, "end_t", k->end_t);
 	jw_object_double(jw, "end_step", k->end_step >= 0 ? (double)k->end_step : NAN);
 	jw_object_double(jw, "window_seconds", k->end_t - k->window_t);
 	jw_object_double(jw, "window_steps", (double)k->window_steps);
-	jw_object_string(jw, "paragraph", known(k->flight));
+	jw_object_string(jw, "paragraph", render_json_known(k->flight));
 	jw_object_array(jw, "processes", true);
 	for (size_t i = 0; i < k->nfp; i++) {
 		const struct flight_proc *f = &k->fp[i];
 		jw_array_object(jw, false);
 		jw_object_double(jw, "process", f->pid ? f->pid : NAN);
-		jw_object_string(jw, "name", known(f->name));
-		jw_object_string(jw, "role", known(f->role));
+		jw_object_string(jw, "name", render_json_known(f->name));
+		jw_object_string(jw, "role", render_json_known(f->role));
 		jw_object_object(jw, "kinds", false);
 		for (int j = 0; j < KIND_COUNT; j++) {
 			jw_object_object(jw, mem_kind_name((enum mem_kind)j), false);
@@ -204,11 +198,11 @@ void render_kinds_json(const struct run_summary *s, struct json_writer *jw)
 		const struct growth_kind *g = &k->k[i];
 		bool fit = g->a.points >= 2;
 		jw_array_object(jw, false);
-		jw_object_string(jw, "kind", known(mem_kind_name(g->kind)));
+		jw_object_string(jw, "kind", render_json_known(mem_kind_name(g->kind)));
 		jw_object_double(jw, "process", g->pid > 0 ? g->pid : NAN);
-		jw_object_string(jw, "name", known(g->name));
-		jw_object_string(jw, "role", known(g->role));
-		jw_object_string(jw, "verdict", known(verdict_name(g->a.verdict)));
+		jw_object_string(jw, "name", render_json_known(g->name));
+		jw_object_string(jw, "role", render_json_known(g->role));
+		jw_object_string(jw, "verdict", render_json_known(verdict_name(g->a.verdict)));
 		jw_object_double(jw, "growth_bytes_per_step", fit ? g->a.slope : NAN);
 		jw_object_double(jw, "bytes", g->bytes);
 		jw_object_double(jw, "first_bytes", g->first_bytes);

@@ -109,6 +109,9 @@ void render_add_md_code(struct strbuf *sb, const char *s, bool in_table);
  * spreadsheet shows it as text instead of running it as a formula (OWASP's
  * advice on CSV injection). */
 void render_add_csv_field(struct strbuf *sb, const char *s);
+/* NULL for "" (and NULL): what the store keeps as an empty string when it
+ * is not known, written null in JSON. */
+const char *render_json_known(const char *s);
 /* The member key of the object open in jw: a one-line object, left open
  * for the caller's members and jw_end(), when have; else null. Returns
  * have. */

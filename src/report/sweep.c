@@ -488,12 +488,6 @@ static void write_csv(const struct table *tb, struct strbuf *sb)
 	}
 }
 
-/* NULL for "": the JSON null of what is not known. */
-static const char *known(const char *s)
-{
-	return s && *s ? s : NULL;
-}
-
 /* "" for NULL. */
 static const char *text(const char *s)
 {
@@ -528,7 +522,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 	jw_object_intmax(&jw, "id", s->id);
 	jw_object_string(&jw, "file", text(s->file));
 	jw_object_string(&jw, "method", text(s->method));
-	jw_object_string(&jw, "metric", known(s->metric));
+	jw_object_string(&jw, "metric", render_json_known(s->metric));
 	jw_object_string(&jw, "goal", s->maximize ? "maximize" : "minimize");
 	jw_object_string(&jw, "status", sweep_status_name(s->status));
 	jw_object_double(&jw, "started_at", s->started_at);
@@ -548,9 +542,9 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		json_raw(&jw, "env", t->env);
 		json_raw(&jw, "argv", t->argv);
 		jw_object_string(&jw, "status", trial_status_name(t->status));
-		jw_object_string(&jw, "cause", known(cause_name(t->cause)));
+		jw_object_string(&jw, "cause", render_json_known(cause_name(t->cause)));
 		jw_object_double(&jw, "metric", t->has_metric ? t->metric : NAN);
-		jw_object_string(&jw, "verdict", known(t->verdict));
+		jw_object_string(&jw, "verdict", render_json_known(t->verdict));
 		jw_object_double(&jw, "judge_version", t->judge_version ? t->judge_version : NAN);
 		jw_object_double(&jw, "growth_bytes_per_step", t->growth_bytes_per_step);
 		jw_object_double(&jw, "peak_bytes", t->run_id ? (double)t->peak_bytes : NAN);
@@ -560,7 +554,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		jw_object_double(&jw, "run", t->run_id ? (double)t->run_id : NAN);
 		jw_object_double(&jw, "allocation_bytes", t->limit_bytes ? (double)t->limit_bytes : NAN);
 		jw_object_double(&jw, "optuna_number", t->optuna_number >= 0 ? (double)t->optuna_number : NAN);
-		jw_object_string(&jw, "note", known(t->note));
+		jw_object_string(&jw, "note", render_json_known(t->note));
 		if (tb->m.have_pred)
 			json_prediction(&jw, &tb->m.pred[i]);
 		jw_end(&jw);

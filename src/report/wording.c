@@ -380,6 +380,11 @@ bool report_add_placement(struct strbuf *sb, const struct run_row *r)
 	return true;
 }
 
+const char *render_json_known(const char *s)
+{
+	return s && *s ? s : NULL;
+}
+
 bool render_json_object_or_null(struct json_writer *jw, const char *key, bool have)
 {
 	if (have)
