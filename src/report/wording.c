@@ -2,7 +2,9 @@
  * report/wording.c — the words and numbers every renderer says the same
  * way (render.h, and the pieces report.h shares with `leakproof ls`): the
  * command line, durations, outcomes, signed sizes, counts, the projection,
- * ranges, JSON values. Calls no renderer: renderers call it.
+ * ranges, names from the job as each format escapes them, JSON values (null
+ * for what is not known, a member that is an object or null). Calls no
+ * renderer: renderers call it.
  *
  * Units: bytes, seconds. Functions that take buf return it.
  */
