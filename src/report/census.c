@@ -244,11 +244,8 @@ void gpu_report_text(const struct gpu_report *g, struct strbuf *sb)
 	if (isfinite(g->ooms) && g->ooms > 0)
 		strbuf_addf(sb, ", %.0f out-of-memory error%s", g->ooms, g->ooms == 1 ? "" : "s");
 	strbuf_addch(sb, '\n');
-	if (g->diagnosis[0]) {
-		strbuf_addstr(sb, "            ");
-		render_add_clean(sb, g->diagnosis);
-		strbuf_addch(sb, '\n');
-	}
+	if (g->diagnosis[0])
+		render_add_clean_between(sb, "            ", g->diagnosis, "\n");
 }
 
 void gpu_report_json(const struct gpu_report *g, struct json_writer *jw)

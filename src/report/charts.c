@@ -387,6 +387,29 @@ static void build_histogram(struct run_charts *c, const struct run_summary *s, c
 	c->have_change = true;
 }
 
+/* A chart of memory: every measure recorded in the n records from sm
+ * (stride bytes apart), the client's metrics on the second axis, the
+ * restarts and ends; x is each record's place, in steps as drawn (steps)
+ * or in seconds. The caller names the chart and its x. Whether it has a
+ * series. */
+static bool build_memory(struct run_charts *c, const struct run_summary *s, const struct mem_sample *sm, size_t n,
+                         size_t stride, const double *x, bool steps, const struct metric_row *metrics,
+                         size_t nmetrics, struct plot *p)
+{
+	const double *step_px = steps ? x : NULL;
+	struct plot_series *se = keep(c, xcalloc(NMEASURES + CHARTS_MAX_METRICS, sizeof(*se)));
+	size_t ns = add_measures(c, s, sm, n, stride, x, se);
+	ns += add_metrics(c, s, metrics, nmetrics, step_px, se + ns, &p->y2_label);
+	p->y_label = "memory";
+	p->x_kind = steps ? PLOT_NUMBER : PLOT_SECONDS;
+	p->y_kind = PLOT_BYTES;
+	p->y2_kind = PLOT_NUMBER;
+	p->series = se;
+	p->nseries = ns;
+	add_markers(c, s, step_px, p);
+	return ns > 0;
+}
+
 static const struct {
 	const char *key, *name, *color;
 } kind_series[KIND_COUNT] = {
@@ -455,23 +478,13 @@ void run_charts_build(struct run_charts *c, const struct run_summary *s,
 		step_px = doubles(c, s->steps);
 		for (size_t i = 0; i < s->steps; i++)
 			step_px[i] = inc ? (double)s->step_recs[i].step : (double)(i + 1);
-		struct plot_series *se = keep(c, xcalloc(NMEASURES + CHARTS_MAX_METRICS, sizeof(*se)));
-		size_t n = add_measures(c, s, &s->step_recs[0].mem, s->steps, sizeof(struct step_rec), step_px, se);
 		struct plot *p = &c->steps;
-		p->y2_label = NULL;
-		n += add_metrics(c, s, metrics, nmetrics, step_px, se + n, &p->y2_label);
 		p->id = keep_printf(c, "%s-steps", prefix);
 		p->title = keep_printf(c, "Memory over steps \xe2\x80\x94 run %lld, %s by %s", (long long)s->run.id,
 		                       verdict, mname);
 		p->x_label = inc ? "step" : "step (in the order marked)";
-		p->y_label = "memory";
-		p->x_kind = PLOT_NUMBER;
-		p->y_kind = PLOT_BYTES;
-		p->y2_kind = PLOT_NUMBER;
-		p->series = se;
-		p->nseries = n;
-		add_markers(c, s, step_px, p);
-		c->have_steps = n > 0;
+		c->have_steps = build_memory(c, s, &s->step_recs[0].mem, s->steps, sizeof(struct step_rec), step_px,
+		                             true, metrics, nmetrics, p);
 	}
 
 	/* memory over time */
@@ -479,24 +492,15 @@ void run_charts_build(struct run_charts *c, const struct run_summary *s,
 		double *t = doubles(c, s->nsamples);
 		for (size_t i = 0; i < s->nsamples; i++)
 			t[i] = s->samples[i].t;
-		struct plot_series *se = keep(c, xcalloc(NMEASURES + CHARTS_MAX_METRICS, sizeof(*se)));
-		size_t n = add_measures(c, s, s->samples, s->nsamples, sizeof(struct mem_sample), t, se);
 		struct plot *p = &c->time;
-		n += add_metrics(c, s, metrics, nmetrics, NULL, se + n, &p->y2_label);
 		p->id = keep_printf(c, "%s-time", prefix);
 		p->title = keep_printf(c, "Memory over time \xe2\x80\x94 run %lld", (long long)s->run.id);
 		if (!s->steps)
 			p->title = keep_printf(c, "Memory over time \xe2\x80\x94 run %lld, %s by %s", (long long)s->run.id,
 			                       verdict, mname);
 		p->x_label = "time since the start";
-		p->y_label = "memory";
-		p->x_kind = PLOT_SECONDS;
-		p->y_kind = PLOT_BYTES;
-		p->y2_kind = PLOT_NUMBER;
-		p->series = se;
-		p->nseries = n;
-		add_markers(c, s, NULL, p);
-		c->have_time = n > 0;
+		c->have_time = build_memory(c, s, s->samples, s->nsamples, sizeof(struct mem_sample), t, false, metrics,
+		                            nmetrics, p);
 	}
 
 	/* the judgment, on the chart of its own x */
@@ -528,12 +532,11 @@ static int load_trial_series(struct store *st, const struct sweep_charts *c, str
 	return 0;
 }
 
-int sweep_charts_load(struct store *st, int64_t sweep_id, struct sweep_charts *c)
+int sweep_charts_open(struct store *st, int64_t sweep_id, struct sweep_charts *c)
 {
 	memset(c, 0, sizeof(*c));
-	int rc = sweep_model_load(st, sweep_id, &c->m);
-	if (rc)
-		return rc;
+	if (sweep_model_open(st, sweep_id, &c->m) < 0)
+		return -1;
 
 	bool any_steps = false;
 	for (size_t i = 0; i < c->m.ntrials; i++)
@@ -555,6 +558,7 @@ int sweep_charts_load(struct store *st, int64_t sweep_id, struct sweep_charts *c
 		ts->config_index = k;
 		if (load_trial_series(st, c, ts) < 0) {
 			free(configs);
+			sweep_charts_release(c);
 			return -1;
 		}
 	}
@@ -601,16 +605,6 @@ void sweep_charts_release(struct sweep_charts *c)
 	free(c->series);
 	sweep_model_release(&c->m);
 	memset(c, 0, sizeof(*c));
-}
-
-int sweep_charts_open(struct store *st, int64_t sweep_id, struct sweep_charts *c)
-{
-	int rc = sweep_charts_load(st, sweep_id, c);
-	if (rc > 0)
-		error(sweep_id ? "no sweep %lld in the store" : "no sweep in the store", (long long)sweep_id);
-	if (rc)
-		sweep_charts_release(c);
-	return rc ? -1 : 0;
 }
 
 struct plot_legend_item *sweep_charts_legend(const struct sweep_charts *c)

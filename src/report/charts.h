@@ -73,13 +73,11 @@ struct sweep_charts {
 	struct plot_series *series;  /* 2 * ntrials: memory, then change */
 };
 
-/* Load sweep sweep_id (0: the latest) and build its charts: 0, 1 when there
- * is no such sweep, -1 on error (after a message). */
-int sweep_charts_load(struct store *st, int64_t sweep_id, struct sweep_charts *c /* out */);
-void sweep_charts_release(struct sweep_charts *c);
-/* The same, with the message for a missing sweep: 0, or -1 after a
- * message (*c is then released). */
+/* Load sweep sweep_id (0: the latest) and build its charts: 0, or -1
+ * after a message (a missing sweep's as sweep_model_open() says it; *c
+ * is then released). */
 int sweep_charts_open(struct store *st, int64_t sweep_id, struct sweep_charts *c /* out */);
+void sweep_charts_release(struct sweep_charts *c);
 /* One legend item per configuration, in the colors of its trials. The
  * caller frees the array (not the strings, which c owns) with free(). */
 struct plot_legend_item *sweep_charts_legend(const struct sweep_charts *c);

@@ -430,11 +430,8 @@ static void sweep_table(struct strbuf *sb, const struct sweep_charts *c)
 	strbuf_addstr(sb, "</tbody></table>\n");
 }
 
-int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
-                     struct strbuf *sb)
+int sweep_write_html(struct store *st, int64_t sweep_id, struct strbuf *sb)
 {
-	(void)fmt;
-	(void)by;
 	struct sweep_charts c;
 	if (sweep_charts_open(st, sweep_id, &c) < 0)
 		return -1;

@@ -89,11 +89,8 @@ static void add_title(struct strbuf *sb, const struct job_model *m)
 	strbuf_addf(sb, " \xe2\x80\x94 %zu rank%s recorded", m->nranks, m->nranks == 1 ? "" : "s");
 	if (p->world_size > 0 && (size_t)p->world_size != m->nranks)
 		strbuf_addf(sb, " of %d", p->world_size);
-	if (p->launcher[0]) {
-		strbuf_addstr(sb, " (");
-		render_add_clean(sb, p->launcher);
-		strbuf_addch(sb, ')');
-	}
+	if (p->launcher[0])
+		render_add_clean_between(sb, " (", p->launcher, ")");
 }
 
 static void write_text(const struct job_model *m, struct strbuf *sb, bool md)
@@ -174,12 +171,6 @@ static void write_csv(const struct job_model *m, struct strbuf *sb)
 	}
 }
 
-/* NULL for "": the JSON null of what is not known. */
-static const char *known(const char *s)
-{
-	return s && *s ? s : NULL;
-}
-
 static void write_json(const struct job_model *m, struct strbuf *sb)
 {
 	const struct placement *p0 = &m->ranks[0].run.place;
@@ -187,7 +178,7 @@ static void write_json(const struct job_model *m, struct strbuf *sb)
 	jw_init(&jw, sb);
 	jw_object_begin(&jw, true);
 	jw_object_string(&jw, "job", m->key);
-	jw_object_string(&jw, "launcher", known(p0->launcher));
+	jw_object_string(&jw, "launcher", render_json_known(p0->launcher));
 	jw_object_double(&jw, "world_size", p0->world_size > 0 ? p0->world_size : NAN);
 	/* The ranks' rows keep their own names (growth_bytes, growth_per): not
 	 * yet the run object of report_json_run(). */
@@ -209,8 +200,8 @@ static void write_json(const struct job_model *m, struct strbuf *sb)
 		jw_object_string(&jw, "growth_per", k->x_unit ? k->x_unit : "");
 		jw_object_string(&jw, "verdict", verdict_name(k->verdict));
 		jw_object_string(&jw, "reason", k->reason);
-		jw_object_string(&jw, "gpus", known(p->gpus));
-		jw_object_string(&jw, "slurm_job_id", known(p->slurm_job_id));
+		jw_object_string(&jw, "gpus", render_json_known(p->gpus));
+		jw_object_string(&jw, "slurm_job_id", render_json_known(p->slurm_job_id));
 		jw_end(&jw);
 	}
 	jw_end(&jw);

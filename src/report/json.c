@@ -15,24 +15,18 @@
 
 #define EVENTS_MAX 1000
 
-/* NULL for "": a string the store keeps empty when it is unknown. */
-static const char *known(const char *s)
-{
-	return s && *s ? s : NULL;
-}
-
 /* "placement": where the run ran (base/placement.h); unknowns null. */
 static void add_placement(struct json_writer *jw, const struct placement *p)
 {
 	jw_object_object(jw, "placement", false);
-	jw_object_string(jw, "slurm_job_id", known(p->slurm_job_id));
-	jw_object_string(jw, "slurm_array_job_id", known(p->slurm_array_job_id));
-	jw_object_string(jw, "slurm_array_task_id", known(p->slurm_array_task_id));
-	jw_object_string(jw, "slurm_step_id", known(p->slurm_step_id));
+	jw_object_string(jw, "slurm_job_id", render_json_known(p->slurm_job_id));
+	jw_object_string(jw, "slurm_array_job_id", render_json_known(p->slurm_array_job_id));
+	jw_object_string(jw, "slurm_array_task_id", render_json_known(p->slurm_array_task_id));
+	jw_object_string(jw, "slurm_step_id", render_json_known(p->slurm_step_id));
 	jw_object_double(jw, "allocation_bytes", p->alloc_mem_bytes ? (double)p->alloc_mem_bytes : NAN);
-	jw_object_string(jw, "gpus", known(p->gpus));
-	jw_object_string(jw, "launcher", known(p->launcher));
-	jw_object_string(jw, "job_key", known(p->job_key));
+	jw_object_string(jw, "gpus", render_json_known(p->gpus));
+	jw_object_string(jw, "launcher", render_json_known(p->launcher));
+	jw_object_string(jw, "job_key", render_json_known(p->job_key));
 	jw_object_double(jw, "rank", p->rank >= 0 ? p->rank : NAN);
 	jw_object_double(jw, "local_rank", p->local_rank >= 0 ? p->local_rank : NAN);
 	jw_object_double(jw, "world_size", p->world_size > 0 ? p->world_size : NAN);
@@ -52,7 +46,7 @@ void report_json_run(struct json_writer *jw, const struct run_row *r, const stru
 {
 	bool ended = r->ended_at > 0;
 	double end = ended ? r->ended_at : wall_seconds();
-	const char *verdict = now ? now->verdict : known(r->verdict);
+	const char *verdict = now ? now->verdict : render_json_known(r->verdict);
 	char **argv;
 	size_t argc;
 
@@ -88,7 +82,7 @@ void report_json_run(struct json_writer *jw, const struct run_row *r, const stru
 	                 r->judge_version > 0 ? r->judge_version : NAN);
 	jw_break(jw);
 	jw_object_string(jw, "step_source", step_source_name(r->step_source));
-	jw_object_string(jw, "step_regex", known(r->step_regex));
+	jw_object_string(jw, "step_regex", render_json_known(r->step_regex));
 	jw_object_double(jw, "interval_seconds", (double)r->interval_ns / 1e9);
 	jw_object_string(jw, "cgroup_mode", r->cgroup_mode ? r->cgroup_mode : "");
 }
@@ -107,13 +101,13 @@ static void add_segments(struct json_writer *jw, const struct run_summary *s)
 		jw_object_double(jw, "ended_at", g_ended ? g->ended_at : NAN);
 		jw_object_double(jw, "exit_code", g_ended && !g->exit_signal ? g->exit_code : NAN);
 		jw_object_double(jw, "exit_signal", g_ended && g->exit_signal ? g->exit_signal : NAN);
-		jw_object_string(jw, "cause", known(cause_name(g->cause)));
-		jw_object_string(jw, "evidence", known(g->evidence));
+		jw_object_string(jw, "cause", render_json_known(cause_name(g->cause)));
+		jw_object_string(jw, "evidence", render_json_known(g->evidence));
 		jw_object_double(jw, "step", g->has_step ? (double)g->end_step : NAN);
 		jw_object_double(jw, "memory_start_bytes",
 		                 s->segment_start_bytes[i] >= 0 ? s->segment_start_bytes[i] : NAN);
 		jw_object_double(jw, "memory_bytes", g->memory_bytes ? (double)g->memory_bytes : NAN);
-		jw_object_string(jw, "restart", known(g->restart));
+		jw_object_string(jw, "restart", render_json_known(g->restart));
 		jw_end(jw);
 	}
 	jw_end(jw);
@@ -131,12 +125,9 @@ static void add_num_array(struct json_writer *jw, const char *key, const double 
 
 static void add_top_process(struct json_writer *jw, const struct run_summary *s)
 {
-	if (!s->has_top_proc) {
-		jw_object_null(jw, "top_process");
+	if (!render_json_object_or_null(jw, "top_process", s->has_top_proc))
 		return;
-	}
 	const struct proc_row *p = &s->top_proc;
-	jw_object_object(jw, "top_process", false);
 	jw_object_intmax(jw, "pid", p->pid);
 	jw_object_intmax(jw, "ppid", p->ppid);
 	jw_object_string(jw, "name", p->name);
@@ -221,26 +212,17 @@ void report_write_json(const struct run_summary *s, const struct report_extras *
 	}
 	jw_end(&jw);
 	jw_object_double(&jw, "events_omitted", (double)(s->nevents - shown));
-	if (s->trace) {
-		jw_object_object(&jw, "trace", false);
+	if (render_json_object_or_null(&jw, "trace", s->trace)) {
 		trace_report_json(s->trace, &jw);
 		jw_end(&jw);
-	} else {
-		jw_object_null(&jw, "trace");
 	}
-	if (s->census) {
-		jw_object_object(&jw, "census", false);
+	if (render_json_object_or_null(&jw, "census", s->census)) {
 		census_report_json(s->census, &jw);
 		jw_end(&jw);
-	} else {
-		jw_object_null(&jw, "census");
 	}
-	if (s->gpu) {
-		jw_object_object(&jw, "gpu_memory", false);
+	if (render_json_object_or_null(&jw, "gpu_memory", s->gpu)) {
 		gpu_report_json(s->gpu, &jw);
 		jw_end(&jw);
-	} else {
-		jw_object_null(&jw, "gpu_memory");
 	}
 	render_kinds_json(s, &jw);
 	jw_end(&jw);

@@ -152,17 +152,16 @@ static int add_testcase(struct strbuf *sb, const char *classname, const char *na
 	return failed;
 }
 
-static void add_head(struct strbuf *sb, const char *name, size_t tests, int failures, size_t skipped,
-                     double seconds)
+/* The document: one <testsuite> named name, around the testcases in body. */
+static void add_suite(struct strbuf *sb, const char *name, size_t tests, int failures, size_t skipped,
+                      double seconds, const struct strbuf *body)
 {
 	strbuf_addstr(sb, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"");
 	plot_add_xml(sb, name);
 	strbuf_addf(sb, "\" tests=\"%zu\" failures=\"%d\" errors=\"0\" skipped=\"%zu\" time=\"%.3f\">\n", tests,
 	            failures, skipped, seconds);
-}
-
-static void add_tail(struct strbuf *sb)
-{
+	if (body->len)         /* no testcase: an empty, NULL buffer */
+		strbuf_add(sb, body->buf, body->len);
 	strbuf_addstr(sb, "  </testsuite>\n</testsuites>\n");
 }
 
@@ -175,17 +174,12 @@ void report_write_junit(const struct run_summary *s, const struct report_extras 
 	int failures = add_testcase(&body, "leakproof.run", name, s, NULL);
 	char suite[80];
 	snprintf(suite, sizeof(suite), "leakproof run %lld", (long long)s->run.id);
-	add_head(sb, suite, 1, failures, 0, s->duration_s);
-	strbuf_add(sb, body.buf, body.len);
-	add_tail(sb);
+	add_suite(sb, suite, 1, failures, 0, s->duration_s, &body);
 	strbuf_release(&body);
 }
 
-int sweep_write_junit(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
-                      struct strbuf *sb)
+int sweep_write_junit(struct store *st, int64_t sweep_id, struct strbuf *sb)
 {
-	(void)fmt;
-	(void)by;
 	struct sweep_model m;
 	if (sweep_model_open(st, sweep_id, &m) < 0)
 		return -1;
@@ -220,10 +214,7 @@ int sweep_write_junit(struct store *st, int64_t sweep_id, enum report_format fmt
 	if (rc == 0) {
 		char suite[80];
 		snprintf(suite, sizeof(suite), "leakproof sweep %lld", (long long)m.sw.id);
-		add_head(sb, suite, m.ntrials, failures, skipped, seconds);
-		if (body.len)         /* no trial: an empty, NULL buffer */
-			strbuf_add(sb, body.buf, body.len);
-		add_tail(sb);
+		add_suite(sb, suite, m.ntrials, failures, skipped, seconds, &body);
 	}
 	strbuf_release(&body);
 	sweep_model_release(&m);

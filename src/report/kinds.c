@@ -34,11 +34,8 @@ void render_kinds_text(const struct run_summary *s, struct strbuf *sb)
 	char b1[32], b2[32];
 	if (!k)
 		return;
-	if (k->has_diagnosis) {
-		strbuf_addstr(sb, "  diagnosis ");
-		render_add_clean(sb, k->diagnosis);
-		strbuf_addch(sb, '\n');
-	}
+	if (k->has_diagnosis)
+		render_add_clean_between(sb, "  diagnosis ", k->diagnosis, "\n");
 	size_t shown = 0;
 	for (size_t i = 0; i < k->n && shown < KINDS_SHOWN; i++) {
 		const struct growth_kind *g = &k->k[i];
@@ -74,15 +71,23 @@ void render_kinds_text(const struct run_summary *s, struct strbuf *sb)
 	}
 }
 
+/* One flight-recorder cell: a size, or "-" when the kind was not measured. */
+static const char *flight_cell(char *buf, size_t sz, const struct flight_proc *f, int kind)
+{
+	if (f->last[kind] < 0 || (!f->pid && (kind == KIND_ANONYMOUS || kind == KIND_COW)))
+		snprintf(buf, sz, "-");
+	else
+		fmt_bytes(buf, sz, f->last[kind]);
+	return buf;
+}
+
 void render_flight_text(const struct run_summary *s, struct strbuf *sb)
 {
 	const struct run_kinds *k = s->kinds;
 	char b[KIND_COUNT][32];
 	if (!k || !k->oom)
 		return;
-	strbuf_addstr(sb, "\nThe last seconds before the end (flight recorder):\n  ");
-	render_add_clean(sb, k->flight);
-	strbuf_addch(sb, '\n');
+	render_add_clean_between(sb, "\nThe last seconds before the end (flight recorder):\n  ", k->flight, "\n");
 	if (!k->nfp)
 		return;
 	strbuf_addf(sb, "  %-8s %-14s %11s %13s %11s %13s\n", "pid", "role", "anonymous", "copy-on-write",
@@ -90,18 +95,15 @@ void render_flight_text(const struct run_summary *s, struct strbuf *sb)
 	for (size_t i = 0; i < k->nfp; i++) {
 		const struct flight_proc *f = &k->fp[i];
 		for (int j = 0; j < KIND_GPU; j++)
-			if (f->last[j] < 0)
-				strcpy(b[j], "-");
-			else
-				fmt_bytes(b[j], sizeof(b[j]), f->last[j]);
+			flight_cell(b[j], sizeof(b[j]), f, j);
 		if (f->pid)
 			strbuf_addf(sb, "  %-8d ", f->pid);
 		else
 			strbuf_addf(sb, "  %-8s ", "cgroup");
 		struct strbuf role = STRBUF_INIT;
 		render_add_clean(&role, f->role);
-		strbuf_addf(sb, "%-14s %11s %13s %11s %13s", strbuf_str(&role), f->pid ? b[KIND_ANONYMOUS] : "-",
-		            f->pid ? b[KIND_COW] : "-", b[KIND_FILE], b[KIND_SHMEM]);
+		strbuf_addf(sb, "%-14s %11s %13s %11s %13s", strbuf_str(&role), b[KIND_ANONYMOUS], b[KIND_COW],
+		            b[KIND_FILE], b[KIND_SHMEM]);
 		strbuf_release(&role);
 		double d = f->first[KIND_ANONYMOUS] >= 0 && f->last[KIND_ANONYMOUS] >= 0 && f->pid ?
 		           f->last[KIND_ANONYMOUS] - f->first[KIND_ANONYMOUS] : 0;
@@ -111,23 +113,14 @@ void render_flight_text(const struct run_summary *s, struct strbuf *sb)
 	}
 }
 
-/* NULL for "": the JSON null of a name not known. */
-static const char *known(const char *s)
-{
-	return s && *s ? s : NULL;
-}
-
 static void add_diagnosis(struct json_writer *jw, const struct run_summary *s)
 {
 	const struct run_kinds *k = s->kinds;
-	if (!k || !k->has_diagnosis) {
-		jw_object_null(jw, "diagnosis");
+	if (!render_json_object_or_null(jw, "diagnosis", k && k->has_diagnosis))
 		return;
-	}
-	jw_object_object(jw, "diagnosis", false);
-	jw_object_string(jw, "kind", known(mem_kind_name(k->diagnosis_kind)));
-	jw_object_string(jw, "text", known(k->diagnosis));
-	jw_object_string(jw, "verdict_judged", known(verdict_name(s->verdict_judged)));
+	jw_object_string(jw, "kind", render_json_known(mem_kind_name(k->diagnosis_kind)));
+	jw_object_string(jw, "text", render_json_known(k->diagnosis));
+	jw_object_string(jw, "verdict_judged", render_json_known(verdict_name(s->verdict_judged)));
 	jw_object_bool(jw, "not_a_leak", k->overrides_verdict);
 	if (k->diagnosis_kind == KIND_COW) {
 		jw_object_double(jw, "workers", k->cow_workers);
@@ -143,24 +136,21 @@ static void add_diagnosis(struct json_writer *jw, const struct run_summary *s)
 static void add_window_census(struct json_writer *jw, const struct census_report *c)
 {
 	char words[256];
-	if (!c || !c->has_window) {
-		jw_object_null(jw, "census");
+	if (!render_json_object_or_null(jw, "census", c && c->has_window))
 		return;
-	}
-	jw_object_object(jw, "census", false);
 	jw_object_double(jw, "from_t", c->window_from_t);
 	jw_object_double(jw, "to_t", c->window_to_t);
 	jw_object_array(jw, "grew", true);
 	for (size_t i = 0; i < c->nrecent; i++) {
 		const struct census_change *ch = &c->recent[i];
 		jw_array_object(jw, false);
-		jw_object_string(jw, "type", known(ch->type));
-		jw_object_string(jw, "words", known(census_type_words(words, sizeof(words), ch->type)));
+		jw_object_string(jw, "type", render_json_known(ch->type));
+		jw_object_string(jw, "words", render_json_known(census_type_words(words, sizeof(words), ch->type)));
 		jw_object_double(jw, "from_count", (double)ch->from);
 		jw_object_double(jw, "count", (double)ch->to);
 		jw_object_double(jw, "from_bytes", ch->bytes_from >= 0 ? (double)ch->bytes_from : NAN);
 		jw_object_double(jw, "bytes", ch->bytes_to >= 0 ? (double)ch->bytes_to : NAN);
-		jw_object_string(jw, "holder", known(ch->holder));
+		jw_object_string(jw, "holder", render_json_known(ch->holder));
 		jw_end(jw);
 	}
 	jw_end(jw);
@@ -170,24 +160,21 @@ static void add_window_census(struct json_writer *jw, const struct census_report
 static void add_flight_recorder(struct json_writer *jw, const struct run_summary *s)
 {
 	const struct run_kinds *k = s->kinds;
-	if (!k || !k->oom) {
-		jw_object_null(jw, "flight_recorder");
+	if (!render_json_object_or_null(jw, "flight_recorder", k && k->oom))
 		return;
-	}
-	jw_object_object(jw, "flight_recorder", false);
-	jw_object_string(jw, "cause", known(cause_name(k->oom_cause)));
+	jw_object_string(jw, "cause", render_json_known(cause_name(k->oom_cause)));
 	jw_object_double(jw, "end_t", k->end_t);
 	jw_object_double(jw, "end_step", k->end_step >= 0 ? (double)k->end_step : NAN);
 	jw_object_double(jw, "window_seconds", k->end_t - k->window_t);
 	jw_object_double(jw, "window_steps", (double)k->window_steps);
-	jw_object_string(jw, "paragraph", known(k->flight));
+	jw_object_string(jw, "paragraph", render_json_known(k->flight));
 	jw_object_array(jw, "processes", true);
 	for (size_t i = 0; i < k->nfp; i++) {
 		const struct flight_proc *f = &k->fp[i];
 		jw_array_object(jw, false);
 		jw_object_double(jw, "process", f->pid ? f->pid : NAN);
-		jw_object_string(jw, "name", known(f->name));
-		jw_object_string(jw, "role", known(f->role));
+		jw_object_string(jw, "name", render_json_known(f->name));
+		jw_object_string(jw, "role", render_json_known(f->role));
 		jw_object_object(jw, "kinds", false);
 		for (int j = 0; j < KIND_COUNT; j++) {
 			jw_object_object(jw, mem_kind_name((enum mem_kind)j), false);
@@ -211,11 +198,11 @@ void render_kinds_json(const struct run_summary *s, struct json_writer *jw)
 		const struct growth_kind *g = &k->k[i];
 		bool fit = g->a.points >= 2;
 		jw_array_object(jw, false);
-		jw_object_string(jw, "kind", known(mem_kind_name(g->kind)));
+		jw_object_string(jw, "kind", render_json_known(mem_kind_name(g->kind)));
 		jw_object_double(jw, "process", g->pid > 0 ? g->pid : NAN);
-		jw_object_string(jw, "name", known(g->name));
-		jw_object_string(jw, "role", known(g->role));
-		jw_object_string(jw, "verdict", known(verdict_name(g->a.verdict)));
+		jw_object_string(jw, "name", render_json_known(g->name));
+		jw_object_string(jw, "role", render_json_known(g->role));
+		jw_object_string(jw, "verdict", render_json_known(verdict_name(g->a.verdict)));
 		jw_object_double(jw, "growth_bytes_per_step", fit ? g->a.slope : NAN);
 		jw_object_double(jw, "bytes", g->bytes);
 		jw_object_double(jw, "first_bytes", g->first_bytes);
@@ -264,16 +251,6 @@ void render_kinds_md(const struct run_summary *s, struct strbuf *sb)
 		            g->kind == KIND_COW && g->bound_bytes > 0 ? fmt_bytes(b3, sizeof(b3), g->bound_bytes) :
 		            "\xe2\x80\x93");
 	}
-}
-
-/* One flight-recorder cell: a size, or "-" when the kind was not measured. */
-static const char *flight_cell(char *buf, size_t sz, const struct flight_proc *f, int kind)
-{
-	if (f->last[kind] < 0 || (!f->pid && (kind == KIND_ANONYMOUS || kind == KIND_COW)))
-		snprintf(buf, sz, "-");
-	else
-		fmt_bytes(buf, sz, f->last[kind]);
-	return buf;
 }
 
 void render_flight_md(const struct run_summary *s, struct strbuf *sb)

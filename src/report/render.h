@@ -26,7 +26,8 @@ void report_write_junit(const struct run_summary *s, const struct report_extras 
 
 /* A sweep (sweep_id 0: the latest), appended to sb: the table (sweep.c;
  * text, md, csv, json; by groups the trials), the page (html.c), the chart
- * (svg.c), the verdicts (junit.c). 0, or -1 after a message. */
+ * (svg.c), the verdicts (junit.c): these three every trial, with no --by.
+ * 0, or -1 after a message. */
 int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
                       struct strbuf *sb);
 /* What a sweep learned of memory (sweep.c): its skipped trials and why,
@@ -34,12 +35,9 @@ int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt
  * nothing when there is none. */
 struct sweep_model;
 void sweep_memory_model_write(const struct sweep_model *m, struct strbuf *sb, bool md);
-int sweep_write_html(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
-                     struct strbuf *sb);
-int sweep_write_svg(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
-                    struct strbuf *sb);
-int sweep_write_junit(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
-                      struct strbuf *sb);
+int sweep_write_html(struct store *st, int64_t sweep_id, struct strbuf *sb);
+int sweep_write_svg(struct store *st, int64_t sweep_id, struct strbuf *sb);
+int sweep_write_junit(struct store *st, int64_t sweep_id, struct strbuf *sb);
 
 /* ---- kinds.c: growth kinds, the diagnosis, the OOM flight recorder ------- */
 
@@ -95,6 +93,8 @@ double render_top_proc_bytes(const struct run_summary *s);
 void render_range(struct strbuf *sb, double low, double high);
 /* Append s with control characters shown as '?' (names from the job). */
 void render_add_clean(struct strbuf *sb, const char *s);
+/* Append before, s as render_add_clean() does, then after: " (" s ")". */
+void render_add_clean_between(struct strbuf *sb, const char *before, const char *s, const char *after);
 /* Append s as text in a Markdown table cell: '|' escaped, control
  * characters as spaces, and '<' that could open raw HTML or an autolink
  * ("<script", "</", "<!", "<?") as "&lt;"; "p < 0.001" stays as it is. */
@@ -109,6 +109,13 @@ void render_add_md_code(struct strbuf *sb, const char *s, bool in_table);
  * spreadsheet shows it as text instead of running it as a formula (OWASP's
  * advice on CSV injection). */
 void render_add_csv_field(struct strbuf *sb, const char *s);
+/* NULL for "" (and NULL): what the store keeps as an empty string when it
+ * is not known, written null in JSON. */
+const char *render_json_known(const char *s);
+/* The member key of the object open in jw: a one-line object, left open
+ * for the caller's members and jw_end(), when have; else null. Returns
+ * have. */
+bool render_json_object_or_null(struct json_writer *jw, const char *key, bool have);
 /* Label for the per-point change table: "per-step change", "change per
  * second", "change per 2.5 s". Returns buf. */
 char *render_change_label(char *buf, size_t bufsz, const struct run_summary *s);

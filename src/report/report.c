@@ -18,17 +18,17 @@ struct report_writer {
 	enum report_format fmt;
 	/* one run; x (may be NULL) is what only the html page shows */
 	void (*run)(const struct run_summary *s, const struct report_extras *x, struct strbuf *sb);
-	/* a sweep; by: the --by dimensions (NULL: none). 0, or -1 after a message */
-	int (*sweep)(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
-	             struct strbuf *sb);
+	/* a sweep, as a page of its own: 0, or -1 after a message; NULL: the
+	 * table of sweep.c in this format, its trials grouped by --by */
+	int (*sweep)(struct store *st, int64_t sweep_id, struct strbuf *sb);
 };
 
 static const struct report_writer writers[] = {
-	{ "text", REPORT_TEXT, report_write_text, sweep_write_table },
-	{ "md", REPORT_MD, report_write_md, sweep_write_table },
-	{ "markdown", REPORT_MD, report_write_md, sweep_write_table },
-	{ "csv", REPORT_CSV, report_write_csv, sweep_write_table },
-	{ "json", REPORT_JSON, report_write_json, sweep_write_table },
+	{ "text", REPORT_TEXT, report_write_text, NULL },
+	{ "md", REPORT_MD, report_write_md, NULL },
+	{ "markdown", REPORT_MD, report_write_md, NULL },
+	{ "csv", REPORT_CSV, report_write_csv, NULL },
+	{ "json", REPORT_JSON, report_write_json, NULL },
 	{ "html", REPORT_HTML, report_write_html, sweep_write_html },
 	{ "svg", REPORT_SVG, report_write_svg, sweep_write_svg },
 	{ "junit", REPORT_JUNIT, report_write_junit, sweep_write_junit },
@@ -65,7 +65,9 @@ int sweep_report_render(struct store *st, int64_t sweep_id, enum report_format f
                         struct strbuf *sb)
 {
 	const struct report_writer *w = writer_of(fmt);
-	return w ? w->sweep(st, sweep_id, fmt, by, sb) : -1;
+	if (!w)
+		return -1;
+	return w->sweep ? w->sweep(st, sweep_id, sb) : sweep_write_table(st, sweep_id, fmt, by, sb);
 }
 
 int report_flush(const struct strbuf *sb, FILE *out)

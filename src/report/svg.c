@@ -47,11 +47,8 @@ void report_write_svg(const struct run_summary *s, const struct report_extras *x
 	run_charts_release(&c);
 }
 
-int sweep_write_svg(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by,
-                    struct strbuf *sb)
+int sweep_write_svg(struct store *st, int64_t sweep_id, struct strbuf *sb)
 {
-	(void)fmt;
-	(void)by;
 	struct sweep_charts c;
 	if (sweep_charts_open(st, sweep_id, &c) < 0)
 		return -1;

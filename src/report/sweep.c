@@ -30,12 +30,11 @@
 struct row {
 	char **vals;                /* per shown dimension */
 	const char *status, *cause, *verdict, *note;
-	int64_t idx, attempt, run_id, trials;
-	bool has_metric;
-	double metric, growth, q[5], sps;
-	uint64_t peak;
+	int64_t trials;
+	/* the numbers shown: the trial's own (a copy; its strings are the
+	 * model's), or the group's (fill_group(): no idx, attempt or run) */
+	struct trial_row sum;
 	double pred;                /* predicted peak (bytes) before it ran; NAN none */
-	uint64_t alloc;             /* its memory budget (--max-mem; grouped: the largest); 0 none */
 	const struct trial_row *t;  /* the trial (ungrouped); the first of the group */
 	size_t first;               /* index of that trial */
 	char statuses[96];          /* grouped: "3 ok, 1 oom" */
@@ -84,6 +83,14 @@ static int cmp_row_first(const void *x, const void *y)
 	return (a->first > b->first) - (a->first < b->first);
 }
 
+/* "3" for trial index 2, "3.1" for its attempt 1: how the reports name a
+ * trial. Returns buf. */
+static char *trial_id(char *buf, size_t bufsz, const struct trial_row *t)
+{
+	snprintf(buf, bufsz, t->attempt ? "%lld.%lld" : "%lld", (long long)t->idx + 1, (long long)t->attempt);
+	return buf;
+}
+
 static void fill_trial(struct row *g, const struct trial_row *t)
 {
 	g->status = trial_status_name(t->status);
@@ -91,61 +98,54 @@ static void fill_trial(struct row *g, const struct trial_row *t)
 	g->verdict = t->verdict;
 	g->other_judge = report_other_judge(t->verdict, t->judge_version);
 	g->note = t->note;
-	g->idx = t->idx;
-	g->attempt = t->attempt;
-	g->run_id = t->run_id;
-	g->has_metric = t->has_metric;
-	g->metric = t->metric;
-	g->growth = t->growth_bytes_per_step;
-	memcpy(g->q, t->q, sizeof(g->q));
-	g->sps = t->steps_per_second;
-	g->peak = t->peak_bytes;
-	g->alloc = t->limit_bytes;
+	g->sum = *t;
 }
 
 /* A group: the min of the mins, the max of the maxes, the medians of the
- * middle quantiles, of the rates and of the growths; the worst verdict
- * (leak if any); the best metric; the statuses counted. */
+ * middle quantiles, of the rates and of the growths; the largest peak and
+ * budget; the worst verdict (leak if any); the best metric; the statuses
+ * counted. */
 static void fill_group(const struct table *tb, struct row *g, const struct keyed *members, size_t n,
                        double *tmp)
 {
 	static const enum trial_status order[] = { TRIAL_OK, TRIAL_OOM, TRIAL_FAILED, TRIAL_INTERRUPTED, TRIAL_SKIPPED,
 	                                           TRIAL_PRUNED, TRIAL_RUNNING };
 	int counts[7] = { 0 }, leaks = 0, noleak = 0;
-	g->q[0] = NAN;
-	g->q[4] = NAN;
+	g->sum.q[0] = NAN;
+	g->sum.q[4] = NAN;
 	for (size_t j = 0; j < n; j++) {
 		const struct trial_row *t = &tb->m.trials[members[j].i];
-		if (isfinite(t->q[0]) && !(t->q[0] >= g->q[0]))
-			g->q[0] = t->q[0];
-		if (isfinite(t->q[4]) && !(t->q[4] <= g->q[4]))
-			g->q[4] = t->q[4];
-		if (t->peak_bytes > g->peak)
-			g->peak = t->peak_bytes;
-		if (t->limit_bytes > g->alloc)
-			g->alloc = t->limit_bytes;
+		if (isfinite(t->q[0]) && !(t->q[0] >= g->sum.q[0]))
+			g->sum.q[0] = t->q[0];
+		if (isfinite(t->q[4]) && !(t->q[4] <= g->sum.q[4]))
+			g->sum.q[4] = t->q[4];
+		if (t->peak_bytes > g->sum.peak_bytes)
+			g->sum.peak_bytes = t->peak_bytes;
+		if (t->limit_bytes > g->sum.limit_bytes)
+			g->sum.limit_bytes = t->limit_bytes;
 		for (int s = 0; s < 7; s++)
 			if (t->status == order[s])
 				counts[s]++;
 		g->other_judge |= report_other_judge(t->verdict, t->judge_version);
 		leaks += !strcmp(t->verdict, "leak");
 		noleak += !strcmp(t->verdict, "no-leak");
-		if (t->has_metric && (!g->has_metric || (tb->m.sw.maximize ? t->metric > g->metric : t->metric < g->metric))) {
-			g->has_metric = true;
-			g->metric = t->metric;
+		if (t->has_metric &&
+		    (!g->sum.has_metric || (tb->m.sw.maximize ? t->metric > g->sum.metric : t->metric < g->sum.metric))) {
+			g->sum.has_metric = true;
+			g->sum.metric = t->metric;
 		}
 	}
 	for (int q = 1; q <= 3; q++) {
 		for (size_t j = 0; j < n; j++)
 			tmp[j] = tb->m.trials[members[j].i].q[q];
-		g->q[q] = median_finite(tmp, n);
+		g->sum.q[q] = median_finite(tmp, n);
 	}
 	for (size_t j = 0; j < n; j++)
 		tmp[j] = tb->m.trials[members[j].i].steps_per_second;
-	g->sps = median_finite(tmp, n);
+	g->sum.steps_per_second = median_finite(tmp, n);
 	for (size_t j = 0; j < n; j++)
 		tmp[j] = tb->m.trials[members[j].i].growth_bytes_per_step;
-	g->growth = median_finite(tmp, n);
+	g->sum.growth_bytes_per_step = median_finite(tmp, n);
 	g->verdict = leaks ? "leak" : noleak ? "no-leak" : "inconclusive";
 	size_t off = 0;
 	for (int s = 0; s < 7; s++)
@@ -159,12 +159,12 @@ static void fill_group(const struct table *tb, struct row *g, const struct keyed
 /* dim_of of the `host` column of --by host: where the trial's run ran */
 #define HOST_DIM ((size_t)-1)
 
+/* 0, or -1 after a message; *tb is freed with free_table() either way. */
 static int load_table(struct store *st, int64_t sweep_id, const char *by, struct table *tb)
 {
 	memset(tb, 0, sizeof(*tb));
-	int rc = sweep_model_load(st, sweep_id, &tb->m);
-	if (rc)
-		return rc;
+	if (sweep_model_open(st, sweep_id, &tb->m) < 0)
+		return -1;
 
 	/* the dimensions shown: --by's, else all */
 	size_t nd = tb->m.ndims;
@@ -290,31 +290,31 @@ static bool col_shown(const struct table *tb, size_t c)
 static void cells(const struct table *tb, const struct row *g, char cell[][48])
 {
 	snprintf(cell[0], 48, "%s", g->status);
-	if (g->has_metric)
-		snprintf(cell[1], 48, "%.6g", g->metric);
+	if (g->sum.has_metric)
+		snprintf(cell[1], 48, "%.6g", g->sum.metric);
 	else
 		snprintf(cell[1], 48, "-");
 	snprintf(cell[2], 48, "%s%s", g->verdict[0] ? g->verdict : "-", g->other_judge ? "*" : "");
-	if (isfinite(g->growth))
-		render_signed_bytes(cell[3], 48, g->growth);
+	if (isfinite(g->sum.growth_bytes_per_step))
+		render_signed_bytes(cell[3], 48, g->sum.growth_bytes_per_step);
 	else
 		snprintf(cell[3], 48, "-");
 	for (int q = 0; q < 5; q++) {
-		if (isfinite(g->q[q]))
-			fmt_bytes(cell[4 + q], 48, g->q[q]);
+		if (isfinite(g->sum.q[q]))
+			fmt_bytes(cell[4 + q], 48, g->sum.q[q]);
 		else
 			snprintf(cell[4 + q], 48, "-");
 	}
-	if (isfinite(g->sps) && g->sps > 0)
-		snprintf(cell[9], 48, "%.3g", g->sps);
+	if (isfinite(g->sum.steps_per_second) && g->sum.steps_per_second > 0)
+		snprintf(cell[9], 48, "%.3g", g->sum.steps_per_second);
 	else
 		snprintf(cell[9], 48, "-");
-	if (g->peak)
-		fmt_bytes(cell[10], 48, (double)g->peak);
+	if (g->sum.peak_bytes)
+		fmt_bytes(cell[10], 48, (double)g->sum.peak_bytes);
 	else
 		snprintf(cell[10], 48, "-");
-	if (g->alloc)
-		fmt_bytes(cell[COL_ALLOC], 48, (double)g->alloc);
+	if (g->sum.limit_bytes)
+		fmt_bytes(cell[COL_ALLOC], 48, (double)g->sum.limit_bytes);
 	else
 		snprintf(cell[COL_ALLOC], 48, "-");
 	if (isfinite(g->pred))
@@ -323,8 +323,8 @@ static void cells(const struct table *tb, const struct row *g, char cell[][48])
 		snprintf(cell[COL_PREDICTED], 48, "-");
 	if (tb->grouped)
 		snprintf(cell[COL_RUN], 48, "%lld trial%s", (long long)g->trials, g->trials == 1 ? "" : "s");
-	else if (g->run_id)
-		snprintf(cell[COL_RUN], 48, "%lld", (long long)g->run_id);
+	else if (g->sum.run_id)
+		snprintf(cell[COL_RUN], 48, "%lld", (long long)g->sum.run_id);
 	else
 		snprintf(cell[COL_RUN], 48, "-");
 }
@@ -348,7 +348,7 @@ static void write_text(const struct table *tb, struct strbuf *sb, bool md)
 	for (size_t j = 0; j < tb->nrows; j++) {
 		const struct row *g = &tb->rows[j];
 		char id[32];
-		snprintf(id, sizeof(id), g->attempt ? "%lld.%lld" : "%lld", (long long)g->idx + 1, (long long)g->attempt);
+		trial_id(id, sizeof(id), &g->sum);
 		if (!tb->grouped && strlen(id) > w[0])
 			w[0] = strlen(id);
 		for (size_t k = 0; k < tb->nnames; k++)
@@ -398,7 +398,7 @@ static void write_text(const struct table *tb, struct strbuf *sb, bool md)
 	for (size_t j = 0; j < tb->nrows; j++) {
 		const struct row *g = &tb->rows[j];
 		char id[32];
-		snprintf(id, sizeof(id), g->attempt ? "%lld.%lld" : "%lld", (long long)g->idx + 1, (long long)g->attempt);
+		trial_id(id, sizeof(id), &g->sum);
 		for (size_t c = skip0; c < ncol; c++) {
 			if (c > tb->nnames && !col_shown(tb, c - 1 - tb->nnames))
 				continue;
@@ -460,7 +460,7 @@ static void write_csv(const struct table *tb, struct strbuf *sb)
 		if (tb->grouped)
 			strbuf_addf(sb, "%lld", (long long)g->trials);
 		else
-			strbuf_addf(sb, "%lld,%lld", (long long)g->idx + 1, (long long)g->attempt);
+			strbuf_addf(sb, "%lld,%lld", (long long)g->sum.idx + 1, (long long)g->sum.attempt);
 		for (size_t k = 0; k < tb->nnames; k++) {
 			strbuf_addch(sb, ',');
 			csv_field(sb, g->vals[k]);
@@ -469,29 +469,23 @@ static void write_csv(const struct table *tb, struct strbuf *sb)
 		csv_field(sb, g->status);
 		strbuf_addch(sb, ',');
 		csv_field(sb, g->cause);
-		num_or_empty(sb, g->has_metric ? g->metric : NAN);
+		num_or_empty(sb, g->sum.has_metric ? g->sum.metric : NAN);
 		strbuf_addch(sb, ',');
 		csv_field(sb, g->verdict);
-		num_or_empty(sb, g->growth);
+		num_or_empty(sb, g->sum.growth_bytes_per_step);
 		for (int q = 0; q < 5; q++)
-			num_or_empty(sb, g->q[q]);
-		num_or_empty(sb, g->sps > 0 ? g->sps : NAN);
-		num_or_empty(sb, g->peak ? (double)g->peak : NAN);
+			num_or_empty(sb, g->sum.q[q]);
+		num_or_empty(sb, g->sum.steps_per_second > 0 ? g->sum.steps_per_second : NAN);
+		num_or_empty(sb, g->sum.peak_bytes ? (double)g->sum.peak_bytes : NAN);
 		if (tb->m.have_alloc)
-			num_or_empty(sb, g->alloc ? (double)g->alloc : NAN);
+			num_or_empty(sb, g->sum.limit_bytes ? (double)g->sum.limit_bytes : NAN);
 		if (tb->m.have_pred)
 			num_or_empty(sb, g->pred);
-		if (!tb->grouped && g->run_id)
-			strbuf_addf(sb, ",%lld\n", (long long)g->run_id);
+		if (!tb->grouped && g->sum.run_id)
+			strbuf_addf(sb, ",%lld\n", (long long)g->sum.run_id);
 		else
 			strbuf_addstr(sb, ",\n");
 	}
-}
-
-/* NULL for "": the JSON null of what is not known. */
-static const char *known(const char *s)
-{
-	return s && *s ? s : NULL;
 }
 
 /* "" for NULL. */
@@ -528,7 +522,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 	jw_object_intmax(&jw, "id", s->id);
 	jw_object_string(&jw, "file", text(s->file));
 	jw_object_string(&jw, "method", text(s->method));
-	jw_object_string(&jw, "metric", known(s->metric));
+	jw_object_string(&jw, "metric", render_json_known(s->metric));
 	jw_object_string(&jw, "goal", s->maximize ? "maximize" : "minimize");
 	jw_object_string(&jw, "status", sweep_status_name(s->status));
 	jw_object_double(&jw, "started_at", s->started_at);
@@ -548,9 +542,9 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		json_raw(&jw, "env", t->env);
 		json_raw(&jw, "argv", t->argv);
 		jw_object_string(&jw, "status", trial_status_name(t->status));
-		jw_object_string(&jw, "cause", known(cause_name(t->cause)));
+		jw_object_string(&jw, "cause", render_json_known(cause_name(t->cause)));
 		jw_object_double(&jw, "metric", t->has_metric ? t->metric : NAN);
-		jw_object_string(&jw, "verdict", known(t->verdict));
+		jw_object_string(&jw, "verdict", render_json_known(t->verdict));
 		jw_object_double(&jw, "judge_version", t->judge_version ? t->judge_version : NAN);
 		jw_object_double(&jw, "growth_bytes_per_step", t->growth_bytes_per_step);
 		jw_object_double(&jw, "peak_bytes", t->run_id ? (double)t->peak_bytes : NAN);
@@ -560,7 +554,7 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 		jw_object_double(&jw, "run", t->run_id ? (double)t->run_id : NAN);
 		jw_object_double(&jw, "allocation_bytes", t->limit_bytes ? (double)t->limit_bytes : NAN);
 		jw_object_double(&jw, "optuna_number", t->optuna_number >= 0 ? (double)t->optuna_number : NAN);
-		jw_object_string(&jw, "note", known(t->note));
+		jw_object_string(&jw, "note", render_json_known(t->note));
 		if (tb->m.have_pred)
 			json_prediction(&jw, &tb->m.pred[i]);
 		jw_end(&jw);
@@ -583,12 +577,12 @@ static void write_json(const struct table *tb, struct strbuf *sb)
 			jw_end(&jw);
 			jw_object_intmax(&jw, "trials", g->trials);
 			jw_object_string(&jw, "statuses", text(g->status));
-			jw_object_double(&jw, "metric", g->has_metric ? g->metric : NAN);
+			jw_object_double(&jw, "metric", g->sum.has_metric ? g->sum.metric : NAN);
 			jw_object_string(&jw, "verdict", text(g->verdict));
-			jw_object_double(&jw, "growth_bytes_per_step", g->growth);
-			json_quantiles(&jw, g->q);
-			jw_object_double(&jw, "steps_per_second", g->sps);
-			jw_object_double(&jw, "peak_bytes", g->peak ? (double)g->peak : NAN);
+			jw_object_double(&jw, "growth_bytes_per_step", g->sum.growth_bytes_per_step);
+			json_quantiles(&jw, g->sum.q);
+			jw_object_double(&jw, "steps_per_second", g->sum.steps_per_second);
+			jw_object_double(&jw, "peak_bytes", g->sum.peak_bytes ? (double)g->sum.peak_bytes : NAN);
 			jw_end(&jw);
 		}
 		jw_end(&jw);
@@ -685,7 +679,7 @@ void sweep_memory_model_write(const struct sweep_model *m, struct strbuf *sb, bo
 			                       "\nskipped (not started: predicted not to fit):\n");
 		skipped = true;
 		char id[48];
-		snprintf(id, sizeof(id), t->attempt ? "%lld.%lld" : "%lld", (long long)t->idx + 1, (long long)t->attempt);
+		trial_id(id, sizeof(id), t);
 		strbuf_addf(sb, md ? "- trial %s: " : "  trial %s: ", id);
 		if (md)
 			render_add_md_cell(sb, t->note);
@@ -754,11 +748,8 @@ static void json_triple(struct json_writer *jw, const char *key, const double v[
 /* A trial's prediction, "predicted": {...} (null: none). */
 static void json_prediction(struct json_writer *jw, const struct trial_prediction *p)
 {
-	if (!isfinite(p->peak[0]) && !isfinite(p->gpu[0])) {
-		jw_object_null(jw, "predicted");
+	if (!render_json_object_or_null(jw, "predicted", isfinite(p->peak[0]) || isfinite(p->gpu[0])))
 		return;
-	}
-	jw_object_object(jw, "predicted", false);
 	json_triple(jw, "peak_bytes", p->peak);
 	json_triple(jw, "gpu_peak_bytes", p->gpu);
 	jw_object_double(jw, "growth_bytes_per_step", p->growth);
@@ -810,10 +801,7 @@ static void json_memory_model(const struct table *tb, struct json_writer *jw)
 int sweep_write_table(struct store *st, int64_t sweep_id, enum report_format fmt, const char *by, struct strbuf *sb)
 {
 	struct table tb;
-	int rc = load_table(st, sweep_id, by, &tb);
-	if (rc) {
-		if (rc > 0)
-			error(sweep_id ? "no sweep %lld in the store" : "no sweep in the store", (long long)sweep_id);
+	if (load_table(st, sweep_id, by, &tb) < 0) {
 		free_table(&tb);
 		return -1;
 	}

@@ -99,15 +99,10 @@ static void add_segments(struct strbuf *sb, const struct run_summary *s)
 			            fmt_bytes(mem2, sizeof(mem2), s->segment_start_bytes[i]));
 		else if (g->memory_bytes)
 			strbuf_addf(sb, " with %s", fmt_bytes(mem, sizeof(mem), (double)g->memory_bytes));
-		if (g->evidence[0]) {
-			strbuf_addstr(sb, ": ");
-			render_add_clean(sb, g->evidence);
-		}
-		if (g->restart[0]) {
-			strbuf_addstr(sb, " \xe2\x86\x92 restarted (");
-			render_add_clean(sb, g->restart);
-			strbuf_addch(sb, ')');
-		}
+		if (g->evidence[0])
+			render_add_clean_between(sb, ": ", g->evidence, "");
+		if (g->restart[0])
+			render_add_clean_between(sb, " \xe2\x86\x92 restarted (", g->restart, ")");
 		strbuf_addch(sb, '\n');
 	}
 	if (s->judged_seq >= 0)
@@ -175,9 +170,7 @@ void report_write_text(const struct run_summary *s, const struct report_extras *
 			const char *d = s->events[i].detail, *cut = strstr(d, "; started_at=");
 			char what[400];
 			snprintf(what, sizeof(what), "%.*s", cut ? (int)(cut - d) : (int)strlen(d), d);
-			strbuf_addstr(sb, "  attached  to ");
-			render_add_clean(sb, what);
-			strbuf_addch(sb, '\n');
+			render_add_clean_between(sb, "  attached  to ", what, "\n");
 		}
 
 	struct strbuf where = STRBUF_INIT;

@@ -120,12 +120,6 @@ void trace_report_text(const struct trace_report *r, size_t max_sites, struct st
 	}
 }
 
-/* NULL for "": the JSON null of a source line not known. */
-static const char *known(const char *s)
-{
-	return s && *s ? s : NULL;
-}
-
 /* "" for NULL: a name not known is an empty string. */
 static const char *text(const char *s)
 {
@@ -148,7 +142,7 @@ void trace_report_json(const struct trace_report *r, struct json_writer *jw)
 		jw_object_string(jw, "kind", s->kind == 'a' ? "mmap" : "heap");
 		jw_object_string(jw, "library", b ? text(b->library) : "");
 		jw_object_string(jw, "function", b ? text(b->function) : "");
-		jw_object_string(jw, "source", b ? known(b->source) : NULL);
+		jw_object_string(jw, "source", b ? render_json_known(b->source) : NULL);
 		jw_object_double(jw, "growth_bytes_per_step", s->growth);
 		jw_object_array(jw, "growth_interval_bytes_per_step", false);
 		jw_array_double(jw, s->growth_low);
@@ -166,7 +160,7 @@ void trace_report_json(const struct trace_report *r, struct json_writer *jw)
 			jw_array_object(jw, false);
 			jw_object_string(jw, "function", text(s->frames[j].function));
 			jw_object_string(jw, "library", text(s->frames[j].library));
-			jw_object_string(jw, "source", known(s->frames[j].source));
+			jw_object_string(jw, "source", render_json_known(s->frames[j].source));
 			jw_end(jw);
 		}
 		jw_end(jw);

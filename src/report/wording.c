@@ -2,7 +2,9 @@
  * report/wording.c — the words and numbers every renderer says the same
  * way (render.h, and the pieces report.h shares with `leakproof ls`): the
  * command line, durations, outcomes, signed sizes, counts, the projection,
- * ranges, JSON values. Calls no renderer: renderers call it.
+ * ranges, names from the job as each format escapes them, JSON values (null
+ * for what is not known, a member that is an object or null). Calls no
+ * renderer: renderers call it.
  *
  * Units: bytes, seconds. Functions that take buf return it.
  */
@@ -15,6 +17,7 @@
 
 #include "platform/placement.h"
 #include "report/render.h"
+#include "util/jsonw.h"
 #include "util/util.h"
 
 static bool shell_safe(const char *s)
@@ -247,6 +250,13 @@ void render_add_clean(struct strbuf *sb, const char *s)
 		strbuf_addch(sb, *p < 0x20 || *p == 0x7f ? '?' : *p);
 }
 
+void render_add_clean_between(struct strbuf *sb, const char *before, const char *s, const char *after)
+{
+	strbuf_addstr(sb, before);
+	render_add_clean(sb, s);
+	strbuf_addstr(sb, after);
+}
+
 void render_add_md_cell(struct strbuf *sb, const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
@@ -350,32 +360,38 @@ bool report_add_placement(struct strbuf *sb, const struct run_row *r)
 	if (!r->has_place || !placement_known(p))
 		return false;
 	if (p->slurm_job_id[0]) {
-		strbuf_addstr(sb, " \xc2\xb7 SLURM job ");
-		render_add_clean(sb, p->slurm_job_id);
+		render_add_clean_between(sb, " \xc2\xb7 SLURM job ", p->slurm_job_id, "");
 		if (p->slurm_array_job_id[0]) {
-			strbuf_addstr(sb, " (array ");
-			render_add_clean(sb, p->slurm_array_job_id);
-			strbuf_addch(sb, '_');
-			render_add_clean(sb, p->slurm_array_task_id);
-			strbuf_addch(sb, ')');
+			render_add_clean_between(sb, " (array ", p->slurm_array_job_id, "_");
+			render_add_clean_between(sb, "", p->slurm_array_task_id, ")");
 		}
-		if (p->slurm_step_id[0]) {
-			strbuf_addstr(sb, ", step ");
-			render_add_clean(sb, p->slurm_step_id);
-		}
+		if (p->slurm_step_id[0])
+			render_add_clean_between(sb, ", step ", p->slurm_step_id, "");
 	}
 	if (p->alloc_mem_bytes) {
 		char b[32];
 		strbuf_addf(sb, " \xc2\xb7 allocation %s", fmt_bytes(b, sizeof(b), (double)p->alloc_mem_bytes));
 	}
-	if (p->gpus[0]) {
-		strbuf_addstr(sb, " \xc2\xb7 GPUs ");
-		render_add_clean(sb, p->gpus);
-	}
+	if (p->gpus[0])
+		render_add_clean_between(sb, " \xc2\xb7 GPUs ", p->gpus, "");
 	if (p->rank >= 0) {
 		strbuf_addf(sb, " \xc2\xb7 rank %d of %d", p->rank, p->world_size);
 		if (p->node_id >= 0)
 			strbuf_addf(sb, " (node %d)", p->node_id);
 	}
 	return true;
+}
+
+const char *render_json_known(const char *s)
+{
+	return s && *s ? s : NULL;
+}
+
+bool render_json_object_or_null(struct json_writer *jw, const char *key, bool have)
+{
+	if (have)
+		jw_object_object(jw, key, false);
+	else
+		jw_object_null(jw, key);
+	return have;
 }
