@@ -60,6 +60,7 @@ static const char usage_tail[] =
 
 enum {
 	OPT_RESUME = 256, OPT_PREFORK, OPT_NO_SKIP, OPT_EXECUTOR, OPT_NO_WAIT, OPT_WORKER, OPT_LEASE,
+	OPT_WORKER_MEM,
 };
 
 static const struct option_spec options[] = {
@@ -105,6 +106,7 @@ static const struct option_spec options[] = {
 	OPT_VALUE(OPT_LEASE, "lease", "DURATION", "a worker's hold on a trial, renewed while it runs\n"
 	                                          "(default 60s); a worker gone silent that long loses\n"
 	                                          "its trial, which is recorded interrupted and run again"),
+	OPT_HIDDEN_VALUE(OPT_WORKER_MEM, "worker-mem"),   /* a worker's size class, set by the batch script */
 	OPT_END(),
 };
 
@@ -184,6 +186,13 @@ int cmd_sweep(int argc, char **argv)
 			if (cmd_parse_int(p.value, 1, INT64_MAX, &v) < 0)
 				return usage_error("--worker '%s': expected a sweep id", p.value);
 			o.worker_id = v;
+			break;
+		}
+		case OPT_WORKER_MEM: {
+			long long v;
+			if (cmd_parse_int(p.value, 1, INT64_MAX, &v) < 0)
+				return usage_error("--worker-mem '%s': expected bytes", p.value);
+			o.worker_mem_bytes = (uint64_t)v;
 			break;
 		}
 		case OPT_LEASE: {
