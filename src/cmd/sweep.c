@@ -18,7 +18,9 @@ static const char usage_head[] =
 
 static const char usage_tail[] =
 "The file's slurm block: workers (array tasks), partition, time (SLURM's\n"
-"syntax), mem (per worker: SLURM enforces it), gpus_per_task, sbatch_args.\n"
+"syntax), mem (per worker: SLURM enforces it), max_mem (on_oom resize: workers\n"
+"up to this size, an array per size the trials need), gpus_per_task,\n"
+"sbatch_args.\n"
 "A trial killed by SLURM's memory enforcement is `oom` (oom-kill, with\n"
 "slurmstepd's words); one whose worker was cancelled, preempted or reached\n"
 "its time limit is `interrupted` (cause cancelled, time-limit) and runs again.\n"

@@ -5,7 +5,11 @@
  * The controller (`leakproof sweep` of a file with executor slurm) writes
  * every trial pending, submits the workers as one job array (slurm.c) and
  * follows the sweep in the store until every trial has ended; a resume
- * submits new workers when trials are pending and none is left. A worker
+ * submits new workers when trials are pending and none is left. With
+ * on_oom resize (slurm.max_mem) the workers come in size classes: the
+ * controller submits an array of each class that pending trials need
+ * (trials.need_bytes) and no live array serves, and each worker claims
+ * only what fits its memory (--worker-mem). A worker
  * (`sweep --worker ID`, what the job array runs) takes the sweep's file
  * from the store, enters the sweep's directory and runs the loop of a
  * local sweep (loop.c), which claims each trial from the store under a
@@ -262,6 +266,12 @@ int run_controller(struct runner *r, struct sweep_result *out)
 		fprintf(stderr, "leakproof: follow it with: leakproof sweep %s --resume=%lld (or leakproof report sweep:%lld)\n",
 		        r->o->file, (long long)r->sweep_id, (long long)r->sweep_id);
 		return 0;
+	}
+	/* resumed: the array last submitted may still run; its size is not
+	 * kept, so it counts as the smallest */
+	if (r->o->resume && r->sized_workers && r->slurm_array > 0 && !r->narrays) {
+		r->arrays = xcalloc(1, sizeof(*r->arrays));
+		r->arrays[r->narrays++] = (struct slurm_array){ .job = r->slurm_array, .mem_bytes = r->memory_max };
 	}
 	bool complete;
 	int status = follow(r, r->o->resume, &complete);

@@ -17,7 +17,9 @@
  * The same loop is a worker's (`sweep --worker ID`, cluster.c): the next
  * trial is claimed from the store under a lease that the loop renews,
  * instead of being made here; a worker told to stop gives its trials back
- * at once. It calls trial.c and admit.c; cluster.c and runner.c call it.
+ * at once. A worker of a size class (on_oom resize on SLURM) puts a trial
+ * it claimed back, with its need, when the model says it needs a larger
+ * worker, and leaves when no pending trial fits it. It calls trial.c and admit.c; cluster.c and runner.c call it.
  */
 #include "sweep/runner-int.h"
 
