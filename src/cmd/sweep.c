@@ -224,6 +224,8 @@ int cmd_sweep(int argc, char **argv)
 	}
 	if (o.lease_s > 0 && !o.worker_id)
 		return usage_error("%s", "--lease is a worker's: leakproof sweep --worker ID --lease DURATION");
+	if (o.worker_mem_bytes && !o.worker_id)
+		return usage_error("%s", "--worker-mem is a worker's: leakproof sweep --worker ID --worker-mem BYTES");
 	if (next < p.noperands)
 		return usage_error("unexpected argument '%s'", p.operands[next]);
 	o.store_path = store_default_path(store_opt);
