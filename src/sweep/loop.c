@@ -19,7 +19,8 @@
  * instead of being made here; a worker told to stop gives its trials back
  * at once. A worker of a size class (on_oom resize on SLURM) puts a trial
  * it claimed back, with its need, when the model says it needs a larger
- * worker, and leaves when no pending trial fits it. It calls trial.c and admit.c; cluster.c and runner.c call it.
+ * worker, and leaves when no pending trial fits it. It calls trial.c and
+ * admit.c; cluster.c and runner.c call it.
  */
 #include "sweep/runner-int.h"
 
