@@ -1,4 +1,4 @@
--- The leakproof store's schema, version 14: the tables of a store made now.
+-- The leakproof store's schema, version 15: the tables of a store made now.
 -- Made by scripts/schema from a store the binary made and the comments of
 -- src/store/schema.c (its migrations, append-only: a store of an older version
 -- is migrated when opened for writing). Do not edit: run scripts/schema.
@@ -255,6 +255,7 @@ CREATE TABLE trials (  -- (v3)
   lease_until REAL,                     -- (v7) claimed until (wall seconds); NULL: none
   slurm_job INTEGER,                    -- (v7) the worker's array job id; NULL: not SLURM
   slurm_task INTEGER,                   -- (v7) its array task id
+  need_bytes INTEGER,                   -- (v15) NULL: the smallest worker's
   PRIMARY KEY (sweep_id, idx, attempt)
 );
 CREATE INDEX trials_status ON trials(sweep_id, status, idx);

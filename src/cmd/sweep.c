@@ -18,7 +18,9 @@ static const char usage_head[] =
 
 static const char usage_tail[] =
 "The file's slurm block: workers (array tasks), partition, time (SLURM's\n"
-"syntax), mem (per worker: SLURM enforces it), gpus_per_task, sbatch_args.\n"
+"syntax), mem (per worker: SLURM enforces it), max_mem (on_oom resize: workers\n"
+"up to this size, an array per size the trials need), gpus_per_task,\n"
+"sbatch_args.\n"
 "A trial killed by SLURM's memory enforcement is `oom` (oom-kill, with\n"
 "slurmstepd's words); one whose worker was cancelled, preempted or reached\n"
 "its time limit is `interrupted` (cause cancelled, time-limit) and runs again.\n"
@@ -60,6 +62,7 @@ static const char usage_tail[] =
 
 enum {
 	OPT_RESUME = 256, OPT_PREFORK, OPT_NO_SKIP, OPT_EXECUTOR, OPT_NO_WAIT, OPT_WORKER, OPT_LEASE,
+	OPT_WORKER_MEM,
 };
 
 static const struct option_spec options[] = {
@@ -105,6 +108,7 @@ static const struct option_spec options[] = {
 	OPT_VALUE(OPT_LEASE, "lease", "DURATION", "a worker's hold on a trial, renewed while it runs\n"
 	                                          "(default 60s); a worker gone silent that long loses\n"
 	                                          "its trial, which is recorded interrupted and run again"),
+	OPT_HIDDEN_VALUE(OPT_WORKER_MEM, "worker-mem"),   /* a worker's size class, set by the batch script */
 	OPT_END(),
 };
 
@@ -180,6 +184,13 @@ static int take_option(void *ctx, int c, const struct options_parse *p)
 		o->worker_id = v;
 		break;
 	}
+	case OPT_WORKER_MEM: {
+		long long v;
+		if (cmd_parse_int(p->value, 1, INT64_MAX, &v) < 0)
+			return usage_error("--worker-mem '%s': expected bytes", p->value);
+		o->worker_mem_bytes = (uint64_t)v;
+		break;
+	}
 	case OPT_LEASE: {
 		int64_t ns;
 		if (parse_duration_ns(p->value, &ns) < 0)
@@ -215,6 +226,8 @@ int cmd_sweep(int argc, char **argv)
 	}
 	if (o.lease_s > 0 && !o.worker_id)
 		return usage_error("%s", "--lease is a worker's: leakproof sweep --worker ID --lease DURATION");
+	if (o.worker_mem_bytes && !o.worker_id)
+		return usage_error("%s", "--worker-mem is a worker's: leakproof sweep --worker ID --worker-mem BYTES");
 	if (next < p.noperands)
 		return usage_error("unexpected argument '%s'", p.operands[next]);
 	o.store_path = store_default_path(o.store_path);

@@ -26,6 +26,7 @@
 #define JOB_LEFT_VERSION 12   /* segments.pid_start, cgroup, also */
 #define PIDNS_VERSION 13      /* runs.supervisor_pidns, boot_id, left_pending; sweeps.cwd */
 #define JUDGE_VERSION_COLUMN 14   /* runs.judge_version */
+#define NEED_VERSION 15           /* trials.need_bytes */
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -260,6 +260,9 @@ static const char *const migrations[] = {
 	/* 14: the version of the judgment that wrote a run's verdict, so that
 	 * `ls` says which stored verdicts an older one wrote; NULL: older */
 	"ALTER TABLE runs ADD COLUMN judge_version INTEGER;",   /* JUDGE_VERSION of its verdict; NULL: older */
+	/* 15: the memory a pending trial needs of its worker (on_oom resize
+	 * with executor slurm: the worker's size class, sweep/cluster.c) */
+	"ALTER TABLE trials ADD COLUMN need_bytes INTEGER;",   /* NULL: the smallest worker's */
 };
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 

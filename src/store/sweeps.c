@@ -203,8 +203,9 @@ static void bind_claim(struct db_stmt *s, int i, const struct trial_row *t)
 
 #define TRIAL_PUT_SQL \
 	"INSERT OR REPLACE INTO trials (sweep_id, idx, attempt, params, env, argv, status, run_id, cause," \
-	" metric, optuna_number, started_at, ended_at, note, vals, worker, lease_until, slurm_job, slurm_task)" \
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
+	" metric, optuna_number, started_at, ended_at, note, vals, worker, lease_until, slurm_job, slurm_task," \
+	" need_bytes)" \
+	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
 
 static void bind_trial(struct db_stmt *s, const struct trial_row *t)
 {
@@ -230,6 +231,10 @@ static void bind_trial(struct db_stmt *s, const struct trial_row *t)
 	db_bind_text(s, 14, t->note && *t->note ? t->note : NULL);
 	db_bind_text(s, 15, t->vals ? t->vals : "");
 	bind_claim(s, 16, t);
+	if (t->need_bytes)
+		db_bind_int64(s, 20, u64_to_db(t->need_bytes));
+	else
+		db_bind_null(s, 20);
 }
 
 int store_trial_put(struct store *st, const struct trial_row *t)
@@ -275,6 +280,7 @@ static void read_trial(struct db_stmt *s, void *row)
 	t->host = col_strdup(s, 30);
 	t->judge_version = db_column_int(s, 31);
 	t->limit_bytes = db_to_u64(db_column_int64(s, 32));
+	t->need_bytes = db_to_u64(db_column_int64(s, 33));
 }
 
 static void drop_trials(void *rows, size_t n)
@@ -293,9 +299,19 @@ static int load_trials(struct store *st, int64_t sweep_id, int64_t idx, int64_t 
 	const char *gpu = st->version >= PLACEMENT_VERSION ? "coalesce(r.gpu_peak_bytes,"
 	                  " (SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id))"
 	                                   : "(SELECT coalesce(max(gpu), 0) FROM samples WHERE run_id = t.run_id)";
-	const char *host = st->version >= JUDGE_VERSION_COLUMN ? ", r.hostname, coalesce(r.judge_version, 0), CASE WHEN r.limit_source = 'max-mem' THEN coalesce(r.limit_bytes, 0) ELSE 0 END"
-	                   : st->version >= PLACEMENT_VERSION ? ", r.hostname, 0, CASE WHEN r.limit_source = 'max-mem' THEN coalesce(r.limit_bytes, 0) ELSE 0 END"
-	                   : ", NULL, 0, CASE WHEN r.limit_source = 'max-mem' THEN coalesce(r.limit_bytes, 0) ELSE 0 END";
+	/* its allocation: what --max-mem gave its run, else (a SLURM job
+	 * step) its job's memory */
+#define MAXMEM_LIMIT "CASE WHEN r.limit_source = 'max-mem' THEN coalesce(r.limit_bytes, 0) ELSE 0 END"
+#define ALLOC_LIMIT "CASE WHEN r.limit_source = 'max-mem' THEN coalesce(r.limit_bytes, 0) ELSE coalesce((SELECT" \
+	" p.alloc_mem_bytes FROM placements p WHERE p.run_id = r.id AND p.slurm_job_id IS NOT NULL), 0) END"
+	const char *host = st->version >= NEED_VERSION ? ", r.hostname, coalesce(r.judge_version, 0), " ALLOC_LIMIT
+	                   ", coalesce(t.need_bytes, 0)"
+	                   : st->version >= JUDGE_VERSION_COLUMN ? ", r.hostname, coalesce(r.judge_version, 0), "
+	                   ALLOC_LIMIT ", 0"
+	                   : st->version >= PLACEMENT_VERSION ? ", r.hostname, 0, " ALLOC_LIMIT ", 0"
+	                   : ", NULL, 0, " MAXMEM_LIMIT ", 0";
+#undef MAXMEM_LIMIT
+#undef ALLOC_LIMIT
 	snprintf(sql, sizeof(sql), "%s%s%s%s%s%s ORDER BY t.idx, t.attempt",
 	        "SELECT t.sweep_id, t.idx, t.attempt, t.params, t.env, t.argv, t.status, t.cause, t.note,"
 	        " coalesce(t.run_id, 0), t.metric, coalesce(t.optuna_number, -1), coalesce(t.started_at, 0),"
@@ -499,7 +515,12 @@ int store_trials_put_many(struct store *st, const struct trial_row *rows, size_t
 /* The requeue of one attempt, inside the caller's transaction or not. */
 static int requeue(struct store *st, int64_t sweep_id, int64_t idx, int64_t attempt, const char *note)
 {
-	struct db_stmt *s = prepare(st, "INSERT OR IGNORE INTO trials (sweep_id, idx, attempt, params, vals, env,"
+	/* it needs what it needed (schema 15: need_bytes) */
+	struct db_stmt *s = prepare(st, st->version >= NEED_VERSION ? "INSERT OR IGNORE INTO trials (sweep_id, idx,"
+	                          " attempt, params, vals, env, argv, status, optuna_number, note, need_bytes) SELECT"
+	                          " sweep_id, idx, attempt + 1, params, vals, env, argv, 'pending', optuna_number, ?4,"
+	                          " need_bytes FROM trials WHERE sweep_id = ?1 AND idx = ?2 AND attempt = ?3"
+	                          : "INSERT OR IGNORE INTO trials (sweep_id, idx, attempt, params, vals, env,"
 	                          " argv, status, optuna_number, note) SELECT sweep_id, idx, attempt + 1, params,"
 	                          " vals, env, argv, 'pending', optuna_number, ?4 FROM trials"
 	                          " WHERE sweep_id = ?1 AND idx = ?2 AND attempt = ?3", "put a trial back");
@@ -583,13 +604,24 @@ int store_trial_claim(struct store *st, int64_t sweep_id, const struct trial_cla
 		return sweep_error(st, "claim a trial");
 	if (expire(st, sweep_id, now) < 0)
 		return tx_fail(st, "claim a trial");
-#define NEXT_PENDING "SELECT idx, attempt FROM trials WHERE sweep_id = ?1 AND status = 'pending'" \
-	" ORDER BY idx, attempt LIMIT 1"
-	struct db_stmt *s = prepare(st, server ? NEXT_PENDING " FOR UPDATE SKIP LOCKED" : NEXT_PENDING, "claim a trial");
+	/* a worker of a size class takes the largest need that fits it, so
+	 * that a large worker is not spent on small trials while large ones
+	 * wait (docs/internals/sweeps.md) */
+#define NEXT_PENDING "SELECT idx, attempt FROM trials WHERE sweep_id = ?1 AND status = 'pending'"
+#define BY_INDEX " ORDER BY idx, attempt LIMIT 1"
+#define BY_NEED " AND coalesce(need_bytes, 0) <= ?2 ORDER BY coalesce(need_bytes, 0) DESC, idx, attempt LIMIT 1"
+	bool by_need = who->class_bytes && st->version >= NEED_VERSION;
+	const char *sql = by_need ? (server ? NEXT_PENDING BY_NEED " FOR UPDATE SKIP LOCKED" : NEXT_PENDING BY_NEED)
+	                          : (server ? NEXT_PENDING BY_INDEX " FOR UPDATE SKIP LOCKED" : NEXT_PENDING BY_INDEX);
 #undef NEXT_PENDING
+#undef BY_INDEX
+#undef BY_NEED
+	struct db_stmt *s = prepare(st, sql, "claim a trial");
 	if (!s)
 		return tx_fail(st, "claim a trial");
 	db_bind_int64(s, 1, sweep_id);
+	if (by_need)
+		db_bind_int64(s, 2, u64_to_db(who->class_bytes));
 	int rc = db_step(s);
 	int64_t idx = db_column_int64(s, 0), attempt = db_column_int64(s, 1);
 	db_finalize(s);
@@ -644,6 +676,26 @@ int store_trial_renew(struct store *st, int64_t sweep_id, int64_t idx, int64_t a
 	if (finish(st, s, "renew a lease") < 0)
 		return -1;
 	return db_changes(st->db) > 0 ? 0 : 1;
+}
+
+int store_trial_pending_needs(struct store *st, int64_t sweep_id, uint64_t *need, int64_t *count, size_t cap)
+{
+	struct db_stmt *s = prepare(st, st->version >= NEED_VERSION ? "SELECT coalesce(need_bytes, 0) AS n, count(*)"
+	                          " FROM trials WHERE sweep_id = ?1 AND status = 'pending' GROUP BY n ORDER BY n DESC"
+	                          : "SELECT 0, count(*) FROM trials WHERE sweep_id = ?1 AND status = 'pending'"
+	                          " HAVING count(*) > 0", "count the pending trials");
+	if (!s)
+		return -1;
+	db_bind_int64(s, 1, sweep_id);
+	size_t n = 0;
+	int rc;
+	while ((rc = db_step(s)) == DB_ROW)
+		if (n < cap) {
+			need[n] = db_to_u64(db_column_int64(s, 0));
+			count[n++] = db_column_int64(s, 1);
+		}
+	db_finalize(s);
+	return rc == DB_DONE ? (int)n : sweep_error(st, "count the pending trials");
 }
 
 int store_trial_counts(struct store *st, int64_t sweep_id, struct trial_counts *out)

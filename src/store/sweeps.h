@@ -75,6 +75,8 @@ struct trial_row {
 	double lease_until;               /* wall seconds; 0 none */
 	int64_t slurm_job, slurm_task;    /* the worker's array job (0 none) and task (-1 none) */
 	char *host;                       /* the host it ran on; "" unknown */
+	uint64_t need_bytes;              /* the memory it needs of a worker (schema 15);
+	                                   * 0: any worker's */
 };
 /* Insert or replace the row (sweep_id, idx, attempt). Strings may be NULL. */
 int store_trial_put(struct store *st, const struct trial_row *t);
@@ -129,6 +131,8 @@ double store_run_last_memory(struct store *st, int64_t run_id, enum measure m);
 struct trial_claimer {
 	const char *worker;
 	int64_t slurm_job, slurm_task;
+	uint64_t class_bytes;             /* its memory: it claims only trials that need at
+	                                   * most this, the largest need first; 0: any */
 };
 
 /* Write trials (status "pending" unless set) in one transaction. */
@@ -156,6 +160,10 @@ struct trial_counts {
 	int64_t pending, running, interrupted, finished;
 };
 int store_trial_counts(struct store *st, int64_t sweep_id, struct trial_counts *out);
+/* The pending trials of a sweep by what they need of a worker
+ * (need_bytes, 0 for any), the largest first: at most cap pairs into
+ * need[] and count[]. The number of pairs, or -1. */
+int store_trial_pending_needs(struct store *st, int64_t sweep_id, uint64_t *need, int64_t *count, size_t cap);
 /* The sweep's executor ("slurm") and the array job last submitted. */
 int store_sweep_set_executor(struct store *st, int64_t id, const char *executor, int64_t slurm_job);
 

@@ -5,7 +5,11 @@
  * The controller (`leakproof sweep` of a file with executor slurm) writes
  * every trial pending, submits the workers as one job array (slurm.c) and
  * follows the sweep in the store until every trial has ended; a resume
- * submits new workers when trials are pending and none is left. A worker
+ * submits new workers when trials are pending and none is left. With
+ * on_oom resize (slurm.max_mem) the workers come in size classes: the
+ * controller submits an array of each class that pending trials need
+ * (trials.need_bytes) and no live array serves, and each worker claims
+ * only what fits its memory (--worker-mem). A worker
  * (`sweep --worker ID`, what the job array runs) takes the sweep's file
  * from the store, enters the sweep's directory and runs the loop of a
  * local sweep (loop.c), which claims each trial from the store under a
@@ -61,7 +65,9 @@ static int write_pending(struct runner *r)
 	return rc;
 }
 
-static int submit_workers(struct runner *r, int64_t left)
+/* An array of workers for left trials: of memory mem_bytes (a size class;
+ * 0: slurm.mem, the only size without classes). 0 or -1. */
+static int submit_workers(struct runner *r, int64_t left, uint64_t mem_bytes)
 {
 	const struct sweep_slurm *sl = &r->spec.slurm;
 	int workers = r->o->parallel ? r->o->parallel : sl->workers ? sl->workers :
@@ -72,7 +78,7 @@ static int submit_workers(struct runner *r, int64_t left)
 	char *abs = strstr(r->o->store_path, "://") ? NULL : realpath(r->o->store_path, NULL);
 	struct slurm_submit sub = {
 		.slurm = sl, .workers = workers, .exe = r->exe, .store = abs ? abs : r->o->store_path,
-		.sweep_id = r->sweep_id, .dir = r->logdir,
+		.sweep_id = r->sweep_id, .dir = r->logdir, .mem_bytes = mem_bytes,
 	};
 	int64_t job;
 	int rc = slurm_submit_array(&sub, &job);
@@ -81,10 +87,75 @@ static int submit_workers(struct runner *r, int64_t left)
 		return -1;
 	r->slurm_array = job;
 	store_sweep_set_executor(r->st, r->sweep_id, "slurm", job);
-	fprintf(stderr, "leakproof: sweep %lld: %lld trial%s for %d SLURM worker%s: job array %lld"
+	int submits = 1;
+	for (size_t i = 0; i < r->narrays; i++)
+		if (r->arrays[i].mem_bytes == mem_bytes)
+			submits++;
+	r->arrays = xrealloc(r->arrays, (r->narrays + 1) * sizeof(*r->arrays));
+	r->arrays[r->narrays++] = (struct slurm_array){ .job = job, .mem_bytes = mem_bytes, .submits = submits };
+	char size[48] = "";
+	if (mem_bytes) {
+		char b[32];
+		snprintf(size, sizeof(size), " of %s", fmt_bytes(b, sizeof(b), (double)mem_bytes));
+	}
+	fprintf(stderr, "leakproof: sweep %lld: %lld trial%s for %d SLURM worker%s%s: job array %lld"
 	        " (output in %s/worker-%lld_N.out)\n", (long long)r->sweep_id, (long long)left, left == 1 ? "" : "s",
-	        workers, workers == 1 ? "" : "s", (long long)job, r->logdir, (long long)job);
+	        workers, workers == 1 ? "" : "s", size, (long long)job, r->logdir, (long long)job);
 	return 0;
+}
+
+#define CLASS_SUBMITS_MAX 3        /* arrays of one size class a controller submits */
+
+/*
+ * Sized workers (on_oom resize): an array for each size class that
+ * pending trials need and no live array of at least that size serves,
+ * the largest first, as many workers as such trials (at most
+ * slurm.workers). A larger worker claims a smaller trial too, the
+ * largest first (store_trial_claim). The number of arrays submitted,
+ * -1 on error; *alive: whether an array submitted so far still lives.
+ */
+static int submit_classes(struct runner *r, bool *alive)
+{
+	uint64_t need[64];
+	int64_t count[64];
+	*alive = false;
+	int n = store_trial_pending_needs(r->st, r->sweep_id, need, count, 64);
+	if (n < 0)
+		return -1;
+	bool *live = xcalloc(r->narrays + 1, sizeof(bool));
+	for (size_t i = 0; i < r->narrays; i++) {
+		live[i] = slurm_job_alive(r->arrays[i].job) != 0;   /* squeue cannot say: alive */
+		*alive |= live[i];
+	}
+	int submitted = 0;
+	int64_t wanting = 0;   /* trials of this class and larger */
+	for (int k = 0; k < n; k++) {   /* by need, the largest first */
+		uint64_t cls = slurm_size_class(r->memory_max, r->memory_max_mem, need[k] ? need[k] : r->memory_max);
+		wanting += count[k];
+		if (k + 1 < n && slurm_size_class(r->memory_max, r->memory_max_mem,
+		                                  need[k + 1] ? need[k + 1] : r->memory_max) == cls)
+			continue;   /* the same class: counted together */
+		bool served = false;
+		int submits = 0;
+		for (size_t i = 0; i < r->narrays; i++) {
+			if (live[i] && r->arrays[i].mem_bytes >= cls)
+				served = true;
+			if (r->arrays[i].mem_bytes == cls && r->arrays[i].submits > submits)
+				submits = r->arrays[i].submits;
+		}
+		if (served || submits >= CLASS_SUBMITS_MAX)
+			continue;
+		if (submit_workers(r, wanting, cls) < 0) {
+			free(live);
+			return -1;
+		}
+		live = xrealloc(live, (r->narrays + 1) * sizeof(bool));
+		live[r->narrays - 1] = true;
+		*alive = true;
+		submitted++;
+	}
+	free(live);
+	return submitted;
 }
 
 /*
@@ -124,11 +195,26 @@ static int follow(struct runner *r, bool may_submit, bool *complete)
 				;
 			break;
 		}
-		if (c.pending && !c.running) {
+		if (r->sized_workers && c.pending) {
+			/* trials that need larger workers than those alive get them */
+			bool alive;
+			int n = submit_classes(r, &alive);
+			if (n < 0) {
+				status = 1;
+				break;
+			}
+			if (!n && !alive && !c.running) {
+				error("sweep %lld: its workers ended with %lld trial%s pending; submit new ones with: "
+				      "leakproof sweep %s --resume=%lld", (long long)r->sweep_id, (long long)c.pending,
+				      c.pending == 1 ? "" : "s", r->o->file ? r->o->file : "FILE", (long long)r->sweep_id);
+				status = 1;
+				break;
+			}
+		} else if (c.pending && !c.running) {
 			int alive = r->slurm_array > 0 ? slurm_job_alive(r->slurm_array) : 0;
 			if (alive == 0 && may_submit) {
 				may_submit = false;
-				if (submit_workers(r, c.pending) < 0) {
+				if (submit_workers(r, c.pending, 0) < 0) {
 					status = 1;
 					break;
 				}
@@ -170,7 +256,7 @@ int run_controller(struct runner *r, struct sweep_result *out)
 	if (!r->o->resume) {
 		int64_t total = (int64_t)r->total;
 		if (store_sweep_set_executor(r->st, r->sweep_id, "slurm", 0) < 0 || write_pending(r) < 0 ||
-		    submit_workers(r, total) < 0)
+		    submit_workers(r, total, r->sized_workers ? r->memory_max : 0) < 0)
 			return 1;
 	}
 	out->sweep_id = r->sweep_id;
@@ -180,6 +266,12 @@ int run_controller(struct runner *r, struct sweep_result *out)
 		fprintf(stderr, "leakproof: follow it with: leakproof sweep %s --resume=%lld (or leakproof report sweep:%lld)\n",
 		        r->o->file, (long long)r->sweep_id, (long long)r->sweep_id);
 		return 0;
+	}
+	/* resumed: the array last submitted may still run; its size is not
+	 * kept, so it counts as the smallest */
+	if (r->o->resume && r->sized_workers && r->slurm_array > 0 && !r->narrays) {
+		r->arrays = xcalloc(1, sizeof(*r->arrays));
+		r->arrays[r->narrays++] = (struct slurm_array){ .job = r->slurm_array, .mem_bytes = r->memory_max };
 	}
 	bool complete;
 	int status = follow(r, r->o->resume, &complete);
@@ -258,6 +350,10 @@ int run_worker(struct runner *r, struct sweep_result *out)
 	r->slurm_job_id = job.job_id;
 	r->claimer = (struct trial_claimer){ .worker = r->worker_name, .slurm_job = job.in_job ? job.array_job : 0,
 	                                     .slurm_task = job.array_task };
+	if (r->sized_workers) {   /* its size class: it claims what fits it */
+		r->worker_mem = o->worker_mem_bytes ? o->worker_mem_bytes : r->spec.slurm.mem_bytes;
+		r->claimer.class_bytes = r->worker_mem;
+	}
 	r->step_prefix = slurm_step_prefix();
 	if (make_logdir(r) < 0 || reload_rows(r) < 0) {
 		free(sweep_dir);

@@ -17,7 +17,10 @@
  * The same loop is a worker's (`sweep --worker ID`, cluster.c): the next
  * trial is claimed from the store under a lease that the loop renews,
  * instead of being made here; a worker told to stop gives its trials back
- * at once. It calls trial.c and admit.c; cluster.c and runner.c call it.
+ * at once. A worker of a size class (on_oom resize on SLURM) puts a trial
+ * it claimed back, with its need, when the model says it needs a larger
+ * worker, and leaves when no pending trial fits it. It calls trial.c and
+ * admit.c; cluster.c and runner.c call it.
  */
 #include "sweep/runner-int.h"
 
@@ -44,6 +47,7 @@
 #define MAX_PARALLEL 256
 #define STOP_WAIT_NS (30LL * 1000000000LL)
 #define IDLE_POLL_MS 500           /* a worker with nothing to run looks again */
+#define ROWS_REREAD_NS 1000000000LL   /* a worker reads the sweep's trials again after */
 
 /* ---- making the next trial ------------------------------------------------ */
 
@@ -85,6 +89,14 @@ static int claim_next(struct runner *r, struct trial *t)
 		int rc = store_trial_claim(r->st, r->sweep_id, &r->claimer, wall_seconds(), r->lease_s, &row);
 		if (rc)
 			return rc;
+		/* on_oom resize: the model learns from every worker's trials, not
+		 * only this one's: what the store knows, read again (at most
+		 * once a second) before the claimed trial is sized */
+		if (r->spec.on_oom_resize && mono_ns() >= r->rows_read_at_ns) {
+			if (reload_rows(r) == 0)
+				r->model_stale = true;
+			r->rows_read_at_ns = mono_ns() + ROWS_REREAD_NS;
+		}
 		char **v = values_from_row(r, row.vals);
 		if (!v) {   /* cannot be with the sweep's own text; said, not run */
 			row.status = TRIAL_FAILED;
@@ -100,6 +112,7 @@ static int claim_next(struct runner *r, struct trial *t)
 		t->values = v;
 		t->optuna_number = row.optuna_number;
 		t->lease_until = row.lease_until;
+		t->need_bytes = row.need_bytes;
 		snprintf(t->note, sizeof(t->note), "%s", row.note);
 		trial_derive(r, t);
 		trial_row_release(&row);
@@ -148,6 +161,53 @@ static int make_next(struct runner *r)
 
 /* ---- skipped ---------------------------------------------------------------- */
 
+/*
+ * Sized workers: the next trial, claimed by this worker, when it needs a
+ * larger one (what the model predicts of it, or what an OOM left it,
+ * over this worker's memory): put back pending with that need, its size
+ * class, for a worker of that size to claim (cluster.c submits one), and
+ * never started here (true). Else it runs with this worker's memory as
+ * its allocation.
+ */
+static bool too_small_worker(struct runner *r)
+{
+	struct trial *t = r->next;
+	uint64_t need = t->alloc_bytes > t->need_bytes ? t->alloc_bytes : t->need_bytes;
+	uint64_t cls = slurm_size_class(r->memory_max, r->memory_max_mem, need);
+	if (cls <= r->worker_mem) {
+		t->alloc_bytes = r->worker_mem;
+		return false;
+	}
+	char a[32], b[32];
+	if (!t->sized) {   /* its need was set before it was claimed: say so again */
+		size_t len = strlen(t->note);
+		snprintf(t->note + len, sizeof(t->note) - len, "%sneeds %s", len ? "; " : "",
+		         fmt_bytes(a, sizeof(a), (double)need));
+	}
+	size_t len = strlen(t->note);
+	snprintf(t->note + len, sizeof(t->note) - len, "; for a worker of %s (this one has %s)",
+	         fmt_bytes(a, sizeof(a), (double)cls), fmt_bytes(b, sizeof(b), (double)r->worker_mem));
+	r->next = NULL;
+	struct trial_row row = {
+		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
+		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = TRIAL_PENDING,
+		.optuna_number = t->optuna_number, .note = t->note, .need_bytes = cls,
+	};
+	int rc;
+	while ((rc = store_trial_put(r->st, &row)) < 0 && store_wait_back(r->st))
+		;
+	if (!r->o->quiet) {
+		struct strbuf sb = STRBUF_INIT;
+		trial_line_start(r, t, &sb);
+		strbuf_addf(&sb, "put back for a worker of %s: %s", fmt_bytes(a, sizeof(a), (double)cls), t->note);
+		fprintf(stderr, "%s\n", strbuf_str(&sb));
+		strbuf_release(&sb);
+	}
+	trial_free(t);
+	free(t);
+	return true;
+}
+
 /* The next trial, when the memory model says it clearly will not fit
  * (admit.c too_large): recorded as skipped, with its prediction and why,
  * and never started (true). With --no-skip it runs, and its note says so. */
@@ -166,13 +226,17 @@ static bool skip_next(struct runner *r)
 		 * waits: the model may learn meanwhile) */
 		if (r->spec.on_oom_resize && !t->sized) {
 			t->alloc_bytes = trial_allocation(r, t, 0, why, sizeof(why));
-			if (why[0]) {
+			/* (a trial that was given a need, by a worker too small for
+			 * it or by an OOM, says why in its note already) */
+			if (why[0] && r->sized_workers && t->need_bytes) {
+				t->sized = true;
+			} else if (why[0]) {
 				size_t len = strlen(t->note);
 				snprintf(t->note + len, sizeof(t->note) - len, "%s%s", len ? "; " : "", why);
 				t->sized = true;
 			}
 		}
-		return false;
+		return r->sized_workers && r->worker && too_small_worker(r);
 	}
 	r->next = NULL;
 	double now = wall_seconds();
@@ -227,7 +291,7 @@ static void worker_stopping(struct runner *r)
 			.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = TRIAL_INTERRUPTED,
 			.optuna_number = t->optuna_number, .started_at = t->started_at, .ended_at = wall_seconds(),
 			.note = t->note, .cause = r->stop_cause, .worker = r->worker_name,
-			.slurm_job = r->claimer.slurm_job, .slurm_task = r->claimer.slurm_task,
+			.slurm_job = r->claimer.slurm_job, .slurm_task = r->claimer.slurm_task, .need_bytes = t->need_bytes,
 		};
 		store_trial_put(r->st, &row);
 		char note[160];
@@ -329,7 +393,14 @@ int setup(struct runner *r)
 		if (parse_size(r->spec.memory_max, total, &r->memory_max) < 0)
 			return -1;
 	}
-	if (r->spec.memory_max_mem) {
+	/* on_oom resize on SLURM: a trial's allocation is its worker's, from
+	 * slurm.mem to slurm.max_mem by size classes (cluster.c) */
+	r->sized_workers = r->spec.on_oom_resize && r->spec.slurm.max_mem_bytes && r->spec.slurm.mem_bytes &&
+	                   (r->slurm || o->worker_id);
+	if (r->sized_workers) {
+		r->memory_max = r->spec.slurm.mem_bytes;
+		r->memory_max_mem = r->spec.slurm.max_mem_bytes;
+	} else if (r->spec.memory_max_mem) {
 		if (parse_size(r->spec.memory_max_mem, 0, &r->memory_max_mem) < 0)
 			return -1;
 		if (r->memory_max_mem < r->memory_max)
@@ -433,6 +504,20 @@ int make_logdir(struct runner *r)
 
 /* ---- the loop ------------------------------------------------------------ */
 
+/* A sized worker: whether no pending trial fits it. */
+static bool fits_none(struct runner *r)
+{
+	uint64_t need[64];
+	int64_t count[64];
+	int n = store_trial_pending_needs(r->st, r->sweep_id, need, count, 64);
+	if (n < 0)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (need[i] <= r->worker_mem)
+			return false;
+	return true;
+}
+
 /* Start trials while they may start, then wait for what comes, until
  * there is nothing left or a signal stops us. false when it failed. */
 bool run_loop(struct runner *r)
@@ -477,6 +562,11 @@ bool run_loop(struct runner *r)
 			struct trial_counts c;
 			if (!r->claim_failing_since_ns && store_trial_counts(r->st, r->sweep_id, &c) == 0 &&
 			    !c.pending && !c.running)
+				break;
+			/* a sized worker: done when no pending trial fits it (the
+			 * others wait for larger workers, which the controller
+			 * submits; this one's memory goes back to SLURM) */
+			if (r->sized_workers && !r->claim_failing_since_ns && fits_none(r))
 				break;
 		}
 		int timeout = r->worker ? IDLE_POLL_MS : r->next ? 500 : -1;

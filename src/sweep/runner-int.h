@@ -53,6 +53,8 @@ struct trial {
 	uint64_t alloc_bytes;          /* on_oom resize: the memory.max (--max-mem) it runs
 	                                * with; 0: the file's memory.max */
 	bool sized;                    /* its allocation was chosen (by the model, or after an OOM) */
+	uint64_t need_bytes;           /* sized workers: the worker memory it needs (its
+	                                * size class, trials.need_bytes); 0 the smallest */
 	char alloc_arg[24];            /* alloc_bytes as --max-mem's value */
 	/* pruning (optuna with a pruner): the metric's values reported so far,
 	 * and whether the pruner stopped it */
@@ -60,6 +62,13 @@ struct trial {
 	size_t nreported;              /* values of the sweep metric told to Optuna */
 	bool pruned;                   /* SIGTERM sent: the pruner said so */
 	bool warm;                     /* started through the prefork template's stub */
+};
+
+/* An array of workers the controller submitted, of one size class. */
+struct slurm_array {
+	int64_t job;
+	uint64_t mem_bytes;            /* its workers' memory; 0 slurm.mem (no classes) */
+	int submits;                   /* arrays of this class submitted so far */
 };
 
 struct runner {
@@ -103,6 +112,14 @@ struct runner {
 
 	bool slurm;                    /* executor slurm: workers run the trials */
 	int64_t slurm_array;           /* the workers' job array last submitted; 0 none */
+	/* on_oom resize with executor slurm: workers of more than one size
+	 * (size classes from slurm.mem to slurm.max_mem, slurm_size_class());
+	 * memory_max and memory_max_mem are then slurm.mem and max_mem */
+	bool sized_workers;
+	uint64_t worker_mem;           /* a worker: its size class (the job's --mem) */
+	int64_t rows_read_at_ns;       /* a worker reads the trials again from then */
+	struct slurm_array *arrays;    /* the controller: the arrays submitted, by class */
+	size_t narrays;
 
 	/* a worker (sweep --worker): trials claimed from the store */
 	bool worker;

@@ -208,6 +208,7 @@ static void runner_release(struct runner *r)
 	free(r->running);
 	clear_rows(r);
 	admit_release(r);
+	free(r->arrays);
 	nvml_close(r->nvml);
 	if (r->sigfd >= 0)
 		close(r->sigfd);
@@ -288,6 +289,12 @@ int sweep_run(const struct sweep_opts *o, struct sweep_result *out)
 	r.optuna.sampler = "TPESampler";
 	r.optuna.seed = r.spec.seed;
 	r.optuna.maximize = r.spec.maximize;
+	if (r.slurm && r.spec.on_oom_resize && !r.spec.slurm.max_mem_bytes) {
+		error("%s: on_oom: resize with executor slurm sizes the workers: slurm: {mem: SIZE, max_mem: SIZE}",
+		      o->file);
+		status = LP_EXIT_USAGE;
+		goto out;
+	}
 	if (r.slurm && r.optuna_on) {
 		error("%s: executor slurm runs grid and random sweeps; method optuna runs locally", o->file);
 		status = LP_EXIT_USAGE;

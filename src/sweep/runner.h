@@ -35,6 +35,8 @@ struct sweep_opts {
 	int64_t worker_id;         /* > 0: be a worker of this sweep (file unused): claim
 	                            * its pending trials from the store and run them
 	                            * until none is left */
+	uint64_t worker_mem_bytes; /* a worker's memory (its size class, on_oom resize
+	                            * with executor slurm); 0: slurm.mem */
 	double lease_s;            /* a worker's lease on a trial, renewed while it
 	                            * runs; 0: LEASE_DEFAULT_S */
 };

@@ -92,7 +92,10 @@ static int write_script(const struct slurm_submit *s, const char *path)
 	                 "# and runs them one at a time. exec: SLURM signals this process.\n"
 	                 "exec ", (long long)s->sweep_id);
 	add_sh_quoted(&sb, s->exe);
-	strbuf_addf(&sb, " sweep --worker %lld\n", (long long)s->sweep_id);
+	strbuf_addf(&sb, " sweep --worker %lld", (long long)s->sweep_id);
+	if (s->mem_bytes)   /* its size class: it claims the trials that fit it */
+		strbuf_addf(&sb, " --worker-mem %llu", (unsigned long long)s->mem_bytes);
+	strbuf_addch(&sb, '\n');
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
 	int rc = 0;
 	if (fd < 0 || write(fd, sb.buf, sb.len) != (ssize_t)sb.len)
@@ -106,7 +109,12 @@ static int write_script(const struct slurm_submit *s, const char *path)
 int slurm_submit_array(const struct slurm_submit *s, int64_t *job)
 {
 	char script[4200], out[4200], array[64], name[64], mem[64], part[300], tlim[128], gpus[64];
-	snprintf(script, sizeof(script), "%.4000s/worker.sh", s->dir);
+	uint64_t mem_bytes = s->mem_bytes ? s->mem_bytes : s->slurm->mem_bytes;
+	if (s->mem_bytes)   /* one script per size class */
+		snprintf(script, sizeof(script), "%.4000s/worker-%lluM.sh", s->dir,
+		         (unsigned long long)((mem_bytes + (1u << 20) - 1) >> 20));
+	else
+		snprintf(script, sizeof(script), "%.4000s/worker.sh", s->dir);
 	snprintf(out, sizeof(out), "--output=%.4000s/worker-%%A_%%a.out", s->dir);
 	if (write_script(s, script) < 0)
 		return -1;
@@ -129,9 +137,9 @@ int slurm_submit_array(const struct slurm_submit *s, int64_t *job)
 		snprintf(tlim, sizeof(tlim), "--time=%.100s", sl->time);
 		argv[n++] = tlim;
 	}
-	if (sl->mem_bytes) {
+	if (mem_bytes) {
 		/* SLURM counts memory in MiB: round up, never below what was asked */
-		snprintf(mem, sizeof(mem), "--mem=%lluM", (unsigned long long)((sl->mem_bytes + (1u << 20) - 1) >> 20));
+		snprintf(mem, sizeof(mem), "--mem=%lluM", (unsigned long long)((mem_bytes + (1u << 20) - 1) >> 20));
 		argv[n++] = mem;
 	}
 	if (sl->gpus_per_task) {
@@ -166,6 +174,20 @@ int slurm_submit_array(const struct slurm_submit *s, int64_t *job)
 	strbuf_release(&got);
 	*job = id;
 	return 0;
+}
+
+uint64_t slurm_size_class(uint64_t mem_bytes, uint64_t max_mem_bytes, uint64_t need_bytes)
+{
+	const uint64_t mib = 1u << 20;
+	if (!mem_bytes || max_mem_bytes <= mem_bytes)
+		return mem_bytes > max_mem_bytes ? mem_bytes : max_mem_bytes;
+	uint64_t c = mem_bytes;
+	while (c < need_bytes && c < max_mem_bytes) {
+		c = (c / 2 * 3 + mib - 1) / mib * mib;   /* x 1.5, whole MiB up */
+		if (c >= max_mem_bytes)
+			c = max_mem_bytes;
+	}
+	return c < max_mem_bytes ? c : max_mem_bytes;
 }
 
 int slurm_job_alive(int64_t job)

@@ -36,11 +36,20 @@ struct slurm_submit {
 	int64_t sweep_id;
 	const char *dir;                   /* the sweep's log directory, absolute:
 	                                      worker.sh and worker-JOB_TASK.out go there */
+	uint64_t mem_bytes;                /* the workers' memory, their size class
+	                                      (--mem, and told to each worker); 0:
+	                                      slurm.mem, not told */
 };
 /* Write the batch script (it execs `leakproof sweep --worker ID`) and
  * submit it as one `sbatch --array=0-(workers-1)`. 0 and *job (the array
  * job id), or -1 after a message with sbatch's own words. */
 int slurm_submit_array(const struct slurm_submit *s, int64_t *job);
+
+/* The size class of a worker for a trial that needs need_bytes, on the
+ * ladder from mem_bytes to max_mem_bytes: mem, mem * 1.5, mem * 1.5^2, ...
+ * (in whole MiB), the last max_mem. The smallest class of at least
+ * need_bytes; max_mem_bytes when none is (the caller skips such a trial). */
+uint64_t slurm_size_class(uint64_t mem_bytes, uint64_t max_mem_bytes, uint64_t need_bytes);
 
 /* Whether any task of job still is in SLURM's queue (pending or running):
  * 1, 0 when none is, -1 when squeue could not say (a message was not

@@ -62,6 +62,8 @@ struct ctx {
 	const yaml_node_t *on_oom_resize;   /* where on_oom said resize (or not); NULL: the default */
 	const yaml_node_t *max;     /* memory.max, checked against max_mem */
 	const yaml_node_t *max_mem; /* memory.max_mem, checked at the end */
+	const yaml_node_t *slurm_max_mem;   /* slurm.max_mem, checked at the end */
+	const yaml_node_t *slurm_mem;       /* slurm.mem */
 	const yaml_node_t *executor;   /* where executor: was written, if it was */
 	yaml_node_t *metric_name;   /* metric.name, checked at the end */
 };
@@ -464,8 +466,9 @@ const char *sweep_slurm_owned_arg(const char *arg)
 	return NULL;
 }
 
-/* slurm: {workers, partition, time, mem, gpus_per_task, sbatch_args} */
-static const char *const slurm_keys[] = { "workers", "partition", "time", "mem", "gpus_per_task", "sbatch_args" };
+/* slurm: {workers, partition, time, mem, gpus_per_task, sbatch_args, max_mem} */
+static const char *const slurm_keys[] = { "workers", "partition", "time", "mem", "gpus_per_task", "sbatch_args",
+                                          "max_mem" };
 
 static int take_slurm(struct ctx *c, int key, yaml_node_t *val)
 {
@@ -494,11 +497,19 @@ static int take_slurm(struct ctx *c, int key, yaml_node_t *val)
 			return -1;
 		if (parse_size(text(val), 0, &sl->mem_bytes) < 0)
 			return -1;
+		c->slurm_mem = val;
 		break;
 	case 4:
 		if (!parse_whole(val, 0, 1024, &n))
 			return fail(c, val, "slurm.gpus_per_task must be a whole number from 0 to 1024, not %s", SHOWN(val));
 		sl->gpus_per_task = (int)n;
+		break;
+	case 6:
+		if (check_size(c, val, "slurm.max_mem", false, SIZE_BUDGET_MIN) != 0)
+			return -1;
+		if (parse_size(text(val), 0, &sl->max_mem_bytes) < 0)
+			return -1;
+		c->slurm_max_mem = val;
 		break;
 	default:
 		if (string_list(c, val, "slurm.sbatch_args", "[\"--account=ml\"]", &sl->sbatch_args,
@@ -520,7 +531,7 @@ static int take_slurm(struct ctx *c, int key, yaml_node_t *val)
 static int parse_slurm(struct ctx *c, const yaml_node_t *v)
 {
 	return read_section(c, v, "slurm", "a mapping {workers: N, partition: NAME, time: TIME, mem: SIZE, "
-	                    "gpus_per_task: N, sbatch_args: [...]}", slurm_keys, 6, take_slurm);
+	                    "max_mem: SIZE, gpus_per_task: N, sbatch_args: [...]}", slurm_keys, 7, take_slurm);
 }
 
 static int parse_metric(struct ctx *c, const yaml_node_t *v)
@@ -1146,16 +1157,27 @@ static int check_whole(struct ctx *c)
 	}
 	if (s->executor == SWEEP_SLURM && s->method == SWEEP_OPTUNA)
 		return fail(c, c->executor, "executor slurm runs grid and random sweeps; method optuna runs locally");
-	/* on_oom: resize grows a trial's memory.max up to memory.max_mem (the
-	 * default when max_mem is given) */
+	/* on_oom: resize grows a trial's allocation up to memory.max_mem, or
+	 * with executor slurm from slurm.mem up to slurm.max_mem (workers of
+	 * more than one size: docs/internals/sweeps.md); the default when
+	 * max_mem is given */
+	bool slurm = s->executor == SWEEP_SLURM;
+	if (c->slurm_max_mem && !c->slurm_mem)
+		return fail(c, c->slurm_max_mem, "slurm.max_mem is the largest worker when slurm.mem is not enough: "
+		            "it needs slurm.mem, the size workers start with");
+	if (c->slurm_max_mem && s->slurm.max_mem_bytes < s->slurm.mem_bytes)
+		return fail(c, c->slurm_max_mem, "slurm.max_mem (%.40s) is less than slurm.mem (%.40s)",
+		            text(c->slurm_max_mem), text(c->slurm_mem));
+	if (slurm && s->memory_max_mem)
+		return fail(c, c->max_mem, "memory.max_mem sizes the trials of a local sweep; with executor slurm "
+		            "the workers are sized: slurm: {mem: SIZE, max_mem: SIZE}");
+	bool has_max = slurm ? s->slurm.max_mem_bytes != 0 : s->memory_max_mem != NULL;
 	if (!c->on_oom_resize)
-		s->on_oom_resize = s->memory_max_mem != NULL;
-	else if (s->on_oom_resize && !s->memory_max_mem)
-		return fail(c, c->on_oom_resize, "on_oom: resize needs memory: {max: SIZE, max_mem: SIZE}: the "
-		            "allocation trials start with, and the most one is given");
-	if (s->on_oom_resize && s->executor == SWEEP_SLURM)
-		return fail(c, c->on_oom_resize ? c->on_oom_resize : c->max_mem, "on_oom: resize runs local sweeps; "
-		            "with executor slurm every worker has slurm.mem");
+		s->on_oom_resize = has_max;
+	else if (s->on_oom_resize && !has_max)
+		return fail(c, c->on_oom_resize, slurm ? "on_oom: resize needs slurm: {mem: SIZE, max_mem: SIZE}: the "
+		            "memory workers start with, and the most one is given" : "on_oom: resize needs memory: "
+		            "{max: SIZE, max_mem: SIZE}: the allocation trials start with, and the most one is given");
 	if (c->retry_with) {
 		size_t r = 0;
 		for_each_pair(c->retry_with, p) {

@@ -25,7 +25,7 @@
  *   run_options: [--interval, 50ms]          # more `leakproof run` options
  *   executor: slurm                          # local (default) | slurm
  *   slurm: {workers: 8, partition: gpu, time: "04:00:00", mem: 16G,
- *           gpus_per_task: 1, sbatch_args: ["--account=ml"]}
+ *           max_mem: 64G, gpus_per_task: 1, sbatch_args: ["--account=ml"]}
  *   optuna: {sampler: TPESampler, sampler_kwargs: {n_startup_trials: 5},
  *            pruner: MedianPruner, pruner_kwargs: {}}   # method optuna
  *   prefork: [torch, numpy]                  # imported once, trials forked
@@ -49,6 +49,7 @@ struct sweep_slurm {
 	char *partition;            /* NULL: the cluster's default */
 	char *time;                 /* SLURM's time syntax ("04:00:00", "90", "1-00"); NULL */
 	uint64_t mem_bytes;         /* per worker; 0: SLURM's default */
+	uint64_t max_mem_bytes;     /* on_oom resize: the largest worker; 0: none (one size) */
 	int gpus_per_task;          /* 0: none asked */
 	char **sbatch_args;         /* more sbatch options, NULL-terminated */
 	size_t nsbatch_args;

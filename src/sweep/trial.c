@@ -258,7 +258,8 @@ static void report_values(struct runner *r, struct trial *t);
  * resized), result regex, then the file's run_options (last). */
 static void add_run_options(struct runner *r, struct trial *t, char ***v, size_t *n, size_t *cap)
 {
-	if (t && t->alloc_bytes && t->alloc_bytes != r->memory_max) {
+	/* (sized workers: SLURM gives the allocation, the job's --mem) */
+	if (t && t->alloc_bytes && t->alloc_bytes != r->memory_max && !r->sized_workers) {
 		snprintf(t->alloc_arg, sizeof(t->alloc_arg), "%llu", (unsigned long long)t->alloc_bytes);
 		add_arg(v, n, cap, "--max-mem");
 		add_arg(v, n, cap, t->alloc_arg);
@@ -372,6 +373,7 @@ int launch(struct runner *r, struct trial *t)
 		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
 		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = TRIAL_RUNNING,
 		.optuna_number = t->optuna_number, .started_at = t->started_at, .note = t->note,
+		.need_bytes = t->need_bytes,
 	};
 	if (r->worker) {
 		row.worker = r->worker_name;
@@ -533,13 +535,17 @@ static void make_rerun(struct runner *r, const struct trial *t, struct trial *ou
 	trial_derive(r, out);
 }
 
-/* Worker: write t's retry as a pending trial, for any worker to claim. */
+/* Worker: write t's retry as a pending trial, for any worker to claim
+ * (sized workers: any of the size class its allocation needs). */
 static void put_pending(struct runner *r, struct trial *t)
 {
+	uint64_t need = t->need_bytes;
+	if (r->sized_workers && t->alloc_bytes > r->memory_max)
+		need = slurm_size_class(r->memory_max, r->memory_max_mem, t->alloc_bytes);
 	struct trial_row row = {
 		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
 		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = TRIAL_PENDING,
-		.optuna_number = t->optuna_number, .note = t->note,
+		.optuna_number = t->optuna_number, .note = t->note, .need_bytes = need,
 	};
 	store_trial_put(r->st, &row);
 }
@@ -574,7 +580,7 @@ static bool put_back_unstarted(struct runner *r, struct trial *t, int64_t run_id
 	struct trial_row row = {
 		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
 		.env = t->env, .argv = t->argv_json, .vals = t->vals, .status = TRIAL_PENDING,
-		.optuna_number = t->optuna_number, .note = note,
+		.optuna_number = t->optuna_number, .note = note, .need_bytes = t->need_bytes,
 	};
 	int rc;
 	while ((rc = store_trial_put(r->st, &row)) < 0 && store_wait_back(r->st))
@@ -614,7 +620,7 @@ static void finish_trial(struct runner *r, struct trial *t, int wstatus)
 		.sweep_id = r->sweep_id, .idx = t->idx, .attempt = t->attempt, .params = t->params,
 		.env = t->env, .argv = t->argv_json, .vals = t->vals, .optuna_number = t->optuna_number,
 		.started_at = t->started_at, .ended_at = wall_seconds(), .run_id = run_id > 0 ? run_id : 0,
-		.note = t->note,
+		.note = t->note, .need_bytes = t->need_bytes,
 	};
 	enum end_cause cause = CAUSE_NONE;
 	char metric_note[PATH_MAX + 256] = "";

@@ -12,6 +12,9 @@ own:
 - `kill -9` of the controller after submission: the workers finish the
   sweep, and `--resume` from another shell reports it complete without
   running anything twice;
+- `on_oom: resize` with `slurm: {mem: 700M, max_mem: 2G}`: workers of
+  more than one size, a job array per size class; the trials of about
+  1 GiB end ok on larger workers, those over 2 GiB never run twice;
 - the PostgreSQL server stopped for 8 s while the workers run: every
   trial still runs exactly once (a worker waits for the store to record
   its trial's end, rather than leave it `running` until its lease ends).
@@ -107,6 +110,61 @@ def test_sixteen_trials_on_four_workers_each_once_too_large_ones_oom_killed_by_s
     assert r.rc == 0, r
     table = json.loads(r.stdout)
     assert table["sweep"]["status"] == "done" and len(table["trials"]) == 16, table
+
+
+# MIB MiB, every page touched, over 20 steps, then held for the sampler
+GROW = """import sys, time
+mib = int(sys.argv[1])
+kept = []
+for _ in range(20):
+    kept.append(bytearray(b"\\x01" * ((mib << 20) // 20)))
+    time.sleep(0.02)
+time.sleep(0.3)
+print("val=%d" % mib)
+"""
+
+SIZED = """command: [/usr/bin/python3, {script}, "{{mib}}"]
+parameters:
+  mib: {{values: [40, 80, 120, 160, 240, 320, 450, 950, 1024, 1126, 2600, 3072]}}
+result_regex: '^val=(\\S+)'
+executor: slurm
+slurm: {{workers: 2, mem: 700M, max_mem: 2G, time: "10"}}
+on_oom: resize
+"""
+
+
+def test_on_oom_resize_gives_trials_workers_of_the_size_they_need(sl):
+    # the peak is set by one parameter, 40 MiB to 3 GiB; workers start with
+    # 700M: the trials of about 1 GiB run on larger workers (a job array of
+    # their size class, submitted when the model or an OOM says so), those
+    # over max_mem (2G) are skipped or killed once, never run twice
+    script = sl.dir / "grow.py"
+    script.write_text(GROW)
+    r = sl.cmd(["sweep", write(sl, SIZED.format(script=script)), "--store", sl.store], env=sl.cenv, timeout=240)
+    assert r.rc == 0, r
+    assert "for 2 SLURM workers of 700 MiB: job array" in r.err, r
+    sizes = re.findall(r"SLURM workers? of (\S+ \S+): job array", r.err)
+    assert len(sizes) >= 2, r.err
+    rep = json.loads(sl.cmd(["report", "sweep:1", "--format", "json", "--store", sl.store], env=sl.cenv).stdout)
+    got = rep["trials"]
+    by = [(t["params"]["mib"], t["attempt"], t["status"], t["allocation_bytes"], t["note"]) for t in got]
+    final = {t["params"]["mib"]: t for t in got}
+    mib = 1 << 20
+    assert all(final[m]["status"] == "ok" for m in (40, 80, 120, 160, 240, 320, 450)), by
+    for m in (950, 1024, 1126):   # ok, on a worker larger than slurm.mem, and said why
+        t = final[m]
+        assert t["status"] == "ok" and 700 * mib < t["allocation_bytes"] <= 2048 * mib, by
+        assert t["allocation_bytes"] >= t["peak_bytes"], by
+        assert "for a worker of" in t["note"] or "run again after an OOM" in t["note"], by
+    for m in (2600, 3072):   # never run twice: skipped (with the prediction) or one OOM
+        ran = [t for t in got if t["params"]["mib"] == m and t["status"] != "skipped"]
+        assert len(ran) <= 1 and final[m]["status"] in ("skipped", "oom"), by
+        if final[m]["status"] == "skipped":
+            assert "predicted peak" in final[m]["note"] or "ran out of the budget" in final[m]["note"], by
+    assert sum(t["status"] == "oom" for t in got) <= 3, by
+    # every attempt that ran: its allocation recorded
+    assert all(t["allocation_bytes"] >= 700 * mib for t in got if t["status"] != "skipped"), by
+    assert rep["sweep"]["status"] == "done", rep["sweep"]
 
 
 SLEEPY = """command: [/bin/sh, -c, "echo started $1; sleep $1", sh, "{s}"]

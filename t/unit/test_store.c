@@ -19,7 +19,7 @@
 #include "store/sweeps.h"
 #include "store/trace.h"
 
-#define CURRENT_SCHEMA 14   /* the schema version this leakproof writes (store/schema.c) */
+#define CURRENT_SCHEMA 15   /* the schema version this leakproof writes (store/schema.c) */
 #include "util/util.h"
 #include "tap.h"
 
@@ -753,6 +753,51 @@ static void test_claims(void)
 	store_close(st);
 }
 
+/* Claims by size class (schema 15): a worker claims only what needs at
+ * most its memory, the largest need first; a requeue keeps the need. */
+static void test_claims_by_need(void)
+{
+	const char *path = tmp_path("needs.db");
+	struct store *st = store_open(path);
+	CHECK(st != NULL);
+	if (!st)
+		return;
+	struct sweep_begin b = { .started_at = 1, .file = "s.yaml", .text = "", .method = "grid", .executor = "slurm" };
+	int64_t sweep = store_sweep_begin(st, &b);
+	static const uint64_t need[] = { 0, 2000, 0, 1000, 5000 };
+	struct trial_row rows[5];
+	memset(rows, 0, sizeof(rows));
+	for (int i = 0; i < 5; i++)
+		rows[i] = (struct trial_row){ .sweep_id = sweep, .idx = i, .status = TRIAL_PENDING, .optuna_number = -1,
+		                              .vals = "v", .need_bytes = need[i] };
+	CHECK_EQ_INT(store_trials_put_many(st, rows, 5), 0);
+	uint64_t n_need[8];
+	int64_t n_count[8];
+	CHECK_EQ_INT(store_trial_pending_needs(st, sweep, n_need, n_count, 8), 4);
+	CHECK(n_need[0] == 5000 && n_count[0] == 1 && n_need[3] == 0 && n_count[3] == 2);
+	struct trial_claimer small = { .worker = "s:1", .slurm_task = -1, .class_bytes = 1000 };
+	struct trial_claimer big = { .worker = "b:1", .slurm_task = -1, .class_bytes = 2500 };
+	struct trial_row t;
+	int64_t order[4];
+	CHECK_EQ_INT(store_trial_claim(st, sweep, &big, 1000, 60, &t), 0);
+	order[0] = t.idx;
+	CHECK(t.need_bytes == 2000);
+	trial_row_release(&t);
+	for (int k = 1; k < 4; k++) {
+		CHECK_EQ_INT(store_trial_claim(st, sweep, &small, 1000, 60, &t), 0);
+		order[k] = t.idx;
+		trial_row_release(&t);
+	}
+	CHECK(order[0] == 1 && order[1] == 3 && order[2] == 0 && order[3] == 2);
+	CHECK_EQ_INT(store_trial_claim(st, sweep, &big, 1000, 60, &t), 1);   /* 5000: no worker of ours fits */
+	/* a lease that ran out: the next attempt needs what this one did */
+	CHECK_EQ_INT(store_trials_expire(st, sweep, 2000), 4);
+	CHECK_EQ_INT(store_trial_claim(st, sweep, &small, 2000, 60, &t), 0);
+	CHECK(t.idx == 3 && t.attempt == 1 && t.need_bytes == 1000);
+	trial_row_release(&t);
+	store_close(st);
+}
+
 /* The store remembers which sites of a run it wrote: each run gets its own
  * sites (ids start at 1 again), a site is written once however often it
  * comes back, and the caller's sites are left as they were. */
@@ -1056,6 +1101,7 @@ TEST_MAIN("store",
 	TEST(test_unopenable),
 	TEST(test_concurrent_create),
 	TEST(test_claims),
+	TEST(test_claims_by_need),
 	TEST(test_crafted_version),
 	TEST(test_trace_sites),
 	TEST(test_backend_by_uri),

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "sweep/slurm.h"
 #include "sweep/spec.h"
 #include "util/util.h"
 
@@ -762,13 +763,42 @@ static void test_slurm_block(void)
 	parse_bad(CMD "slurm: {sbatch_args: \"--account=ml\"}\n", "2:22: slurm.sbatch_args must be a list such as "
 	          "[\"--account=ml\"], not one string: there is no shell to split it");
 	parse_bad(CMD "slurm: {nodes: 2}\n", "2:9: unknown key 'nodes' in slurm (known: workers, partition, time, mem, "
-	          "gpus_per_task, sbatch_args)");
+	          "gpus_per_task, sbatch_args, max_mem)");
 	parse_bad(CMD "slurm: {workers: 2, workers: 3}\n", "2:21: duplicate key 'workers' (first at 2:9)");
 	parse_bad(CMD "slurm: 4\n", "2:8: slurm must be a mapping {workers: N, partition: NAME, time: TIME, mem: SIZE, "
-	          "gpus_per_task: N, sbatch_args: [...]}, not '4'");
+	          "max_mem: SIZE, gpus_per_task: N, sbatch_args: [...]}, not '4'");
 	parse_bad(CMD "executor: [slurm]\n", "2:11: executor must be local or slurm, not a list");
 	parse_bad(CMD "method: optuna\nrun_cap: 3\nparameters:\n  lr: {min: 0.1, max: 1}\nexecutor: slurm\n",
 	          "6:11: executor slurm runs grid and random sweeps; method optuna runs locally");
+
+	/* slurm.max_mem: workers of more than one size, on_oom resize the default */
+	const char *sized = CMD "executor: slurm\nslurm: {workers: 2, mem: 700M, max_mem: 2G}\n";
+	if (parse_ok(sized, &s) == 0) {
+		CHECK(s.on_oom_resize);
+		CHECK(s.slurm.mem_bytes == UINT64_C(700) << 20 && s.slurm.max_mem_bytes == UINT64_C(2) << 30);
+		sweep_spec_free(&s);
+	}
+	if (parse_ok(CMD "executor: slurm\nslurm: {mem: 700M, max_mem: 2G}\non_oom: {resize: false}\n", &s) == 0) {
+		CHECK(!s.on_oom_resize);
+		sweep_spec_free(&s);
+	}
+	parse_bad(CMD "executor: slurm\nslurm: {max_mem: 2G}\n", "3:18: slurm.max_mem is the largest worker when "
+	          "slurm.mem is not enough: it needs slurm.mem, the size workers start with");
+	parse_bad(CMD "executor: slurm\nslurm: {mem: 2G, max_mem: 1G}\n", "3:27: slurm.max_mem (1G) is less than "
+	          "slurm.mem (2G)");
+	parse_bad(CMD "executor: slurm\nslurm: {mem: 700M}\non_oom: resize\n", "4:9: on_oom: resize needs slurm: "
+	          "{mem: SIZE, max_mem: SIZE}: the memory workers start with, and the most one is given");
+	parse_bad(CMD "executor: slurm\nmemory: {max: 700M, max_mem: 2G}\n", "3:30: memory.max_mem sizes the trials of "
+	          "a local sweep; with executor slurm the workers are sized: slurm: {mem: SIZE, max_mem: SIZE}");
+	/* the size classes: x1.5 in whole MiB from mem, the last max_mem */
+	const uint64_t M = UINT64_C(1) << 20;
+	CHECK(slurm_size_class(700 * M, 2048 * M, 0) == 700 * M);
+	CHECK(slurm_size_class(700 * M, 2048 * M, 700 * M) == 700 * M);
+	CHECK(slurm_size_class(700 * M, 2048 * M, 700 * M + 1) == 1050 * M);
+	CHECK(slurm_size_class(700 * M, 2048 * M, 1200 * M) == 1575 * M);
+	CHECK(slurm_size_class(700 * M, 2048 * M, 1576 * M) == 2048 * M);
+	CHECK(slurm_size_class(700 * M, 2048 * M, 9000 * M) == 2048 * M);   /* the caller skips it */
+	CHECK(slurm_size_class(700 * M, 700 * M, 900 * M) == 700 * M);
 
 	CHECK(sweep_slurm_time_ok("90") && sweep_slurm_time_ok("90:30") && sweep_slurm_time_ok("1-12") &&
 	      sweep_slurm_time_ok("1-12:00") && sweep_slurm_time_ok("1-12:00:00") && sweep_slurm_time_ok("UNLIMITED"));
