@@ -131,6 +131,17 @@ static void print_end(const struct sweep_opts *o, const struct sweep_result *res
 	store_close(st);
 }
 
+/* The number a worker's option gives (--worker, --worker-mem), 1 or more,
+ * into *out. */
+static int worker_number(const struct options_parse *p, const char *what, int64_t *out)
+{
+	long long v = 0;
+	if (cmd_parse_int(p->value, 1, INT64_MAX, &v) < 0)
+		return usage_error("--%s '%s': expected %s", p->opt->long_name, p->value, what);
+	*out = v;
+	return 0;
+}
+
 static int take_option(void *ctx, int c, const struct options_parse *p)
 {
 	struct sweep_opts *o = ctx;
@@ -177,19 +188,13 @@ static int take_option(void *ctx, int c, const struct options_parse *p)
 	case OPT_NO_WAIT:
 		o->no_wait = true;
 		break;
-	case OPT_WORKER: {
-		long long v;
-		if (cmd_parse_int(p->value, 1, INT64_MAX, &v) < 0)
-			return usage_error("--worker '%s': expected a sweep id", p->value);
-		o->worker_id = v;
-		break;
-	}
+	case OPT_WORKER:
+		return worker_number(p, "a sweep id", &o->worker_id);
 	case OPT_WORKER_MEM: {
-		long long v;
-		if (cmd_parse_int(p->value, 1, INT64_MAX, &v) < 0)
-			return usage_error("--worker-mem '%s': expected bytes", p->value);
+		int64_t v = 0;
+		int rc = worker_number(p, "bytes", &v);
 		o->worker_mem_bytes = (uint64_t)v;
-		break;
+		return rc;
 	}
 	case OPT_LEASE: {
 		int64_t ns;

@@ -196,13 +196,7 @@ static bool too_small_worker(struct runner *r)
 	int rc;
 	while ((rc = store_trial_put(r->st, &row)) < 0 && store_wait_back(r->st))
 		;
-	if (!r->o->quiet) {
-		struct strbuf sb = STRBUF_INIT;
-		trial_line_start(r, t, &sb);
-		strbuf_addf(&sb, "put back for a worker of %s: %s", fmt_bytes(a, sizeof(a), (double)cls), t->note);
-		fprintf(stderr, "%s\n", strbuf_str(&sb));
-		strbuf_release(&sb);
-	}
+	trial_say(r, t, "put back for a worker of %s: %s", fmt_bytes(a, sizeof(a), (double)cls), t->note);
 	trial_free(t);
 	free(t);
 	return true;
@@ -252,13 +246,7 @@ static bool skip_next(struct runner *r)
 		optuna_proc_tell_memory(r->oproc, t->optuna_number, true, t->pred.peak[0],
 		                        (double)host_budget(r));
 	r->done_count++;
-	if (!r->o->quiet) {
-		struct strbuf sb = STRBUF_INIT;
-		trial_line_start(r, t, &sb);
-		strbuf_addf(&sb, "skipped: %s", why);
-		fprintf(stderr, "%s\n", strbuf_str(&sb));
-		strbuf_release(&sb);
-	}
+	trial_say(r, t, "skipped: %s", why);
 	trial_free(t);
 	free(t);
 	return true;

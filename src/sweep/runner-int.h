@@ -207,6 +207,9 @@ void describe_values(const struct runner *r, char **values, struct strbuf *sb);
 /* Append "leakproof: trial 3.1/12 [lr=0.01 batch_size=64]: " to sb, how a
  * line about a trial's end begins. */
 void trial_line_start(const struct runner *r, const struct trial *t, struct strbuf *sb);
+/* That line, with what follows it, on stderr (unless -q). */
+void trial_say(const struct runner *r, const struct trial *t, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* What r knows of the sweep's trials (r->rows, r->row_vals, r->last_of,
  * owned by r): freed; loaded again from the store (0, or -1 after a

@@ -466,6 +466,27 @@ const char *sweep_slurm_owned_arg(const char *arg)
 	return NULL;
 }
 
+/* A whole number of slurm: from lo to hi into *out. */
+static int take_whole(struct ctx *c, const yaml_node_t *val, const char *what, int lo, int hi, int *out)
+{
+	char shown_buf[100];
+	long long n;
+	if (!parse_whole(val, lo, hi, &n))
+		return fail(c, val, "%s must be a whole number from %d to %d, not %s", what, lo, hi, SHOWN(val));
+	*out = (int)n;
+	return 0;
+}
+
+/* A size of slurm: into *out, and where it was written into *where. */
+static int take_bytes(struct ctx *c, const yaml_node_t *val, const char *what, uint64_t *out,
+                      const yaml_node_t **where)
+{
+	if (check_size(c, val, what, false, SIZE_BUDGET_MIN) != 0 || parse_size(text(val), 0, out) < 0)
+		return -1;
+	*where = val;
+	return 0;
+}
+
 /* slurm: {workers, partition, time, mem, gpus_per_task, sbatch_args, max_mem} */
 static const char *const slurm_keys[] = { "workers", "partition", "time", "mem", "gpus_per_task", "sbatch_args",
                                           "max_mem" };
@@ -474,13 +495,9 @@ static int take_slurm(struct ctx *c, int key, yaml_node_t *val)
 {
 	struct sweep_slurm *sl = &c->s->slurm;
 	char shown_buf[100];
-	long long n;
 	switch (key) {
 	case 0:
-		if (!parse_whole(val, 1, 100000, &n))
-			return fail(c, val, "slurm.workers must be a whole number from 1 to 100000, not %s", SHOWN(val));
-		sl->workers = (int)n;
-		break;
+		return take_whole(c, val, "slurm.workers", 1, 100000, &sl->workers);
 	case 1:
 		if (val->type != YAML_SCALAR_NODE || !*text(val) || strpbrk(text(val), " \t\n"))
 			return fail(c, val, "slurm.partition must be a partition name, not %s", SHOWN(val));
@@ -493,24 +510,11 @@ static int take_slurm(struct ctx *c, int key, yaml_node_t *val)
 		sl->time = xstrdup(text(val));
 		break;
 	case 3:
-		if (check_size(c, val, "slurm.mem", false, SIZE_BUDGET_MIN) != 0)
-			return -1;
-		if (parse_size(text(val), 0, &sl->mem_bytes) < 0)
-			return -1;
-		c->slurm_mem = val;
-		break;
+		return take_bytes(c, val, "slurm.mem", &sl->mem_bytes, &c->slurm_mem);
 	case 4:
-		if (!parse_whole(val, 0, 1024, &n))
-			return fail(c, val, "slurm.gpus_per_task must be a whole number from 0 to 1024, not %s", SHOWN(val));
-		sl->gpus_per_task = (int)n;
-		break;
+		return take_whole(c, val, "slurm.gpus_per_task", 0, 1024, &sl->gpus_per_task);
 	case 6:
-		if (check_size(c, val, "slurm.max_mem", false, SIZE_BUDGET_MIN) != 0)
-			return -1;
-		if (parse_size(text(val), 0, &sl->max_mem_bytes) < 0)
-			return -1;
-		c->slurm_max_mem = val;
-		break;
+		return take_bytes(c, val, "slurm.max_mem", &sl->max_mem_bytes, &c->slurm_max_mem);
 	default:
 		if (string_list(c, val, "slurm.sbatch_args", "[\"--account=ml\"]", &sl->sbatch_args,
 		                &sl->nsbatch_args) != 0)

@@ -27,6 +27,7 @@
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,20 @@ void trial_line_start(const struct runner *r, const struct trial *t, struct strb
 	strbuf_addf(sb, "/%llu [", (unsigned long long)r->total);
 	describe_values(r, t->values, sb);
 	strbuf_addstr(sb, "]: ");
+}
+
+void trial_say(const struct runner *r, const struct trial *t, const char *fmt, ...)
+{
+	if (r->o->quiet)
+		return;
+	struct strbuf sb = STRBUF_INIT;
+	trial_line_start(r, t, &sb);
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", strbuf_str(&sb));
+	strbuf_release(&sb);
 }
 
 /* ---- what is in the store ------------------------------------------------ */
