@@ -162,12 +162,34 @@ static size_t bin_samples(const struct mem_sample *sm, size_t n, enum measure m,
  * last step at 29 MiB turned a late leak into "no significant growth").
  * The points of the last tenth of the run that lie below the last point
  * before it (by 1 MiB and 5 %) are left out of the judgment, from the end
- * back. Returns the points kept.
+ * back. So are the last marks read together (t, the times they were read,
+ * closer than a quarter of the usual step apart), however many, when all
+ * lie below the point before them: a supervisor held up for a dozen steps
+ * read them at once after the job had freed its memory (a leak of 2 MiB a
+ * step, 60 steps between restarts, judged "no significant growth"). t is
+ * NULL for a series of time bins. Returns the points kept.
  */
-static size_t trim_release_at_end(const double *x, const double *y, size_t n)
+static size_t trim_release_at_end(const double *x, const double *y, const double *t, size_t n)
 {
 	if (n < 10)
 		return n;
+	/* the marks read in one go at the end */
+	if (t) {
+		double *gaps = xmalloc((n - 1) * sizeof(double));
+		for (size_t i = 1; i < n; i++)
+			gaps[i - 1] = t[i] - t[i - 1];
+		double together = 0.25 * median_of(gaps, n - 1);
+		free(gaps);
+		size_t first = n - 1;
+		while (first > n / 2 && t[first] - t[first - 1] <= together)
+			first--;
+		double tol = fmax(RELEASE_MIN_BYTES, 0.05 * y[first - 1]);
+		bool below = first < n - 1;
+		for (size_t i = first; below && i < n; i++)
+			below = y[i] < y[first - 1] - tol;
+		if (below)
+			n = first;
+	}
 	double cut = x[n - 1] - 0.1 * (x[n - 1] - x[0]);
 	size_t before = n - 1;
 	while (before > 0 && x[before] >= cut)
@@ -448,12 +470,12 @@ int run_summary_load(struct store *st, int64_t run_id, int measure_override,
 			s->judged_rec[n] = i;
 			y[n++] = v;
 		}
-		n = trim_release_at_end(x, y, n);
+		n = trim_release_at_end(x, y, xt, n);
 		s->steps_per_second = median_step_rate(s->step_recs, s->steps);
 	} else {
 		s->x_unit = "s";
 		n = bin_samples(s->samples, s->nsamples, s->measure, x, y, &s->bin_seconds);
-		n = trim_release_at_end(x, y, n);
+		n = trim_release_at_end(x, y, NULL, n);
 		for (size_t i = 0; i < n; i++)
 			xt[i] = x[i];
 	}
