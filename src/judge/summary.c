@@ -163,7 +163,7 @@ static size_t bin_samples(const struct mem_sample *sm, size_t n, enum measure m,
  * The points of the last tenth of the run that lie below the last point
  * before it (by 1 MiB and 5 %) are left out of the judgment, from the end
  * back. So are the last marks read together (t, the times they were read,
- * closer than a quarter of the usual step apart), however many, when all
+ * closer than half the usual step apart), however many, when all
  * lie below the point before them: a supervisor held up for a dozen steps
  * read them at once after the job had freed its memory (a leak of 2 MiB a
  * step, 60 steps between restarts, judged "no significant growth"). t is
@@ -178,7 +178,7 @@ static size_t trim_release_at_end(const double *x, const double *y, const double
 		double *gaps = xmalloc((n - 1) * sizeof(double));
 		for (size_t i = 1; i < n; i++)
 			gaps[i - 1] = t[i] - t[i - 1];
-		double together = 0.25 * median_of(gaps, n - 1);
+		double together = 0.5 * median_of(gaps, n - 1);
 		free(gaps);
 		size_t first = n - 1;
 		while (first > n / 2 && t[first] - t[first - 1] <= together)
