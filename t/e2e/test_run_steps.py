@@ -67,6 +67,15 @@ def test_memory_given_back_as_the_job_ends_is_not_judged(lp):
     assert rep["growth_bytes_per_step"] == pytest.approx(20 * lp.MIB, rel=0.35), lp.describe(rep)
 
 
+def run_job(lp, text):
+    """The report of a Python job of this text, run sampled every 20 ms."""
+    job = lp.dir / "job.py"
+    job.write_text(text)
+    r = lp.run([lp.py, job], "--interval", "20ms")
+    assert r.rc == 0, r
+    return lp.report()
+
+
 LAST_MARK_READ_LATE = r'''
 import os, signal, time
 import leakproof
@@ -89,11 +98,7 @@ def test_a_last_mark_read_after_the_job_freed_its_memory_is_not_judged(lp):
     # the last step's memory is read when the supervisor reads its mark: on
     # a busy machine, after the job freed its 30 MiB list (CI judged such a
     # late leak "no significant growth" once)
-    job = lp.dir / "late_mark.py"
-    job.write_text(LAST_MARK_READ_LATE)
-    r = lp.run([lp.py, job], "--interval", "20ms")
-    assert r.rc == 0, r
-    rep = lp.report()
+    rep = run_job(lp, LAST_MARK_READ_LATE)
     assert rep["steps"] == 300, lp.describe(rep)
     assert rep["points"] == 299, lp.describe(rep)          # the last mark, left out
     assert rep["verdict"] == "leak", lp.describe(rep)
@@ -120,11 +125,7 @@ time.sleep(0.3)
 def test_marks_read_together_after_the_job_freed_its_memory_are_not_judged(lp):
     # more than the last tenth of the steps read at once, late: CI judged a
     # 2 MiB-a-step leak between two restarts "no significant growth"
-    job = lp.dir / "late_marks.py"
-    job.write_text(MARKS_READ_LATE)
-    r = lp.run([lp.py, job], "--interval", "20ms")
-    assert r.rc == 0, r
-    rep = lp.report()
+    rep = run_job(lp, MARKS_READ_LATE)
     assert rep["steps"] == 60, lp.describe(rep)
     assert 44 <= rep["points"] <= 46, lp.describe(rep)     # the marks read together, left out
     assert rep["verdict"] == "leak", lp.describe(rep)
